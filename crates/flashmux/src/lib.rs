@@ -1,1 +1,12 @@
-pub fn hello(){}
+//! flashmux: a deterministic model of several tenants sharing one SSD, from the workload through
+//! the guest, the hypervisor's I/O path, the host block layer and its scheduler, the NVMe device
+//! and its FTL, down to the flash array.
+//!
+//! The model never reads a clock: every method takes the current simulated time and returns what
+//! happens next. `flashmux run` drives it in virtual time; the same model can be driven in wall-clock
+//! time.
+
+pub mod engine;
+pub mod flash;
+pub mod ftl;
+pub mod units;

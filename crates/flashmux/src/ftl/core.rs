@@ -1,0 +1,560 @@
+use crate::flash::Geometry;
+use crate::units::{Lpn, Ppa, TenantId};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// Marks "no tenant" in the ownership ledger (padding, never-written units).
+pub const NO_OWNER: u16 = u16::MAX;
+/// L2P value of a logical page that holds no data.
+const UNMAPPED: u32 = u32::MAX;
+/// L2P values with this bit set name a write-buffer slot, not a flash address.
+const BUF_FLAG: u32 = 1 << 31;
+/// P2L value of a physical unit that holds no valid data.
+const NO_LPN: u32 = u32::MAX;
+
+/// Where a logical page's latest data is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loc {
+    Unmapped,
+    /// In the device's DRAM write buffer, slot n.
+    Buffer(u32),
+    Flash(Ppa),
+}
+
+/// How GC picks the block to clean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VictimPolicy {
+    /// Fewest valid units (least copying now).
+    Greedy,
+    /// Largest (1 − u) / 2u × age (Rosenblum & Ousterhout's LFS cleaner): prefers old, cold
+    /// blocks whose remaining data is unlikely to be invalidated soon.
+    CostBenefit,
+}
+
+#[derive(Clone, Debug)]
+pub struct FtlParams {
+    /// Logical pages (mapping units) exported to the host.
+    pub logical_units: u64,
+    pub victim_policy: VictimPolicy,
+    /// GC starts in a plane when its free (or being-erased) blocks fall to this many (at least 2:
+    /// one for the next host block, one kept back for GC's own copies).
+    pub gc_threshold_blocks: u32,
+}
+
+/// One block's worth of garbage collection, for the device to time: read the victim's pages that
+/// still hold valid data, program them elsewhere in the same plane, erase the victim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GcJob {
+    pub plane: u32,
+    pub victim: u32,
+    pub read_pages: u32,
+    pub program_pages: u32,
+    pub moved_units: u32,
+}
+
+/// GC work attributed to one tenant through the ownership ledger.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TenantGc {
+    /// Valid units GC copied that this tenant had written.
+    pub units_moved: u64,
+    /// Units of erased blocks this tenant had written (divide by units per block for erases).
+    pub erased_units: u64,
+}
+
+/// Drive-wide FTL counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FtlStats {
+    pub host_units_programmed: u64,
+    pub gc_units_programmed: u64,
+    pub padding_units_programmed: u64,
+    pub gc_runs: u64,
+    pub erases: u64,
+    pub trimmed_units: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BlockState {
+    Free,
+    Active,
+    Full,
+    /// Cleaned by GC; becomes free when the device finishes erasing it.
+    Erasing,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    state: BlockState,
+    valid: u32,
+    /// Units programmed since the last erase (the write pointer).
+    written: u32,
+    erase_count: u32,
+    /// `write_seq` at the block's last program, for cost-benefit's age.
+    last_write_seq: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Plane {
+    free: VecDeque<u32>,
+    user_active: Option<u32>,
+    gc_active: Option<u32>,
+    erasing: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Host,
+    Gc,
+}
+
+/// Free blocks always kept back for GC's own copies, so a full plane can still be cleaned.
+const GC_RESERVE_BLOCKS: usize = 1;
+
+pub struct Ftl {
+    units_per_page: u32,
+    units_per_block: u32,
+    blocks_per_plane: u32,
+    stripe_to_plane: Vec<u32>,
+    l2p: Vec<u32>,
+    p2l: Vec<u32>,
+    owner: Vec<u16>,
+    blocks: Vec<Block>,
+    planes: Vec<Plane>,
+    params: FtlParams,
+    write_seq: u64,
+    stats: FtlStats,
+    tenant_gc: Vec<TenantGc>,
+    unowned_gc: TenantGc,
+    pending_gc: VecDeque<GcJob>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FtlError {
+    #[error(
+        "over-provisioning too low for garbage collection to make progress: each plane holds up to \
+         {logical_blocks} blocks of logical data in {blocks} blocks, but GC needs {needed} spare blocks \
+         (threshold {threshold} + 3 for the active blocks and GC's reserve); raise overprovisioning or \
+         blocks, or lower gc_threshold"
+    )]
+    OverprovisioningTooLow { logical_blocks: u64, blocks: u32, needed: u32, threshold: u32 },
+    #[error("the logical space is empty")]
+    NoLogicalSpace,
+}
+
+impl Ftl {
+    pub fn new(geo: &Geometry, params: FtlParams) -> Result<Ftl, FtlError> {
+        let planes = geo.planes();
+        let upp = geo.units_per_page();
+        let upb = geo.units_per_block();
+        if params.logical_units == 0 {
+            return Err(FtlError::NoLogicalSpace);
+        }
+        assert!(params.gc_threshold_blocks >= 2, "GC threshold below 2 blocks can deadlock");
+        let stripe_to_plane: Vec<u32> = (0..planes as u64).map(|s| geo.plane_for_stripe(s)).collect();
+        // The most logical units any plane can be asked to hold under static striping.
+        let stripes = params.logical_units.div_ceil(upp as u64);
+        let max_plane_units = stripes.div_ceil(planes as u64) * upp as u64;
+        let logical_blocks = max_plane_units.div_ceil(upb as u64);
+        let needed = params.gc_threshold_blocks + 3;
+        if logical_blocks + needed as u64 > geo.blocks_per_plane as u64 {
+            return Err(FtlError::OverprovisioningTooLow {
+                logical_blocks,
+                blocks: geo.blocks_per_plane,
+                needed,
+                threshold: params.gc_threshold_blocks,
+            });
+        }
+        let total_units = geo.total_units() as usize;
+        let nblocks = geo.blocks() as usize;
+        let blocks = vec![
+            Block { state: BlockState::Free, valid: 0, written: 0, erase_count: 0, last_write_seq: 0 };
+            nblocks
+        ];
+        let planes_v = (0..planes)
+            .map(|p| Plane {
+                free: (p * geo.blocks_per_plane..(p + 1) * geo.blocks_per_plane).collect(),
+                ..Plane::default()
+            })
+            .collect();
+        Ok(Ftl {
+            units_per_page: upp,
+            units_per_block: upb,
+            blocks_per_plane: geo.blocks_per_plane,
+            stripe_to_plane,
+            l2p: vec![UNMAPPED; params.logical_units as usize],
+            p2l: vec![NO_LPN; total_units],
+            owner: vec![NO_OWNER; total_units],
+            blocks,
+            planes: planes_v,
+            params,
+            write_seq: 0,
+            stats: FtlStats::default(),
+            tenant_gc: Vec::new(),
+            unowned_gc: TenantGc::default(),
+            pending_gc: VecDeque::new(),
+        })
+    }
+
+    pub fn logical_units(&self) -> u64 {
+        self.l2p.len() as u64
+    }
+    pub fn units_per_page(&self) -> u32 {
+        self.units_per_page
+    }
+    pub fn units_per_block(&self) -> u32 {
+        self.units_per_block
+    }
+    pub fn stats(&self) -> &FtlStats {
+        &self.stats
+    }
+    /// GC work attributed to `tenant`.
+    pub fn tenant_gc(&self, tenant: TenantId) -> TenantGc {
+        self.tenant_gc.get(tenant.index()).cloned().unwrap_or_default()
+    }
+    /// GC work on data with no tenant (e.g. written by preconditioning of a shared region).
+    pub fn unowned_gc(&self) -> &TenantGc {
+        &self.unowned_gc
+    }
+    /// Bytes of the model's own mapping state (L2P, P2L, ownership ledger, block table).
+    pub fn memory_bytes(&self) -> (u64, u64) {
+        let l2p = (self.l2p.len() * 4) as u64;
+        let other = (self.p2l.len() * 4
+            + self.owner.len() * 2
+            + self.blocks.len() * std::mem::size_of::<Block>()) as u64;
+        (l2p, other)
+    }
+
+    /// The plane that stores `lpn` (static channel-first striping by flash page).
+    pub fn plane_of(&self, lpn: Lpn) -> u32 {
+        let stripe = lpn.0 / self.units_per_page;
+        self.stripe_to_plane[stripe as usize % self.stripe_to_plane.len()]
+    }
+    /// The global flash page (block × pages per block + page) of a physical unit.
+    pub fn page_of(&self, ppa: Ppa) -> u32 {
+        ppa.0 / self.units_per_page
+    }
+    pub fn plane_of_ppa(&self, ppa: Ppa) -> u32 {
+        ppa.0 / self.units_per_block / self.blocks_per_plane
+    }
+
+    pub fn lookup(&self, lpn: Lpn) -> Loc {
+        match self.l2p[lpn.index()] {
+            UNMAPPED => Loc::Unmapped,
+            v if v & BUF_FLAG != 0 => Loc::Buffer(v & !BUF_FLAG),
+            v => Loc::Flash(Ppa(v)),
+        }
+    }
+
+    /// The tenant that wrote physical unit `ppa` (NO_OWNER if none).
+    pub fn owner_of(&self, ppa: Ppa) -> u16 {
+        self.owner[ppa.index()]
+    }
+
+    /// New data for `lpn` now lives in write-buffer slot `slot`; any copy on flash is stale.
+    pub fn set_buffered(&mut self, lpn: Lpn, slot: u32) {
+        debug_assert!(slot & BUF_FLAG == 0);
+        self.invalidate_flash_copy(lpn);
+        self.l2p[lpn.index()] = slot | BUF_FLAG;
+    }
+
+    /// TRIM: the logical page holds no data any more. Returns where it was.
+    pub fn unmap(&mut self, lpn: Lpn) -> Loc {
+        let was = self.lookup(lpn);
+        if was != Loc::Unmapped {
+            self.stats.trimmed_units += 1;
+        }
+        self.invalidate_flash_copy(lpn);
+        self.l2p[lpn.index()] = UNMAPPED;
+        was
+    }
+
+    fn invalidate_flash_copy(&mut self, lpn: Lpn) {
+        if let Loc::Flash(ppa) = self.lookup(lpn) {
+            debug_assert_eq!(self.p2l[ppa.index()], lpn.0);
+            self.p2l[ppa.index()] = NO_LPN;
+            let b = (ppa.0 / self.units_per_block) as usize;
+            self.blocks[b].valid -= 1;
+        }
+    }
+
+    /// Whether `plane` can take `units` more host units now without eating into GC's reserve.
+    pub fn can_program_host(&self, plane: u32, units: u32) -> bool {
+        let p = &self.planes[plane as usize];
+        let room = p.user_active.map_or(0, |b| self.units_per_block - self.blocks[b as usize].written);
+        room >= units || p.free.len() > GC_RESERVE_BLOCKS
+    }
+
+    /// Programs host data for `lpn` (written by `owner`) into `plane`'s open host block and maps it.
+    /// May start garbage collection, whose jobs the caller collects with [`Ftl::take_gc_job`].
+    pub fn program_host(&mut self, plane: u32, lpn: Lpn, owner: u16) -> Ppa {
+        debug_assert_eq!(self.plane_of(lpn), plane);
+        // Invalidate first, so that GC started by this allocation does not copy the stale data.
+        self.invalidate_flash_copy(lpn);
+        self.l2p[lpn.index()] = UNMAPPED;
+        let ppa = self.alloc(plane, Stream::Host);
+        self.place(ppa, lpn, owner);
+        self.stats.host_units_programmed += 1;
+        ppa
+    }
+
+    /// Fills the rest of the open host block's current flash page with padding, so the next
+    /// program starts on a page boundary (used after unit-by-unit preconditioning).
+    pub fn pad_host_page(&mut self, plane: u32) {
+        while let Some(b) = self.planes[plane as usize].user_active {
+            if self.blocks[b as usize].written % self.units_per_page == 0 {
+                break;
+            }
+            let ppa = self.alloc(plane, Stream::Host);
+            self.owner[ppa.index()] = NO_OWNER;
+            self.stats.padding_units_programmed += 1;
+        }
+    }
+
+    fn place(&mut self, ppa: Ppa, lpn: Lpn, owner: u16) {
+        self.l2p[lpn.index()] = ppa.0;
+        self.p2l[ppa.index()] = lpn.0;
+        self.owner[ppa.index()] = owner;
+        let b = (ppa.0 / self.units_per_block) as usize;
+        self.blocks[b].valid += 1;
+    }
+
+    /// Next free unit of `plane`'s open block for `stream`, opening a block when needed.
+    fn alloc(&mut self, plane: u32, stream: Stream) -> Ppa {
+        let upb = self.units_per_block;
+        let current = match stream {
+            Stream::Host => self.planes[plane as usize].user_active,
+            Stream::Gc => self.planes[plane as usize].gc_active,
+        };
+        let block = match current {
+            Some(b) if self.blocks[b as usize].written < upb => b,
+            _ => {
+                if let Some(b) = current {
+                    self.blocks[b as usize].state = BlockState::Full;
+                }
+                let p = &mut self.planes[plane as usize];
+                let reserve = if stream == Stream::Host { GC_RESERVE_BLOCKS } else { 0 };
+                assert!(
+                    p.free.len() > reserve,
+                    "plane {plane}: no free block for {} writes (caller must check can_program_host)",
+                    if stream == Stream::Host { "host" } else { "GC" }
+                );
+                let b = p.free.pop_front().expect("checked above");
+                match stream {
+                    Stream::Host => p.user_active = Some(b),
+                    Stream::Gc => p.gc_active = Some(b),
+                }
+                self.blocks[b as usize].state = BlockState::Active;
+                if stream == Stream::Host {
+                    self.collect_garbage(plane);
+                }
+                b
+            }
+        };
+        let blk = &mut self.blocks[block as usize];
+        let ppa = Ppa(block * upb + blk.written);
+        blk.written += 1;
+        self.write_seq += 1;
+        blk.last_write_seq = self.write_seq;
+        if blk.written == upb {
+            blk.state = BlockState::Full;
+            match stream {
+                Stream::Host => self.planes[plane as usize].user_active = None,
+                Stream::Gc => self.planes[plane as usize].gc_active = None,
+            }
+        }
+        ppa
+    }
+
+    /// Cleans victims in `plane` while its free-or-erasing blocks are at or below the threshold.
+    fn collect_garbage(&mut self, plane: u32) {
+        // Each run frees at least one unit net, so this ends; the bound only guards against a bug.
+        for _ in 0..=self.blocks_per_plane {
+            let p = &self.planes[plane as usize];
+            if p.free.len() + p.erasing as usize > self.params.gc_threshold_blocks as usize {
+                return;
+            }
+            let Some(victim) = self.pick_victim(plane) else { return };
+            let valid = self.blocks[victim as usize].valid;
+            let gc_room = self.planes[plane as usize]
+                .gc_active
+                .map_or(0, |b| self.units_per_block - self.blocks[b as usize].written);
+            if valid > gc_room && self.planes[plane as usize].free.is_empty() {
+                // Wait for an erase to finish before copying more.
+                return;
+            }
+            self.relocate(plane, victim);
+        }
+        panic!("GC in plane {plane} did not converge");
+    }
+
+    fn pick_victim(&self, plane: u32) -> Option<u32> {
+        let first = plane * self.blocks_per_plane;
+        let upb = self.units_per_block;
+        let candidates = (first..first + self.blocks_per_plane).filter(|&b| {
+            let blk = &self.blocks[b as usize];
+            blk.state == BlockState::Full && blk.valid < upb
+        });
+        match self.params.victim_policy {
+            VictimPolicy::Greedy => candidates.min_by_key(|&b| (self.blocks[b as usize].valid, b)),
+            VictimPolicy::CostBenefit => {
+                let now = self.write_seq;
+                let score = |b: u32| {
+                    let blk = &self.blocks[b as usize];
+                    let u = blk.valid as f64 / upb as f64;
+                    if u == 0.0 {
+                        return f64::INFINITY;
+                    }
+                    let age = (now - blk.last_write_seq) as f64 + 1.0;
+                    (1.0 - u) / (2.0 * u) * age
+                };
+                // Highest score; ties go to the lowest block number (max_by keeps the last max).
+                candidates.fold(None, |best: Option<(u32, f64)>, b| {
+                    let s = score(b);
+                    match best {
+                        Some((_, bs)) if bs >= s => best,
+                        _ => Some((b, s)),
+                    }
+                })
+                .map(|(b, _)| b)
+            }
+        }
+    }
+
+    /// Copies the victim's valid units to the plane's GC block and queues the victim for erasing.
+    fn relocate(&mut self, plane: u32, victim: u32) {
+        let upb = self.units_per_block;
+        let upp = self.units_per_page;
+        let base = victim * upb;
+        let mut moved = 0u32;
+        let mut program_pages = 0u32;
+        let mut read_pages = 0u32;
+        for page in 0..self.blocks[victim as usize].written.div_ceil(upp) {
+            let mut page_had_valid = false;
+            for u in page * upp..((page + 1) * upp).min(self.blocks[victim as usize].written) {
+                let old = Ppa(base + u);
+                let owner = self.owner[old.index()];
+                self.attribute(owner).erased_units += 1;
+                let lpn = self.p2l[old.index()];
+                if lpn == NO_LPN {
+                    continue;
+                }
+                page_had_valid = true;
+                let new = self.alloc(plane, Stream::Gc);
+                // A GC page is programmed when its last unit is filled; a partly filled page waits
+                // for the next run.
+                program_pages += ((new.0 + 1) % upp == 0) as u32;
+                self.p2l[old.index()] = NO_LPN;
+                self.blocks[victim as usize].valid -= 1;
+                self.place(new, Lpn(lpn), owner);
+                self.attribute(owner).units_moved += 1;
+                moved += 1;
+            }
+            read_pages += page_had_valid as u32;
+        }
+        debug_assert_eq!(self.blocks[victim as usize].valid, 0);
+        let blk = &mut self.blocks[victim as usize];
+        blk.state = BlockState::Erasing;
+        self.planes[plane as usize].erasing += 1;
+        self.stats.gc_runs += 1;
+        self.stats.gc_units_programmed += moved as u64;
+        self.pending_gc.push_back(GcJob { plane, victim, read_pages, program_pages, moved_units: moved });
+    }
+
+    fn attribute(&mut self, owner: u16) -> &mut TenantGc {
+        if owner == NO_OWNER {
+            return &mut self.unowned_gc;
+        }
+        let i = owner as usize;
+        if i >= self.tenant_gc.len() {
+            self.tenant_gc.resize(i + 1, TenantGc::default());
+        }
+        &mut self.tenant_gc[i]
+    }
+
+    /// Writes `lpn` with no timing, as preconditioning does: GC runs and its erases complete at once.
+    pub fn write_untimed(&mut self, lpn: Lpn, owner: u16) {
+        let plane = self.plane_of(lpn);
+        self.program_host(plane, lpn, owner);
+        while let Some(job) = self.pending_gc.pop_front() {
+            self.finish_erase(job.victim);
+        }
+    }
+
+    /// The next GC job the device has not yet scheduled.
+    pub fn take_gc_job(&mut self) -> Option<GcJob> {
+        self.pending_gc.pop_front()
+    }
+
+    /// The device finished erasing a GC victim: the block is free again.
+    pub fn finish_erase(&mut self, victim: u32) {
+        let plane = victim / self.blocks_per_plane;
+        let blk = &mut self.blocks[victim as usize];
+        assert_eq!(blk.state, BlockState::Erasing, "block {victim} finished an erase it never started");
+        blk.state = BlockState::Free;
+        blk.written = 0;
+        blk.erase_count += 1;
+        self.stats.erases += 1;
+        let p = &mut self.planes[plane as usize];
+        p.erasing -= 1;
+        p.free.push_back(victim);
+        // GC may have stopped for want of a free block; it can go on now.
+        self.collect_garbage(plane);
+    }
+
+    /// Free blocks in `plane` (not counting blocks being erased).
+    pub fn free_blocks(&self, plane: u32) -> usize {
+        self.planes[plane as usize].free.len()
+    }
+
+    /// Checks every structural invariant; panics with a description on the first violation.
+    /// Cost: linear in the drive's size.
+    pub fn check_invariants(&self) {
+        let upb = self.units_per_block;
+        let mut mapped_to_flash = 0u64;
+        for (lpn, &v) in self.l2p.iter().enumerate() {
+            if v != UNMAPPED && v & BUF_FLAG == 0 {
+                mapped_to_flash += 1;
+                assert_eq!(self.p2l[v as usize], lpn as u32, "L2P[{lpn}]={v} but P2L disagrees");
+            }
+        }
+        let mut total_valid = 0u64;
+        for (b, blk) in self.blocks.iter().enumerate() {
+            let units = &self.p2l[b * upb as usize..(b + 1) * upb as usize];
+            let valid = units.iter().filter(|&&l| l != NO_LPN).count() as u32;
+            assert_eq!(valid, blk.valid, "block {b}: valid count {} but {} units valid", blk.valid, valid);
+            assert!(blk.written <= upb);
+            assert!(
+                units[blk.written as usize..].iter().all(|&l| l == NO_LPN),
+                "block {b}: data beyond the write pointer"
+            );
+            for (u, &lpn) in units.iter().enumerate() {
+                if lpn != NO_LPN {
+                    assert_eq!(self.l2p[lpn as usize], (b * upb as usize + u) as u32, "stale P2L entry");
+                }
+            }
+            match blk.state {
+                BlockState::Free => assert!(blk.written == 0 && blk.valid == 0, "free block {b} not empty"),
+                BlockState::Erasing => assert_eq!(blk.valid, 0, "block {b} erasing with valid data"),
+                BlockState::Full => assert_eq!(blk.written, upb, "full block {b} not full"),
+                BlockState::Active => assert!(blk.written < upb),
+            }
+            total_valid += blk.valid as u64;
+        }
+        assert_eq!(total_valid, mapped_to_flash, "valid units != logical pages mapped to flash");
+        for (p, plane) in self.planes.iter().enumerate() {
+            let range = p as u32 * self.blocks_per_plane..(p as u32 + 1) * self.blocks_per_plane;
+            for &b in &plane.free {
+                assert!(range.contains(&b), "plane {p} free list holds foreign block {b}");
+                assert_eq!(self.blocks[b as usize].state, BlockState::Free);
+            }
+            let count = |s| range.clone().filter(|&b| self.blocks[b as usize].state == s).count();
+            assert_eq!(count(BlockState::Free), plane.free.len(), "plane {p}: free list out of sync");
+            assert_eq!(count(BlockState::Erasing), plane.erasing as usize, "plane {p}: erasing count");
+            let actives = plane.user_active.iter().chain(plane.gc_active.iter());
+            assert_eq!(count(BlockState::Active), actives.clone().count(), "plane {p}: active blocks");
+            for &b in actives {
+                assert!(range.contains(&b) && self.blocks[b as usize].state == BlockState::Active);
+            }
+        }
+    }
+}

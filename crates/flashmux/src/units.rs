@@ -1,0 +1,316 @@
+//! Newtypes for time, sizes, addresses and ids, and parsing of user-facing unit strings.
+//!
+//! The model never mixes units silently: instants are [`SimTime`], durations [`Nanos`], and every
+//! address space and id has its own type. Config files accept unit strings such as `"65us"`,
+//! `"0.55ms"`, `"8GiB"` or `"4k"`; see [`parse_size`] and [`parse_duration`].
+
+use serde::Serialize;
+use std::fmt;
+use std::ops::{Add, AddAssign, Mul, Sub};
+
+/// An instant of simulated time, in nanoseconds since the start of the run.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default, Serialize)]
+pub struct SimTime(pub u64);
+
+/// A duration in nanoseconds.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default, Serialize)]
+pub struct Nanos(pub u64);
+
+impl SimTime {
+    pub const ZERO: SimTime = SimTime(0);
+    pub const MAX: SimTime = SimTime(u64::MAX);
+
+    pub fn ns(self) -> u64 {
+        self.0
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+    /// Time elapsed since `earlier`; zero if `earlier` is later (never underflows).
+    pub fn since(self, earlier: SimTime) -> Nanos {
+        Nanos(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl Nanos {
+    pub const ZERO: Nanos = Nanos(0);
+
+    pub const fn from_us(us: u64) -> Nanos {
+        Nanos(us * 1_000)
+    }
+    pub const fn from_ms(ms: u64) -> Nanos {
+        Nanos(ms * 1_000_000)
+    }
+    pub const fn from_secs(s: u64) -> Nanos {
+        Nanos(s * 1_000_000_000)
+    }
+    pub fn ns(self) -> u64 {
+        self.0
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+    /// Time to move `bytes` at `bytes_per_sec`, rounded up to a whole nanosecond.
+    pub fn for_transfer(bytes: u64, bytes_per_sec: u64) -> Nanos {
+        if bytes_per_sec == 0 {
+            return Nanos::ZERO;
+        }
+        let ns = (bytes as u128 * 1_000_000_000).div_ceil(bytes_per_sec as u128);
+        Nanos(ns.min(u64::MAX as u128) as u64)
+    }
+}
+
+impl Add<Nanos> for SimTime {
+    type Output = SimTime;
+    fn add(self, d: Nanos) -> SimTime {
+        SimTime(self.0.saturating_add(d.0))
+    }
+}
+impl AddAssign<Nanos> for SimTime {
+    fn add_assign(&mut self, d: Nanos) {
+        *self = *self + d;
+    }
+}
+impl Add for Nanos {
+    type Output = Nanos;
+    fn add(self, o: Nanos) -> Nanos {
+        Nanos(self.0.saturating_add(o.0))
+    }
+}
+impl AddAssign for Nanos {
+    fn add_assign(&mut self, o: Nanos) {
+        *self = *self + o;
+    }
+}
+impl Sub for Nanos {
+    type Output = Nanos;
+    fn sub(self, o: Nanos) -> Nanos {
+        Nanos(self.0.saturating_sub(o.0))
+    }
+}
+impl Mul<u64> for Nanos {
+    type Output = Nanos;
+    fn mul(self, k: u64) -> Nanos {
+        Nanos(self.0.saturating_mul(k))
+    }
+}
+
+impl fmt::Display for Nanos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_duration_ns(self.0, f)
+    }
+}
+impl fmt::Display for SimTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_duration_ns(self.0, f)
+    }
+}
+
+fn fmt_duration_ns(ns: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    if ns >= 1_000_000_000 {
+        write!(f, "{:.3}s", ns as f64 / 1e9)
+    } else if ns >= 1_000_000 {
+        write!(f, "{:.3}ms", ns as f64 / 1e6)
+    } else if ns >= 1_000 {
+        write!(f, "{:.3}us", ns as f64 / 1e3)
+    } else {
+        write!(f, "{ns}ns")
+    }
+}
+
+macro_rules! id_type {
+    ($(#[$m:meta])* $name:ident, $inner:ty) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default, Serialize)]
+        pub struct $name(pub $inner);
+        impl $name {
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+
+id_type!(
+    /// A tenant: a VM or container sharing the device.
+    TenantId, u16);
+id_type!(
+    /// A workload job (one fio job clone).
+    JobId, u32);
+id_type!(
+    /// A request in flight; an index into the simulator's request slab.
+    ReqId, u32);
+id_type!(
+    /// A logical page (one mapping unit) of the device's logical space.
+    Lpn, u32);
+id_type!(
+    /// A physical mapping-unit slot on flash: (flash page × units per page + unit index).
+    Ppa, u32);
+id_type!(
+    /// An NVMe submission/completion queue pair.
+    QueueId, u16);
+
+/// Error from parsing a unit string.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {what} '{value}': expected {expected}")]
+pub struct UnitError {
+    pub what: &'static str,
+    pub value: String,
+    pub expected: &'static str,
+}
+
+const SIZE_EXPECTED: &str =
+    "a size such as 4096, 4k, 64KiB, 8GiB (binary) or 256GB (decimal)";
+const DURATION_EXPECTED: &str = "a duration with a unit such as 500ns, 65us, 0.55ms, 1.5ms, 10s or 2m";
+const RATE_EXPECTED: &str = "a transfer rate such as 400MB/s, 1.2GB/s or 800MiB/s";
+
+/// Parses a size in bytes. Plain integers are bytes. Single-letter suffixes `k`, `m`, `g`, `t`
+/// (any case) and IEC suffixes `KiB`, `MiB`, `GiB`, `TiB` are binary (as fio's default
+/// `kb_base=1024` reads `4k`); SI suffixes with a `B` — `kB`, `KB`, `MB`, `GB`, `TB` — are decimal,
+/// as drive capacities are quoted. Fractions are allowed with a suffix (`1.5GiB`) if the result is
+/// a whole number of bytes.
+pub fn parse_size(s: &str) -> Result<u64, UnitError> {
+    let err = || UnitError { what: "size", value: s.to_string(), expected: SIZE_EXPECTED };
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    if num.is_empty() {
+        return Err(err());
+    }
+    let mult: u64 = match suffix.trim() {
+        "" | "b" | "B" => 1,
+        "k" | "K" | "KiB" | "kiB" => 1 << 10,
+        "m" | "M" | "MiB" => 1 << 20,
+        "g" | "G" | "GiB" => 1 << 30,
+        "t" | "T" | "TiB" => 1 << 40,
+        "kB" | "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "TB" => 1_000_000_000_000,
+        _ => return Err(err()),
+    };
+    scale(num, mult).ok_or_else(err)
+}
+
+/// Parses a duration; a unit is required (`ns`, `us`, `ms`, `s`, `m`, `h`).
+pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
+    let err = || UnitError { what: "duration", value: s.to_string(), expected: DURATION_EXPECTED };
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    if num.is_empty() {
+        return Err(err());
+    }
+    let mult: u64 = match suffix.trim() {
+        "ns" => 1,
+        "us" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" | "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        _ => return Err(err()),
+    };
+    scale(num, mult).map(Nanos).ok_or_else(err)
+}
+
+/// Parses a transfer rate in bytes per second: a size followed by `/s`.
+pub fn parse_rate(s: &str) -> Result<u64, UnitError> {
+    let err = || UnitError { what: "rate", value: s.to_string(), expected: RATE_EXPECTED };
+    let t = s.trim();
+    let size = t.strip_suffix("/s").ok_or_else(err)?;
+    match parse_size(size) {
+        Ok(0) | Err(_) => Err(err()),
+        Ok(v) => Ok(v),
+    }
+}
+
+/// `num` (decimal digits with at most one '.') times `mult`, exactly, or None.
+fn scale(num: &str, mult: u64) -> Option<u64> {
+    let (int, frac) = match num.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (num, ""),
+    };
+    if frac.contains('.') || (int.is_empty() && frac.is_empty()) || frac.len() > 18 {
+        return None;
+    }
+    let int_v: u128 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    let frac_v: u128 = if frac.is_empty() { 0 } else { frac.parse().ok()? };
+    let denom = 10u128.pow(frac.len() as u32);
+    let total = int_v.checked_mul(mult as u128)? + frac_v * mult as u128 / denom;
+    if frac_v * mult as u128 % denom != 0 {
+        return None;
+    }
+    u64::try_from(total).ok()
+}
+
+/// Formats a byte count the way people read drive sizes: `8.00 GiB`.
+pub fn fmt_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.2} {}", UNITS[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("4K").unwrap(), 4096);
+        assert_eq!(parse_size("64KiB").unwrap(), 65536);
+        assert_eq!(parse_size("8GiB").unwrap(), 8 << 30);
+        assert_eq!(parse_size("256GB").unwrap(), 256_000_000_000);
+        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
+        assert_eq!(parse_size(" 2m ").unwrap(), 2 << 20);
+        for bad in ["", "k", "4q", "1.2.3k", "-4k", "0.3B", "99999999999999999999T"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("65us").unwrap(), Nanos(65_000));
+        assert_eq!(parse_duration("0.55ms").unwrap(), Nanos(550_000));
+        assert_eq!(parse_duration("1.5ms").unwrap(), Nanos(1_500_000));
+        assert_eq!(parse_duration("10s").unwrap(), Nanos(10_000_000_000));
+        assert_eq!(parse_duration("2m").unwrap(), Nanos(120_000_000_000));
+        assert_eq!(parse_duration("500ns").unwrap(), Nanos(500));
+        for bad in ["", "10", "1.5", "ms", "3 parsecs", "0.5ns"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert!(parse_duration("10").unwrap_err().to_string().contains("expected a duration"));
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("400MB/s").unwrap(), 400_000_000);
+        assert_eq!(parse_rate("1.2GB/s").unwrap(), 1_200_000_000);
+        assert!(parse_rate("400MB").is_err());
+        assert!(parse_rate("0MB/s").is_err());
+    }
+
+    #[test]
+    fn transfer_time_rounds_up() {
+        assert_eq!(Nanos::for_transfer(4096, 400_000_000), Nanos(10_240));
+        assert_eq!(Nanos::for_transfer(1, 3), Nanos(333_333_334));
+        assert_eq!(Nanos::for_transfer(0, 3), Nanos(0));
+    }
+
+    #[test]
+    fn time_arithmetic_saturates() {
+        assert_eq!(SimTime(5).since(SimTime(9)), Nanos::ZERO);
+        assert_eq!(SimTime(u64::MAX) + Nanos(1), SimTime(u64::MAX));
+        assert_eq!(Nanos(3) - Nanos(5), Nanos::ZERO);
+    }
+}
