@@ -6,6 +6,7 @@
 //! happens next. `flashmux run` drives it in virtual time; the same model can be driven in wall-clock
 //! time.
 
+pub mod device;
 pub mod engine;
 pub mod flash;
 pub mod ftl;

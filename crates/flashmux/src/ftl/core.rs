@@ -480,6 +480,13 @@ impl Ftl {
         }
     }
 
+    /// Zeroes the counters and GC attribution (not the state): the measured run counts from here.
+    pub fn reset_stats(&mut self) {
+        self.stats = FtlStats::default();
+        self.tenant_gc.clear();
+        self.unowned_gc = TenantGc::default();
+    }
+
     /// The next GC job the device has not yet scheduled.
     pub fn take_gc_job(&mut self) -> Option<GcJob> {
         self.pending_gc.pop_front()

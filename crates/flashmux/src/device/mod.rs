@@ -1,0 +1,229 @@
+//! The storage device: an NVMe front end (submission queues, round-robin arbitration, controller
+//! cores) in front of a back end — the SSD model, or a `null` device that completes every command
+//! after a fixed latency, like Linux's `null_blk`.
+//!
+//! The device never schedules events itself: every call appends `(time, DeviceEvent)` pairs and
+//! finished requests to an [`Outbox`] that the simulator drains into its event queue.
+
+mod buffer;
+pub mod precondition;
+mod ssd;
+
+pub use ssd::{Ssd, SsdConfig, SsdStats, TenantDeviceStats};
+
+use crate::units::{Nanos, QueueId, ReqId, SimTime, TenantId};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoOp {
+    Read,
+    Write,
+    Trim,
+}
+
+/// A command as the host submits it: a byte range of the device's logical space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Command {
+    pub req: ReqId,
+    pub tenant: TenantId,
+    pub op: IoOp,
+    pub offset: u64,
+    pub len: u64,
+    pub queue: QueueId,
+}
+
+/// A command inside the device, with the back end's progress on it.
+#[derive(Clone, Copy, Debug)]
+pub struct CmdState {
+    pub cmd: Command,
+    /// Units of a write already in the buffer.
+    pub progress: u32,
+    /// The latest time any part of the command finishes.
+    pub done_at: SimTime,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceEvent {
+    /// The controller finished fetching and decoding command slot n.
+    Fetched(u32),
+    /// Command slot n is complete; its completion entry is posted.
+    Complete(u32),
+    /// The oldest program on die n finished.
+    ProgramDone(u32),
+    /// Garbage collection on die n may have finished a job.
+    GcCheck(u32),
+}
+
+/// What a device call produced: events to schedule and requests completed.
+#[derive(Default)]
+pub struct Outbox {
+    pub events: Vec<(SimTime, DeviceEvent)>,
+    pub completed: Vec<ReqId>,
+}
+
+/// NVMe front-end parameters.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NvmeConfig {
+    /// I/O submission/completion queue pairs.
+    pub queues: u16,
+    /// Commands a queue may have outstanding.
+    pub queue_depth: u32,
+    /// Commands the controller processes in parallel.
+    pub controller_cores: u32,
+    /// Controller time to fetch and decode one command.
+    pub command_overhead: Nanos,
+}
+
+/// The `null` back end: every command completes `latency` after the controller fetched it; no
+/// data, no media.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NullConfig {
+    pub capacity_bytes: u64,
+    pub latency: Nanos,
+}
+
+pub enum Backend {
+    Ssd(Box<Ssd>),
+    Null(NullConfig),
+}
+
+pub struct Device {
+    nvme: NvmeConfig,
+    /// Commands waiting to be fetched, per queue.
+    pending: Vec<VecDeque<u32>>,
+    outstanding: Vec<u32>,
+    rr_next: usize,
+    free_cores: u32,
+    cmds: Vec<CmdState>,
+    free_cmds: Vec<u32>,
+    backend: Backend,
+    commands_completed: u64,
+}
+
+impl Device {
+    pub fn new(nvme: NvmeConfig, backend: Backend) -> Device {
+        let q = nvme.queues as usize;
+        Device {
+            pending: vec![VecDeque::new(); q],
+            outstanding: vec![0; q],
+            rr_next: 0,
+            free_cores: nvme.controller_cores,
+            cmds: Vec::new(),
+            free_cmds: Vec::new(),
+            nvme,
+            backend,
+            commands_completed: 0,
+        }
+    }
+
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+    pub fn backend_mut(&mut self) -> &mut Backend {
+        &mut self.backend
+    }
+    pub fn nvme(&self) -> &NvmeConfig {
+        &self.nvme
+    }
+    pub fn capacity_bytes(&self) -> u64 {
+        match &self.backend {
+            Backend::Ssd(s) => s.capacity_bytes(),
+            Backend::Null(n) => n.capacity_bytes,
+        }
+    }
+    /// Smallest addressable unit (offsets and lengths are multiples of it).
+    pub fn sector_bytes(&self) -> u64 {
+        512
+    }
+
+    pub fn queue_has_room(&self, q: QueueId) -> bool {
+        self.outstanding[q.index()] < self.nvme.queue_depth
+    }
+
+    pub fn submit(&mut self, now: SimTime, cmd: Command, out: &mut Outbox) {
+        assert!(self.queue_has_room(cmd.queue), "submission to a full queue {:?}", cmd.queue);
+        assert!(cmd.len > 0 && cmd.offset + cmd.len <= self.capacity_bytes(), "command beyond the device: {cmd:?}");
+        let state = CmdState { cmd, progress: 0, done_at: now };
+        let slot = match self.free_cmds.pop() {
+            Some(s) => {
+                self.cmds[s as usize] = state;
+                s
+            }
+            None => {
+                self.cmds.push(state);
+                (self.cmds.len() - 1) as u32
+            }
+        };
+        self.outstanding[cmd.queue.index()] += 1;
+        self.pending[cmd.queue.index()].push_back(slot);
+        self.fetch(now, out);
+    }
+
+    /// Round-robin arbitration: each free controller core takes the next queue's oldest command.
+    fn fetch(&mut self, now: SimTime, out: &mut Outbox) {
+        let n = self.pending.len();
+        while self.free_cores > 0 {
+            let Some(q) = (0..n).map(|i| (self.rr_next + i) % n).find(|&q| !self.pending[q].is_empty()) else {
+                return;
+            };
+            let slot = self.pending[q].pop_front().expect("queue checked non-empty");
+            self.rr_next = (q + 1) % n;
+            self.free_cores -= 1;
+            out.events.push((now + self.nvme.command_overhead, DeviceEvent::Fetched(slot)));
+        }
+    }
+
+    pub fn handle(&mut self, now: SimTime, ev: DeviceEvent, out: &mut Outbox) {
+        match ev {
+            DeviceEvent::Fetched(slot) => {
+                self.free_cores += 1;
+                match &mut self.backend {
+                    Backend::Ssd(ssd) => ssd.execute(now, slot, &mut self.cmds, out),
+                    Backend::Null(n) => out.events.push((now + n.latency, DeviceEvent::Complete(slot))),
+                }
+                self.fetch(now, out);
+            }
+            DeviceEvent::Complete(slot) => {
+                let cmd = self.cmds[slot as usize].cmd;
+                self.outstanding[cmd.queue.index()] -= 1;
+                self.free_cmds.push(slot);
+                self.commands_completed += 1;
+                out.completed.push(cmd.req);
+            }
+            DeviceEvent::ProgramDone(die) => {
+                if let Backend::Ssd(ssd) = &mut self.backend {
+                    ssd.program_done(now, die, &mut self.cmds, out);
+                }
+            }
+            DeviceEvent::GcCheck(die) => {
+                if let Backend::Ssd(ssd) = &mut self.backend {
+                    ssd.gc_check(now, die, &mut self.cmds, out);
+                }
+            }
+        }
+    }
+
+    /// Commands submitted and not yet completed.
+    pub fn in_flight(&self) -> u64 {
+        self.outstanding.iter().map(|&o| o as u64).sum()
+    }
+
+    pub fn commands_completed(&self) -> u64 {
+        self.commands_completed
+    }
+
+    pub fn check_invariants(&self) {
+        let queued: usize = self.pending.iter().map(|p| p.len()).sum();
+        assert!(queued as u64 <= self.in_flight());
+        assert_eq!(self.cmds.len() - self.free_cmds.len(), self.in_flight() as usize, "command slots leaked");
+        assert!(self.free_cores <= self.nvme.controller_cores);
+        if let Backend::Ssd(s) = &self.backend {
+            s.check_invariants();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,563 @@
+//! The SSD back end: controller data path, DRAM write buffer, FTL, dies and channels.
+//!
+//! Timing model (all in `docs/MODEL.md`):
+//! - **Reads** of a flash page occupy the die for tR and then the die's channel for the transfer
+//!   (channels are reserved at the earliest free gap, see [`Timeline`]); the data then crosses the
+//!   host link. Units in the write buffer are served from DRAM; unmapped units return zeros
+//!   without touching flash.
+//! - **Writes** complete when their data is in the write buffer (after crossing the host link).
+//!   The flusher programs dirty units a flash page per plane at a time, several planes of a die in
+//!   one multi-plane program: channel transfer, then tPROG on the die. At most
+//!   `program_queue_depth` programs are queued per die, so reads wait behind at most that many.
+//! - **Garbage collection** is decided by the FTL and run on the victim's die as a background job
+//!   of steps (page reads, page programs, one erase; on-die copy-back, no channel traffic). A user
+//!   read may start between any two steps (reads have priority over GC); buffered writes to a die
+//!   wait until its GC job is done (GC has priority over writes), so GC throttles writes through
+//!   the buffer, as on real drives.
+
+use super::buffer::WriteBuffer;
+use super::{CmdState, Command, DeviceEvent, IoOp, Outbox};
+use crate::flash::{Geometry, Timeline, Timing};
+use crate::ftl::{Ftl, FtlParams, GcJob, Loc, MapCache, VictimPolicy};
+use crate::units::{Lpn, Nanos, SimTime};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// Configuration of the SSD back end.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SsdConfig {
+    pub geometry: Geometry,
+    pub timing: Timing,
+    /// Spare capacity as a fraction of the logical capacity: physical = logical × (1 + op).
+    pub overprovisioning: f64,
+    pub victim_policy: VictimPolicy,
+    pub gc_threshold_blocks: u32,
+    /// DRAM write-buffer capacity in mapping units.
+    pub buffer_units: u32,
+    /// Programs that may be queued on one die at once.
+    pub program_queue_depth: u32,
+    /// Host link (PCIe/SATA) bandwidth per direction, bytes per second.
+    pub host_link_bytes_per_sec: u64,
+}
+
+impl SsdConfig {
+    /// Logical mapping units exported: physical / (1 + op), rounded down to whole stripes of
+    /// one flash page per plane so every plane holds the same share.
+    pub fn logical_units(&self) -> u64 {
+        let g = &self.geometry;
+        let stripe = g.units_per_page() as u64 * g.planes() as u64;
+        let raw = (g.total_units() as f64 / (1.0 + self.overprovisioning)).floor() as u64;
+        raw / stripe * stripe
+    }
+}
+
+/// Per-tenant counters of the device's data path.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TenantDeviceStats {
+    pub read_units_flash: u64,
+    pub read_units_buffer: u64,
+    pub read_units_unmapped: u64,
+    pub write_units: u64,
+    /// Writes that found their unit still dirty in the buffer (coalesced, no extra program).
+    pub write_buffer_hits: u64,
+    /// Partial-unit writes that had to read the old unit first.
+    pub rmw_reads: u64,
+    pub trim_units: u64,
+}
+
+/// Drive-wide counters of the flash array.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SsdStats {
+    pub flash_page_reads: u64,
+    pub flash_programs: u64,
+    pub gc_page_reads: u64,
+    pub gc_page_programs: u64,
+    pub gc_jobs_done: u64,
+    /// Time dies spent on GC steps (summed over dies).
+    pub gc_busy_ns: u64,
+    /// Writes that had to wait for buffer space.
+    pub writes_stalled: u64,
+}
+
+struct GcRun {
+    job: GcJob,
+    reads_done: u32,
+    progs_done: u32,
+    erased: bool,
+    /// Set once every step is committed: when the erase ends.
+    end: Option<SimTime>,
+}
+
+impl GcRun {
+    fn next_step(&self, t: &Timing) -> Option<(Nanos, Step)> {
+        let (r, p) = (self.job.read_pages, self.job.program_pages);
+        // Interleave reads and programs in proportion: read while reads are not ahead.
+        if self.reads_done < r && (self.reads_done as u64 * p as u64 <= self.progs_done as u64 * r as u64 || self.progs_done >= p) {
+            Some((t.read, Step::Read))
+        } else if self.progs_done < p {
+            Some((t.program, Step::Program))
+        } else if !self.erased {
+            Some((t.erase, Step::Erase))
+        } else {
+            None
+        }
+    }
+    fn remaining(&self, t: &Timing) -> Nanos {
+        let reads = (self.job.read_pages - self.reads_done) as u64;
+        let progs = (self.job.program_pages - self.progs_done) as u64;
+        t.read * reads + t.program * progs + if self.erased { Nanos::ZERO } else { t.erase }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Step {
+    Read,
+    Program,
+    Erase,
+}
+
+#[derive(Default)]
+struct Die {
+    busy_until: SimTime,
+    gc: VecDeque<GcRun>,
+    gc_check_scheduled: bool,
+    /// Buffer slots of the programs in flight, oldest first.
+    inflight_slots: VecDeque<u32>,
+    /// (end, units) of each program in flight; a die finishes them in order.
+    inflight_progs: VecDeque<(SimTime, u32)>,
+    in_ready_queue: bool,
+}
+
+pub struct Ssd {
+    geo: Geometry,
+    timing: Timing,
+    cfg: SsdConfig,
+    ftl: Ftl,
+    map: Box<dyn MapCache>,
+    buf: WriteBuffer,
+    dies: Vec<Die>,
+    channels: Vec<Timeline>,
+    link_in: Timeline,
+    link_out: Timeline,
+    /// Writes waiting for buffer space, oldest first (command slots).
+    waiting: VecDeque<u32>,
+    /// Dies that may be able to start a program.
+    ready: VecDeque<u32>,
+    tenants: Vec<TenantDeviceStats>,
+    stats: SsdStats,
+    pages_scratch: Vec<(u32, u32)>,
+}
+
+impl Ssd {
+    pub fn new(cfg: SsdConfig, map: Box<dyn MapCache>) -> Result<Ssd, crate::ftl::FtlError> {
+        let geo = cfg.geometry.clone();
+        let ftl = Ftl::new(
+            &geo,
+            FtlParams {
+                logical_units: cfg.logical_units(),
+                victim_policy: cfg.victim_policy,
+                gc_threshold_blocks: cfg.gc_threshold_blocks,
+            },
+        )?;
+        let dies = (0..geo.dies()).map(|_| Die::default()).collect();
+        Ok(Ssd {
+            timing: cfg.timing.clone(),
+            buf: WriteBuffer::new(cfg.buffer_units, geo.planes()),
+            channels: vec![Timeline::new(); geo.channels as usize],
+            link_in: Timeline::new(),
+            link_out: Timeline::new(),
+            dies,
+            ftl,
+            map,
+            geo,
+            cfg,
+            waiting: VecDeque::new(),
+            ready: VecDeque::new(),
+            tenants: Vec::new(),
+            stats: SsdStats::default(),
+            pages_scratch: Vec::new(),
+        })
+    }
+
+    pub fn ftl(&self) -> &Ftl {
+        &self.ftl
+    }
+    pub fn ftl_mut(&mut self) -> &mut Ftl {
+        &mut self.ftl
+    }
+    pub fn map_cache(&self) -> &dyn MapCache {
+        self.map.as_ref()
+    }
+    pub fn stats(&self) -> &SsdStats {
+        &self.stats
+    }
+    pub fn config(&self) -> &SsdConfig {
+        &self.cfg
+    }
+    pub fn tenant_stats(&self, tenant: usize) -> TenantDeviceStats {
+        self.tenants.get(tenant).cloned().unwrap_or_default()
+    }
+    pub fn capacity_bytes(&self) -> u64 {
+        self.ftl.logical_units() * self.geo.unit_bytes as u64
+    }
+    pub fn buffered_dirty_units(&self) -> u32 {
+        self.buf.dirty()
+    }
+
+    fn tenant(&mut self, t: usize) -> &mut TenantDeviceStats {
+        if t >= self.tenants.len() {
+            self.tenants.resize(t + 1, TenantDeviceStats::default());
+        }
+        &mut self.tenants[t]
+    }
+
+    /// Runs a command the controller has just fetched.
+    pub fn execute(&mut self, now: SimTime, slot: u32, cmds: &mut [CmdState], out: &mut Outbox) {
+        let cmd = cmds[slot as usize].cmd;
+        match cmd.op {
+            IoOp::Read => {
+                let done = self.read(now, &cmd);
+                out.events.push((done, DeviceEvent::Complete(slot)));
+            }
+            IoOp::Trim => {
+                self.trim(&cmd);
+                out.events.push((now, DeviceEvent::Complete(slot)));
+            }
+            IoOp::Write => {
+                if !self.waiting.is_empty() || !self.admit(now, slot, cmds, out) {
+                    self.stats.writes_stalled += 1;
+                    self.waiting.push_back(slot);
+                }
+            }
+        }
+        self.flush(now, out);
+    }
+
+    fn unit_range(&self, cmd: &Command) -> (u32, u32) {
+        let unit = self.geo.unit_bytes as u64;
+        ((cmd.offset / unit) as u32, ((cmd.offset + cmd.len - 1) / unit) as u32)
+    }
+
+    fn read(&mut self, now: SimTime, cmd: &Command) -> SimTime {
+        let (first, last) = self.unit_range(cmd);
+        let unit_bytes = self.geo.unit_bytes as u64;
+        let t = cmd.tenant.index();
+        let mut pages = std::mem::take(&mut self.pages_scratch);
+        pages.clear();
+        let mut dram_units = 0u64;
+        for lpn in first..=last {
+            self.map.access(cmd.tenant, Lpn(lpn), false);
+            match self.ftl.lookup(Lpn(lpn)) {
+                Loc::Unmapped => self.tenant(t).read_units_unmapped += 1,
+                Loc::Buffer(_) => {
+                    dram_units += 1;
+                    self.tenant(t).read_units_buffer += 1;
+                }
+                Loc::Flash(ppa) => {
+                    self.tenant(t).read_units_flash += 1;
+                    let page = self.ftl.page_of(ppa);
+                    match pages.iter_mut().find(|(p, _)| *p == page) {
+                        Some(e) => e.1 += 1,
+                        None => pages.push((page, 1)),
+                    }
+                }
+            }
+        }
+        let mut done = now;
+        if dram_units > 0 {
+            done = done.max(self.link_out.reserve(now, now, self.link_time(dram_units * unit_bytes)).1);
+        }
+        for &(page, units) in &pages {
+            let bytes = units as u64 * unit_bytes;
+            let at_controller = self.read_page(now, now, page, bytes);
+            let (_, end) = self.link_out.reserve(now, at_controller, self.link_time(bytes));
+            done = done.max(end);
+        }
+        // Unmapped units (zeros) still cross the link.
+        let zero_units = (last - first + 1) as u64 - dram_units - pages.iter().map(|p| p.1 as u64).sum::<u64>();
+        if zero_units > 0 {
+            done = done.max(self.link_out.reserve(now, now, self.link_time(zero_units * unit_bytes)).1);
+        }
+        self.pages_scratch = pages;
+        done
+    }
+
+    fn link_time(&self, bytes: u64) -> Nanos {
+        Nanos::for_transfer(bytes, self.cfg.host_link_bytes_per_sec)
+    }
+
+    /// Reads `bytes` of global flash page `page` into the controller; returns when the data is there.
+    fn read_page(&mut self, now: SimTime, ready: SimTime, page: u32, bytes: u64) -> SimTime {
+        let block = page / self.geo.pages_per_block;
+        let plane = block / self.geo.blocks_per_plane;
+        let die = self.geo.die_of_plane(plane);
+        self.catch_up_gc(die, now);
+        let start = ready.max(self.dies[die as usize].busy_until);
+        let array_done = start + self.timing.command + self.timing.read;
+        let xfer = Nanos::for_transfer(bytes, self.timing.channel_bytes_per_sec) + self.timing.command;
+        let ch = self.geo.channel_of_die(die) as usize;
+        let (_, end) = self.channels[ch].reserve(now, array_done, xfer);
+        // The page register holds the data until it has left over the channel.
+        self.dies[die as usize].busy_until = end;
+        self.stats.flash_page_reads += 1;
+        end
+    }
+
+    /// Moves as much of a write as fits into the buffer. Returns whether the whole write is in;
+    /// then its completion is scheduled.
+    fn admit(&mut self, now: SimTime, slot: u32, cmds: &mut [CmdState], out: &mut Outbox) -> bool {
+        let st = &mut cmds[slot as usize];
+        let cmd = st.cmd;
+        let (first, last) = self.unit_range(&cmd);
+        let unit = self.geo.unit_bytes as u64;
+        let t = cmd.tenant.index();
+        let owner = cmd.tenant.0;
+        let mut lpn = first + st.progress;
+        let mut admitted_bytes = 0u64;
+        while lpn <= last {
+            let l = Lpn(lpn);
+            match self.ftl.lookup(l) {
+                Loc::Buffer(s) => {
+                    self.buf.rewrite(s, owner);
+                    self.tenant(t).write_buffer_hits += 1;
+                }
+                loc => {
+                    let plane = self.ftl.plane_of(l);
+                    let Some(s) = self.buf.insert(l, owner, plane) else { break };
+                    let unit_start = lpn as u64 * unit;
+                    let partial = cmd.offset > unit_start || cmd.offset + cmd.len < unit_start + unit;
+                    if let (true, Loc::Flash(ppa)) = (partial, loc) {
+                        // Read-modify-write: the rest of the unit comes from flash.
+                        let page = self.ftl.page_of(ppa);
+                        let end = self.read_page(now, now, page, unit);
+                        st.done_at = st.done_at.max(end);
+                        self.tenant(t).rmw_reads += 1;
+                    }
+                    self.ftl.set_buffered(l, s);
+                    self.mark_die(self.geo.die_of_plane(plane));
+                }
+            }
+            self.map.access(cmd.tenant, l, true);
+            self.tenant(t).write_units += 1;
+            let unit_end = (lpn as u64 + 1) * unit;
+            admitted_bytes += unit_end.min(cmd.offset + cmd.len) - (lpn as u64 * unit).max(cmd.offset);
+            lpn += 1;
+        }
+        let st = &mut cmds[slot as usize];
+        st.progress = lpn - first;
+        if admitted_bytes > 0 {
+            let (_, end) = self.link_in.reserve(now, now, self.link_time(admitted_bytes));
+            st.done_at = st.done_at.max(end);
+        }
+        if lpn > last {
+            out.events.push((st.done_at.max(now), DeviceEvent::Complete(slot)));
+            true
+        } else {
+            false
+        }
+    }
+
+    fn trim(&mut self, cmd: &Command) {
+        let unit = self.geo.unit_bytes as u64;
+        // Only whole units are deallocated; partial ones keep their data, as drives do.
+        let first = cmd.offset.div_ceil(unit);
+        let end = (cmd.offset + cmd.len) / unit;
+        for lpn in first..end {
+            let l = Lpn(lpn as u32);
+            self.map.access(cmd.tenant, l, true);
+            if let Loc::Buffer(s) = self.ftl.unmap(l) {
+                self.buf.discard(s);
+            }
+        }
+        self.tenant(cmd.tenant.index()).trim_units += end.saturating_sub(first);
+    }
+
+    fn mark_die(&mut self, die: u32) {
+        let d = &mut self.dies[die as usize];
+        if !d.in_ready_queue {
+            d.in_ready_queue = true;
+            self.ready.push_back(die);
+        }
+    }
+
+    /// Planes of `die` that have a full flash page of dirty units and room to program it.
+    fn plane_ready(&self, plane: u32) -> bool {
+        let upp = self.geo.units_per_page();
+        self.buf.dirty_in_plane(plane) >= upp && self.ftl.can_program_host(plane, upp)
+    }
+
+    fn die_can_program(&self, die: u32) -> bool {
+        let d = &self.dies[die as usize];
+        let ppd = self.geo.planes_per_die;
+        d.gc.is_empty()
+            && (d.inflight_progs.len() as u32) < self.cfg.program_queue_depth
+            && (die * ppd..(die + 1) * ppd).any(|p| self.plane_ready(p))
+    }
+
+    /// Starts programs on every die that can take one, round-robin.
+    fn flush(&mut self, now: SimTime, out: &mut Outbox) {
+        while let Some(die) = self.ready.pop_front() {
+            self.dies[die as usize].in_ready_queue = false;
+            if !self.die_can_program(die) {
+                continue;
+            }
+            self.program(now, die, out);
+            if self.die_can_program(die) {
+                self.mark_die(die);
+            }
+        }
+    }
+
+    /// One (multi-plane) program of a flash page per ready plane of `die`.
+    fn program(&mut self, now: SimTime, die: u32, out: &mut Outbox) {
+        let upp = self.geo.units_per_page();
+        let ppd = self.geo.planes_per_die;
+        let mut units = 0u32;
+        for plane in die * ppd..(die + 1) * ppd {
+            if !self.plane_ready(plane) {
+                continue;
+            }
+            for _ in 0..upp {
+                let u = self.buf.take_dirty(plane).expect("plane_ready checked the dirty count");
+                self.ftl.program_host(plane, u.lpn, u.owner);
+                self.dies[die as usize].inflight_slots.push_back(u.slot);
+                units += 1;
+            }
+        }
+        let bytes = units as u64 * self.geo.unit_bytes as u64;
+        let ch = self.geo.channel_of_die(die) as usize;
+        let xfer = Nanos::for_transfer(bytes, self.timing.channel_bytes_per_sec) + self.timing.command;
+        let (_, loaded) = self.channels[ch].reserve(now, now, xfer);
+        let d = &mut self.dies[die as usize];
+        let start = loaded.max(d.busy_until);
+        let end = start + self.timing.program;
+        d.busy_until = end;
+        d.inflight_progs.push_back((end, units));
+        self.stats.flash_programs += 1;
+        out.events.push((end, DeviceEvent::ProgramDone(die)));
+        self.schedule_new_gc(now, out);
+    }
+
+    /// A program finished: its buffer slots are free; waiting writes may now fit.
+    pub fn program_done(&mut self, now: SimTime, die: u32, cmds: &mut [CmdState], out: &mut Outbox) {
+        let d = &mut self.dies[die as usize];
+        let (end, units) = d.inflight_progs.pop_front().expect("program completion without a program");
+        debug_assert!(end <= now);
+        for _ in 0..units {
+            let slot = d.inflight_slots.pop_front().expect("slot of a finished program");
+            self.buf.release(slot);
+        }
+        self.mark_die(die);
+        self.admit_waiting(now, cmds, out);
+        self.flush(now, out);
+    }
+
+    fn admit_waiting(&mut self, now: SimTime, cmds: &mut [CmdState], out: &mut Outbox) {
+        while let Some(&slot) = self.waiting.front() {
+            if !self.admit(now, slot, cmds, out) {
+                break;
+            }
+            self.waiting.pop_front();
+        }
+    }
+
+    /// Queues GC jobs the FTL has started on their dies.
+    fn schedule_new_gc(&mut self, now: SimTime, out: &mut Outbox) {
+        while let Some(job) = self.ftl.take_gc_job() {
+            let die = self.geo.die_of_plane(job.plane);
+            self.stats.gc_page_reads += job.read_pages as u64;
+            self.stats.gc_page_programs += job.program_pages as u64;
+            self.dies[die as usize]
+                .gc
+                .push_back(GcRun { job, reads_done: 0, progs_done: 0, erased: false, end: None });
+            self.schedule_gc_check(now, die, out);
+        }
+    }
+
+    fn schedule_gc_check(&mut self, now: SimTime, die: u32, out: &mut Outbox) {
+        let d = &mut self.dies[die as usize];
+        if d.gc_check_scheduled {
+            return;
+        }
+        let Some(front) = d.gc.front() else { return };
+        let at = match front.end {
+            Some(end) => end,
+            None => now.max(d.busy_until) + front.remaining(&self.timing),
+        };
+        d.gc_check_scheduled = true;
+        out.events.push((at, DeviceEvent::GcCheck(die)));
+    }
+
+    /// Commits the GC steps of `die` that start before `t`: the die was free then, so GC ran.
+    fn catch_up_gc(&mut self, die: u32, t: SimTime) {
+        let timing = &self.timing;
+        let d = &mut self.dies[die as usize];
+        for run in d.gc.iter_mut().filter(|r| r.end.is_none()) {
+            while d.busy_until < t {
+                let Some((dur, step)) = run.next_step(timing) else { break };
+                d.busy_until += dur;
+                self.stats.gc_busy_ns += dur.0;
+                match step {
+                    Step::Read => run.reads_done += 1,
+                    Step::Program => run.progs_done += 1,
+                    Step::Erase => run.erased = true,
+                }
+            }
+            if run.next_step(timing).is_none() {
+                run.end = Some(d.busy_until);
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// The estimated end of `die`'s GC job has come: finish what is done, re-check what was delayed.
+    pub fn gc_check(&mut self, now: SimTime, die: u32, cmds: &mut [CmdState], out: &mut Outbox) {
+        self.dies[die as usize].gc_check_scheduled = false;
+        // Steps starting exactly now run too: nothing else claimed the die first.
+        self.catch_up_gc(die, now + Nanos(1));
+        while let Some(front) = self.dies[die as usize].gc.front() {
+            match front.end {
+                Some(end) if end <= now => {
+                    let victim = front.job.victim;
+                    self.dies[die as usize].gc.pop_front();
+                    self.stats.gc_jobs_done += 1;
+                    self.ftl.finish_erase(victim);
+                }
+                _ => break,
+            }
+        }
+        // Finishing an erase may let GC continue elsewhere in the plane.
+        self.schedule_new_gc(now, out);
+        self.schedule_gc_check(now, die, out);
+        if self.dies[die as usize].gc.is_empty() {
+            self.mark_die(die);
+            self.admit_waiting(now, cmds, out);
+            self.flush(now, out);
+        }
+    }
+
+    pub fn check_invariants(&self) {
+        self.ftl.check_invariants();
+        self.buf.check_invariants();
+        self.map.check_invariants();
+        for (lpn_slot, lpn) in self.buf.dirty_lpns() {
+            assert_eq!(self.ftl.lookup(lpn), Loc::Buffer(lpn_slot), "dirty slot {lpn_slot} not mapped from its LPN");
+        }
+        let inflight: usize = self.dies.iter().map(|d| d.inflight_slots.len()).sum();
+        let progs: u32 = self.dies.iter().flat_map(|d| d.inflight_progs.iter().map(|p| p.1)).sum();
+        assert_eq!(inflight as u32, progs, "in-flight program slots out of sync");
+        assert_eq!(
+            self.buf.free_slots() + self.buf.dirty() + inflight as u32,
+            self.buf.capacity(),
+            "write-buffer slots leaked"
+        );
+        for d in &self.dies {
+            assert!(d.inflight_progs.len() as u32 <= self.cfg.program_queue_depth);
+            assert!(d.inflight_progs.iter().zip(d.inflight_progs.iter().skip(1)).all(|(a, b)| a.0 <= b.0));
+        }
+        for c in &self.channels {
+            c.check_invariants();
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! Device tests with a minimal event loop of their own.
+
+use super::*;
+use crate::engine::EventQueue;
+use crate::flash::{Geometry, Timing};
+use crate::ftl::{FullMap, Loc, VictimPolicy};
+use crate::units::{Lpn, Nanos, QueueId, ReqId, SimTime, TenantId};
+use std::collections::BTreeMap;
+
+fn timing() -> Timing {
+    Timing {
+        read: Nanos::from_us(50),
+        program: Nanos::from_us(500),
+        erase: Nanos::from_ms(3),
+        channel_bytes_per_sec: 400_000_000,
+        command: Nanos(0),
+    }
+}
+
+fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) -> SsdConfig {
+    SsdConfig {
+        geometry: Geometry {
+            channels: 2,
+            chips_per_channel: 2,
+            dies_per_chip: 1,
+            planes_per_die: planes,
+            blocks_per_plane: 32,
+            pages_per_block: 16,
+            page_bytes: 4096 * units_per_page,
+            unit_bytes: 4096,
+        },
+        timing: timing(),
+        overprovisioning: 0.25,
+        victim_policy: VictimPolicy::Greedy,
+        gc_threshold_blocks: 2,
+        buffer_units,
+        program_queue_depth: 2,
+        host_link_bytes_per_sec: 4_000_000_000,
+    }
+}
+
+fn nvme() -> NvmeConfig {
+    NvmeConfig { queues: 2, queue_depth: 64, controller_cores: 1, command_overhead: Nanos(1000) }
+}
+
+struct Harness {
+    dev: Device,
+    q: EventQueue<DeviceEvent>,
+    out: Outbox,
+    now: SimTime,
+    done: BTreeMap<u32, SimTime>,
+    next_req: u32,
+}
+
+impl Harness {
+    fn new_ssd(cfg: SsdConfig) -> Harness {
+        let ssd = Ssd::new(cfg, Box::new(FullMap::new(2))).unwrap();
+        Harness::with(Device::new(nvme(), Backend::Ssd(Box::new(ssd))))
+    }
+    fn with(dev: Device) -> Harness {
+        Harness { dev, q: EventQueue::new(), out: Outbox::default(), now: SimTime::ZERO, done: BTreeMap::new(), next_req: 0 }
+    }
+    fn drain_out(&mut self) {
+        for (t, e) in self.out.events.drain(..) {
+            assert!(t >= self.now, "event scheduled in the past");
+            self.q.push(t, e);
+        }
+        for r in self.out.completed.drain(..) {
+            self.done.insert(r.0, self.now);
+        }
+    }
+    fn submit(&mut self, op: IoOp, offset: u64, len: u64, tenant: u16) -> u32 {
+        let req = self.next_req;
+        self.next_req += 1;
+        let cmd = Command { req: ReqId(req), tenant: TenantId(tenant), op, offset, len, queue: QueueId((req % 2) as u16) };
+        self.dev.submit(self.now, cmd, &mut self.out);
+        self.drain_out();
+        req
+    }
+    /// Runs events up to and including time `until`.
+    fn run_until(&mut self, until: SimTime) {
+        while self.q.peek_time().is_some_and(|t| t <= until) {
+            let (t, e) = self.q.pop().unwrap();
+            self.now = t;
+            self.dev.handle(t, e, &mut self.out);
+            self.drain_out();
+        }
+        self.now = self.now.max(until);
+    }
+    fn run_all(&mut self) {
+        while let Some(t) = self.q.peek_time() {
+            self.run_until(t);
+        }
+    }
+    fn ssd(&self) -> &Ssd {
+        match self.dev.backend() {
+            Backend::Ssd(s) => s,
+            Backend::Null(_) => unreachable!(),
+        }
+    }
+}
+
+#[test]
+fn null_device_completes_after_overhead_plus_latency() {
+    let mut h = Harness::with(Device::new(
+        nvme(),
+        Backend::Null(NullConfig { capacity_bytes: 1 << 30, latency: Nanos::from_us(5) }),
+    ));
+    let a = h.submit(IoOp::Read, 0, 4096, 0);
+    let b = h.submit(IoOp::Write, 8192, 4096, 0);
+    h.run_all();
+    // One controller core: the second command is fetched after the first.
+    assert_eq!(h.done[&a], SimTime(1000 + 5000));
+    assert_eq!(h.done[&b], SimTime(2000 + 5000));
+    assert_eq!(h.dev.in_flight(), 0);
+    h.dev.check_invariants();
+}
+
+#[test]
+fn read_timing_unmapped_buffered_and_flash() {
+    let mut h = Harness::new_ssd(ssd_config(1, 1, 64));
+    let r0 = h.submit(IoOp::Read, 0, 4096, 0);
+    h.run_all();
+    let unmapped = h.done[&r0].0;
+    assert!(unmapped < 5_000, "unmapped read touches no flash: {unmapped} ns");
+    // Write 4 pages (one full stripe: 4 planes), then read them back after the programs.
+    let w = h.submit(IoOp::Write, 0, 4 * 4096, 0);
+    h.run_all();
+    let t_w = h.done[&w];
+    assert!(t_w.0 < 20_000, "write completes in the buffer: {t_w:?}");
+    assert_eq!(h.ssd().buffered_dirty_units(), 0, "a full stripe is flushed");
+    let start = h.now.0;
+    let r = h.submit(IoOp::Read, 4096, 4096, 0);
+    h.run_all();
+    let lat = h.done[&r].0 - start;
+    // command fetch 1 us + tR 50 us + 4 KiB at 400 MB/s (10.24 us) + link.
+    assert!((61_000..64_000).contains(&lat), "flash read latency {lat} ns");
+    h.dev.check_invariants();
+}
+
+#[test]
+fn reads_on_different_dies_overlap_and_on_one_die_serialise() {
+    let mut h = Harness::new_ssd(ssd_config(1, 1, 64));
+    h.submit(IoOp::Write, 0, 8 * 4096, 0);
+    h.run_all();
+    let ftl = h.ssd().ftl();
+    let die_of = |l: u32| match ftl.lookup(Lpn(l)) {
+        Loc::Flash(p) => ftl.plane_of_ppa(p),
+        other => panic!("{other:?}"),
+    };
+    // LPNs 0 and 1 are on different dies; 0 and 4 on the same one.
+    assert_ne!(die_of(0), die_of(1));
+    assert_eq!(die_of(0), die_of(4));
+    let t0 = h.now.0;
+    let a = h.submit(IoOp::Read, 0, 4096, 0);
+    let b = h.submit(IoOp::Read, 4096, 4096, 0);
+    h.run_all();
+    let parallel = h.done[&a].max(h.done[&b]).0 - t0;
+    let t1 = h.now.0;
+    let c = h.submit(IoOp::Read, 0, 4096, 0);
+    let d = h.submit(IoOp::Read, 4 * 4096, 4096, 0);
+    h.run_all();
+    let serial = h.done[&c].max(h.done[&d]).0 - t1;
+    assert!(parallel < 70_000, "{parallel}");
+    assert!(serial > 110_000, "same-die reads must serialise: {serial}");
+}
+
+#[test]
+fn full_buffer_stalls_writes_until_programs_finish() {
+    // 8 slots, 4 planes: 2 stripes of writes fill it.
+    let mut h = Harness::new_ssd(ssd_config(1, 1, 8));
+    let reqs: Vec<u32> = (0..16).map(|i| h.submit(IoOp::Write, i * 4096, 4096, 0)).collect();
+    h.run_all();
+    let first = h.done[&reqs[0]];
+    let last = h.done[&reqs[15]];
+    assert!(first.0 < 10_000);
+    // Programs of 500 us must finish before the last writes find room.
+    assert!(last.0 > 500_000, "last write at {last:?}");
+    assert!(h.ssd().stats().writes_stalled > 0);
+    h.dev.check_invariants();
+}
+
+#[test]
+fn random_overwrites_with_gc_keep_data_and_invariants() {
+    for (upp, planes) in [(1, 1), (2, 2)] {
+        let mut h = Harness::new_ssd(ssd_config(upp, planes, 64));
+        let cap = h.dev.capacity_bytes();
+        let units = cap / 4096;
+        let mut x: u64 = 99;
+        let mut latest: BTreeMap<u64, u16> = BTreeMap::new();
+        for i in 0..units * 6 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = if i < units { i } else { x % units };
+            let tenant = (i % 2) as u16;
+            h.submit(IoOp::Write, u * 4096, 4096, tenant);
+            latest.insert(u, tenant);
+            // Keep a bounded number in flight, like a host queue.
+            while h.dev.in_flight() >= 32 {
+                let t = h.q.peek_time().unwrap();
+                h.run_until(t);
+            }
+            if i % 5000 == 0 {
+                h.dev.check_invariants();
+            }
+        }
+        h.run_all();
+        h.dev.check_invariants();
+        let ftl = h.ssd().ftl();
+        assert!(ftl.stats().gc_runs > 0);
+        for (&u, &t) in &latest {
+            match ftl.lookup(Lpn(u as u32)) {
+                Loc::Flash(p) => assert_eq!(ftl.owner_of(p), t),
+                Loc::Buffer(_) => {}
+                Loc::Unmapped => panic!("unit {u} lost"),
+            }
+        }
+        assert_eq!(h.done.len() as u64, units * 6, "every write completed");
+        assert!(h.ssd().stats().gc_busy_ns > 0);
+    }
+}
+
+#[test]
+fn trim_discards_buffered_and_flash_data() {
+    // Two units per flash page: a lone unit stays dirty in the buffer until its page fills.
+    let mut h = Harness::new_ssd(ssd_config(2, 1, 64));
+    h.submit(IoOp::Write, 0, 4 * 4096, 0);
+    h.run_all();
+    h.submit(IoOp::Write, 4 * 4096, 4096, 0); // stays dirty: half a flash page
+    h.run_all();
+    assert_eq!(h.ssd().buffered_dirty_units(), 1);
+    // Trim 2048..5*4096: unit 0 is partial (kept), units 1..=4 go.
+    h.submit(IoOp::Trim, 2048, 5 * 4096 - 2048, 0);
+    h.run_all();
+    let ftl = h.ssd().ftl();
+    assert!(matches!(ftl.lookup(Lpn(0)), Loc::Flash(_)));
+    for u in 1..=4 {
+        assert_eq!(ftl.lookup(Lpn(u)), Loc::Unmapped);
+    }
+    assert_eq!(h.ssd().buffered_dirty_units(), 0);
+    h.dev.check_invariants();
+}
+
+#[test]
+fn partial_unit_write_reads_the_old_data_first() {
+    let mut h = Harness::new_ssd(ssd_config(1, 1, 64));
+    h.submit(IoOp::Write, 0, 4 * 4096, 0);
+    h.run_all();
+    let t0 = h.now.0;
+    let w = h.submit(IoOp::Write, 512, 1024, 1);
+    h.run_all();
+    let lat = h.done[&w].0 - t0;
+    assert!(lat > 50_000, "read-modify-write waits for tR: {lat}");
+    assert_eq!(h.ssd().tenant_stats(1).rmw_reads, 1);
+    // A sub-unit write to a unit that is not on flash needs no read.
+    let t1 = h.now.0;
+    let w2 = h.submit(IoOp::Write, 100 * 4096, 512, 1);
+    h.run_all();
+    assert!(h.done[&w2].0 - t1 < 5_000);
+}
