@@ -10,4 +10,5 @@ pub mod device;
 pub mod engine;
 pub mod flash;
 pub mod ftl;
+pub mod metrics;
 pub mod units;

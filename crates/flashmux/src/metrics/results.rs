@@ -1,0 +1,144 @@
+//! The results of a run: everything every report (fio JSON, text, table, timeline CSV) is written
+//! from. Plain data; no model state.
+
+use super::{IoStats, LatSummary};
+use crate::device::precondition::PreconditionReport;
+use crate::device::{SsdStats, TenantDeviceStats};
+use crate::ftl::{FtlStats, MapStats};
+use serde::Serialize;
+
+/// Why the run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopReason {
+    /// Every job finished its work.
+    AllJobsDone,
+    /// The scenario's simulated-time limit was reached.
+    TimeLimit,
+    /// The scenario's completed-request limit was reached.
+    RequestLimit,
+    /// The user stopped the run (Ctrl-C); results are partial.
+    Interrupted,
+}
+
+#[derive(Clone, Debug)]
+pub struct RunResults {
+    /// flashmux's version.
+    pub version: String,
+    pub seed: u64,
+    /// SHA-256 (hex) of the resolved configuration.
+    pub config_hash: String,
+    pub scenario: String,
+    pub sim_time_ns: u64,
+    pub stop_reason: StopReason,
+    /// Events the engine processed.
+    pub events: u64,
+    pub requests_issued: u64,
+    pub requests_completed: u64,
+    /// Issued but not completed when the run stopped (issued = completed + in flight).
+    pub requests_in_flight: u64,
+    pub jobs: Vec<JobResult>,
+    pub tenants: Vec<TenantResult>,
+    pub device: DeviceResult,
+    pub timeline_interval_ns: u64,
+    pub timeline: Vec<TimelineRow>,
+    /// Things the user should know (e.g. "GC never ran during the measured period").
+    pub warnings: Vec<String>,
+}
+
+/// One fio job clone.
+#[derive(Clone, Debug)]
+pub struct JobResult {
+    pub name: String,
+    /// Clone number within `numjobs` (0-based).
+    pub clone: u32,
+    /// fio group (stonewall / new_group).
+    pub groupid: u32,
+    pub tenant: String,
+    pub tenant_index: usize,
+    /// The job's options as fio echoes them in `"job options"`.
+    pub options: Vec<(String, String)>,
+    /// Measured time: from the job's start (after `ramp_time`) to its end or the run's stop.
+    pub runtime_ns: u64,
+    pub io: IoStats,
+    /// Distribution of the job's in-flight count sampled at each issue: (depth bucket, fraction).
+    pub iodepth_levels: Vec<(u32, f64)>,
+    /// fio's bandwidth/IOPS sampling window (`bw_avg_time`, `iops_avg_time`: 500 ms).
+    pub sample_interval_ns: u64,
+    /// What the job completed in each whole sample window of its measured period.
+    pub samples: Vec<JobSample>,
+}
+
+/// Completions of one job in one sample window, per direction (read, write, trim).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobSample {
+    pub bytes: [u64; 3],
+    pub ios: [u64; 3],
+}
+
+/// One tenant (VM or container): all its jobs, plus what the device did on its behalf.
+#[derive(Clone, Debug)]
+pub struct TenantResult {
+    pub name: String,
+    pub index: usize,
+    /// Indices into [`RunResults::jobs`].
+    pub jobs: Vec<usize>,
+    /// Bytes of the device's logical space the tenant may address: (offset, length).
+    pub region: (u64, u64),
+    /// Longest runtime among its jobs.
+    pub runtime_ns: u64,
+    pub io: IoStats,
+    /// Valid mapping units GC copied that this tenant had written (the ownership ledger).
+    pub gc_units_moved: u64,
+    /// Block erases attributed to the tenant (its share of each erased block's units).
+    pub gc_erases: f64,
+    pub map: MapStats,
+    pub device: TenantDeviceStats,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceResult {
+    /// `ssd` or `null`.
+    pub kind: String,
+    /// Preset name, or `custom`.
+    pub preset: String,
+    pub capacity_bytes: u64,
+    pub physical_bytes: u64,
+    pub unit_bytes: u64,
+    pub mapping: String,
+    pub ftl: FtlStats,
+    pub ssd: SsdStats,
+    /// (host + GC programs) / host programs during the measured run; None if nothing was written.
+    pub waf: Option<f64>,
+    /// GC work on data no single tenant owns (e.g. preconditioned shared space).
+    pub unowned_gc_units_moved: u64,
+    pub precondition: PreconditionReport,
+    /// Time-averaged utilisation of the channels, 0–1.
+    pub channel_utilisation: f64,
+}
+
+/// One tenant's activity in one timeline interval.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimelineRow {
+    /// Interval start, seconds of simulated time.
+    pub time_s: f64,
+    /// Interval length in seconds (the last one may be shorter).
+    pub interval_s: f64,
+    pub tenant: String,
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub read_mbps: f64,
+    pub write_mbps: f64,
+    /// Mean and 99th percentile of total latency of requests completed in the interval, µs.
+    pub lat_mean_us: f64,
+    pub lat_p99_us: f64,
+    /// Units GC moved from this tenant's data during the interval.
+    pub gc_units_moved: u64,
+}
+
+impl TenantResult {
+    /// Latency summary over all directions.
+    pub fn lat_summary(&self) -> LatSummary {
+        self.io.all_lat().summary()
+    }
+}
