@@ -175,7 +175,19 @@ mod tests {
 
     #[test]
     fn malformed_sizes_are_rejected() {
-        for text in ["", "k", "4q", "4kk", "1.5g", "-4k", "+4k", " 4k", "4 k", "99999999999p", "4e"] {
+        for text in [
+            "",
+            "k",
+            "4q",
+            "4kk",
+            "1.5g",
+            "-4k",
+            "+4k",
+            " 4k",
+            "4 k",
+            "99999999999p",
+            "4e",
+        ] {
             assert_eq!(size(text), None, "{text}");
         }
         assert_eq!(size("18446744073709551615"), Some(u64::MAX));
@@ -184,9 +196,18 @@ mod tests {
 
     #[test]
     fn percentages() {
-        assert_eq!(parse_quantity("20%", KbBase::K1024), Some(Quantity::Percent(20)));
-        assert_eq!(parse_quantity("100%", KbBase::K1024), Some(Quantity::Percent(100)));
-        assert_eq!(parse_quantity("4k", KbBase::K1024), Some(Quantity::Bytes(4096)));
+        assert_eq!(
+            parse_quantity("20%", KbBase::K1024),
+            Some(Quantity::Percent(20))
+        );
+        assert_eq!(
+            parse_quantity("100%", KbBase::K1024),
+            Some(Quantity::Percent(100))
+        );
+        assert_eq!(
+            parse_quantity("4k", KbBase::K1024),
+            Some(Quantity::Bytes(4096))
+        );
         for text in ["0%", "101%", "%", "4k%", "20 %"] {
             assert_eq!(parse_quantity(text, KbBase::K1024), None, "{text}");
         }
@@ -208,7 +229,16 @@ mod tests {
         assert_eq!(parse_time_ns("2M", S), Some(120 * S));
         assert_eq!(parse_time_ns("1h", S), Some(3_600 * S));
         assert_eq!(parse_time_ns("1d", S), Some(86_400 * S));
-        for text in ["", "s", "10min", "10x", "1.5s", "10ns", "-1", "99999999999999d"] {
+        for text in [
+            "",
+            "s",
+            "10min",
+            "10x",
+            "1.5s",
+            "10ns",
+            "-1",
+            "99999999999999d",
+        ] {
             assert_eq!(parse_time_ns(text, S), None, "{text}");
         }
     }

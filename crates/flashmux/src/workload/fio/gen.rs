@@ -1,0 +1,1417 @@
+//! [`JobGen`]: the I/O stream of one instance of a job, ported from fio's `io_u.c` (offsets,
+//! block sizes, directions) and `backend.c` (when a pass and the job end).
+//!
+//! Positions are kept as fio keeps them, relative to the start of the job's space ("the file"):
+//! the region is `[region_start, region_start + region_len)`.
+
+use rand::{RngCore, SeedableRng};
+
+use super::dist::{self, JobRng, RandomMap, SkewSampler, ZoneTable};
+use super::job::{BsSplit, FioJob, RandomDistribution, RwModifier, RwSequencer, SizeSpec};
+use super::{Dir, FioError};
+
+/// One I/O. `offset` is in bytes from the start of the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoUnit {
+    pub dir: Dir,
+    pub offset: u64,
+    pub len: u64,
+}
+
+const READ: usize = 0;
+const WRITE: usize = 1;
+const TRIM: usize = 2;
+/// No previous I/O in this direction (fio's `-1ULL`).
+const NONE: u64 = u64::MAX;
+/// Block-size draws before a variable-size I/O gives up on fitting (fio retries forever; with a
+/// 0% `bssplit` entry as the only one that fits, forever is reachable).
+const MAX_SIZE_DRAWS: usize = 1000;
+const SEED_IO: u64 = 1;
+const SEED_SETUP: u64 = 2;
+const SEED_SKEW: u64 = 3;
+
+/// How random block numbers are drawn.
+#[derive(Debug, Clone)]
+enum Offsets {
+    /// Independent uniform draws.
+    Uniform,
+    /// Every block once per pass (fio's default random map).
+    Map(RandomMap),
+    /// fio's zipf, pareto and normal generators keep their own random state, which a new loop
+    /// does not reseed.
+    Skewed {
+        samplers: [Option<SkewSampler>; 3],
+        rng: JobRng,
+    },
+    /// Per direction; a direction without zones draws uniformly.
+    Zoned([Option<ZoneTable>; 3]),
+}
+
+/// The I/Os of one instance (`clone_index`) of a job, in the order fio would issue them: an
+/// [`Iterator`] of [`IoUnit`]s that ends when the job's volume is done. Cloning one forks the
+/// stream: both copies continue identically.
+#[derive(Debug, Clone)]
+pub struct JobGen {
+    // What the job does.
+    random: bool,
+    single_dir: usize,
+    read_write_mix: bool,
+    trim_write: bool,
+    rand_trim_write: bool,
+    rwmixread: u32,
+    percentage_random: [u32; 3],
+    bs_min: [u64; 3],
+    bs_max: [u64; 3],
+    bssplit: [Box<[BsSplit]>; 3],
+    blockalign: [u64; 3],
+    last_block: [u64; 3],
+    bs_is_seq_rand: bool,
+    /// fio's `ddir_seq_nr`: a new random offset every this many I/Os.
+    ios_per_offset: u64,
+    /// fio's `ddir_seq_add`: bytes skipped after each sequential I/O.
+    skip: u64,
+    identical: bool,
+    time_based: bool,
+    /// Every pass replays the same random sequence (fio reseeds at each loop when `randrepeat`
+    /// is on and no `randseed` is given).
+    replay_passes: bool,
+    offsets: Offsets,
+
+    // Where.
+    space_offset: u64,
+    space_len: u64,
+    region_start: u64,
+    region_len: u64,
+    region_end: u64,
+
+    // When to stop.
+    /// Bytes after which a pass ends (fio's `total_bytes` in `do_io`).
+    pass_cap: u64,
+    /// `io_size`, or `size`.
+    volume: u64,
+    io_size_set: bool,
+    /// Limits across all passes on the directions fio counts, and on I/Os.
+    byte_limit: u64,
+    ios_limit: u64,
+    loops: u64,
+    max_bs: u64,
+    /// Which directions' bytes count toward `byte_limit` (fio's `__io_bytes_exceeded`).
+    counted: [bool; 3],
+    start_delay: u64,
+
+    // State.
+    rng: JobRng,
+    pass_seed: JobRng,
+    last_pos: [u64; 3],
+    last_start: [u64; 3],
+    seq_countdown: u64,
+    rwmix_dir: usize,
+    rwmix_issues: u64,
+    issues: [u64; 3],
+    passes_done: u64,
+    pass_bytes: u64,
+    pass_ios: u64,
+    /// fio's issue-side bytes of the counted directions (`io_issue_bytes`), checked against
+    /// `byte_limit`.
+    counted_bytes: u64,
+    /// fio's completed-I/O counters (`io_bytes`, `io_blocks`), which restart when the ramp
+    /// ends: they decide `number_ios` and whether another pass runs.
+    stat_bytes: u64,
+    stat_ios: u64,
+    /// Totals for `bytes_issued` and `ios_issued`.
+    bytes: u64,
+    ios: u64,
+    done: bool,
+}
+
+impl JobGen {
+    /// Prepares instance `clone_index` (`0..numjobs`) of `job` for the byte range
+    /// `[space_offset, space_offset + space_len)` of the device, fio's "file": the job's
+    /// `offset`, `size` and `offset_increment` (bytes or `%`) resolve inside it. Offsets and sizes
+    /// must be multiples of `min_align` (the sector size). `seed` is the only source of
+    /// randomness; clones get independent streams from it.
+    pub fn new(
+        job: &FioJob,
+        clone_index: u32,
+        space_offset: u64,
+        space_len: u64,
+        min_align: u64,
+        seed: u64,
+    ) -> Result<JobGen, FioError> {
+        if clone_index >= job.numjobs {
+            return Err(job.error(format!(
+                "instance {clone_index} does not exist (numjobs={})",
+                job.numjobs
+            )));
+        }
+        if min_align == 0 || space_offset.checked_add(space_len).is_none() {
+            return Err(job.error(format!(
+                "invalid space {space_offset}+{space_len} or alignment {min_align}"
+            )));
+        }
+        let rw = job.rw;
+        let random = rw.is_random();
+        let active = Dir::ALL.map(|d| rw.does(d));
+        // With bs_is_seq_rand the read sizes serve sequential and the write sizes random I/O.
+        let sized = if job.bs_is_seq_rand {
+            [true, true, false]
+        } else {
+            active
+        };
+        let ranges = Dir::ALL.map(|d| job.block_size_range(d));
+        // blockalign only applies to random I/O; by default it is the minimum block size.
+        let blockalign = Dir::ALL.map(|d| match job.blockalign[d] {
+            Some(align) if random => align,
+            _ => ranges[d.index()].0,
+        });
+        let mut setup_rng = JobRng::seed_from_u64(stream_seed(seed, clone_index, SEED_SETUP));
+        let min_bs = job.min_block_size();
+        let (region_start, region_len, pass_base) =
+            resolve_region(job, clone_index, space_len, min_bs, &mut setup_rng)?;
+
+        let aligned = |v: u64| v % min_align == 0;
+        for (i, dir) in Dir::ALL.into_iter().enumerate() {
+            if !(active[i] || sized[i]) {
+                continue;
+            }
+            let (min, max) = ranges[i];
+            let split_ok = job.bssplit[dir].iter().all(|s| aligned(s.bs));
+            if !aligned(min) || !aligned(max) || !split_ok {
+                return Err(job.error(format!(
+                    "{dir:?} block size {min}..{max} is not a multiple of the {min_align}-byte sector"
+                )));
+            }
+            if !aligned(blockalign[i]) {
+                return Err(job.error(format!(
+                    "blockalign {} is not a multiple of the {min_align}-byte sector",
+                    blockalign[i]
+                )));
+            }
+            if min > region_len {
+                return Err(job.error(format!(
+                    "{dir:?} block size {min} is larger than the job's {region_len}-byte size"
+                )));
+            }
+        }
+        if !aligned(region_start) {
+            return Err(job.error(format!(
+                "offset {region_start} is not a multiple of the {min_align}-byte sector"
+            )));
+        }
+        let skip = match job.rw_modifier {
+            RwModifier::Skip(bytes) if !random => bytes,
+            _ => 0,
+        };
+        if !aligned(skip) {
+            return Err(job.error(format!(
+                "rw hole of {skip} bytes is not a multiple of the {min_align}-byte sector"
+            )));
+        }
+
+        let last_block = [0, 1, 2].map(|i| last_block(region_len, ranges[i].0, blockalign[i]));
+        if random {
+            if let Some(i) = (0..3).find(|&i| active[i] && last_block[i] == 0) {
+                return Err(job.error(format!(
+                    "blockalign {} leaves no room for a {}-byte block in the job's {region_len}-byte size",
+                    blockalign[i], ranges[i].0
+                )));
+            }
+        }
+
+        let uniform = job.random_distribution == RandomDistribution::Random;
+        // fio's effective norandommap (`fixup_options`): set by the option, by any non-uniform
+        // distribution, and by a blockalign other than the minimum block size.
+        let fio_norandommap = job.norandommap
+            || !uniform
+            || (0..3).any(|i| active[i] && blockalign[i] != ranges[i].0);
+        let mut sizes_used = (0..3).filter(|&i| active[i] || sized[i]).map(|i| ranges[i]);
+        let first = sizes_used.next().unwrap_or((0, 0));
+        let fixed_bs = first.0 == first.1 && sizes_used.all(|r| r == first);
+        let skew_offset = setup_rng.next_u64() >> 32;
+        let offsets = match &job.random_distribution {
+            _ if !random => Offsets::Uniform,
+            // fio keeps its map for variable block sizes too, marking every block an I/O covers
+            // and shortening I/Os that would overlap marked blocks; that needs a bitmap, so
+            // variable sizes draw independently here.
+            RandomDistribution::Random if !fio_norandommap && fixed_bs => Offsets::Map(
+                RandomMap::new(last_block[active.iter().position(|&a| a).unwrap_or(0)]),
+            ),
+            RandomDistribution::Random => Offsets::Uniform,
+            RandomDistribution::Zoned(zones) => Offsets::Zoned(Dir::ALL.map(|d| {
+                let i = d.index();
+                (!zones[d].is_empty()).then(|| ZoneTable::percent(&zones[d], last_block[i]))
+            })),
+            RandomDistribution::ZonedAbs(zones) => {
+                let mut tables = [None, None, None];
+                for (i, dir) in Dir::ALL.into_iter().enumerate() {
+                    if !active[i] || zones[dir].is_empty() {
+                        continue;
+                    }
+                    let table = ZoneTable::absolute(&zones[dir], blockalign[i], last_block[i])
+                        .map_err(|end| {
+                            job.error(format!(
+                                "zoned_abs zones end at byte {end}, beyond the job's {region_len}-byte size"
+                            ))
+                        })?;
+                    tables[i] = Some(table);
+                }
+                Offsets::Zoned(tables)
+            }
+            dist => Offsets::Skewed {
+                samplers: last_block.map(|n| {
+                    (n > 0)
+                        .then(|| SkewSampler::new(dist, n, skew_offset))
+                        .flatten()
+                }),
+                rng: JobRng::seed_from_u64(stream_seed(seed, clone_index, SEED_SKEW)),
+            },
+        };
+
+        let trim_write = rw.is_trim_write();
+        let volume = job.io_size.unwrap_or(pass_base);
+        let mut pass_cap = pass_base;
+        // fio lets a random writer without a random map write up to io_size in one pass.
+        if random && active[WRITE] && fio_norandommap {
+            pass_cap = pass_cap.max(job.io_size.unwrap_or(0));
+        }
+        // Each trimwrite byte is trimmed and written, so the pass and number_ios double (the
+        // byte volume counts writes only, see `counted`).
+        if trim_write {
+            pass_cap = pass_cap.saturating_add(volume);
+        }
+        let loops = u64::from(job.loops.max(1));
+        let counted = if rw.is_read_write_mix() {
+            [true, true, false]
+        } else if active[WRITE] {
+            [false, true, false]
+        } else {
+            active
+        };
+        let (delay_low, delay_high) = job.startdelay;
+        let start_delay =
+            delay_low + dist::below(&mut setup_rng, (delay_high - delay_low).saturating_add(1));
+        let ios_per_offset = match job.rw_modifier {
+            RwModifier::IosPerOffset(n) if random => n,
+            _ => 1,
+        };
+        let rng = JobRng::seed_from_u64(stream_seed(seed, clone_index, SEED_IO));
+
+        let mut gen = JobGen {
+            random,
+            single_dir: active.iter().position(|&a| a).unwrap_or(READ),
+            read_write_mix: rw.is_read_write_mix(),
+            trim_write,
+            rand_trim_write: trim_write && random,
+            rwmixread: job.rwmixread,
+            percentage_random: Dir::ALL.map(|d| job.percentage_random[d]),
+            bs_min: ranges.map(|r| r.0),
+            bs_max: ranges.map(|r| r.1),
+            bssplit: Dir::ALL.map(|d| job.bssplit[d].clone().into_boxed_slice()),
+            blockalign,
+            last_block,
+            bs_is_seq_rand: job.bs_is_seq_rand,
+            ios_per_offset,
+            skip,
+            identical: job.rw_sequencer == RwSequencer::Identical,
+            time_based: job.is_time_based(),
+            replay_passes: job.randrepeat && job.randseed.is_none(),
+            offsets,
+            space_offset,
+            space_len,
+            region_start,
+            region_len,
+            region_end: region_start + region_len,
+            pass_cap,
+            volume,
+            io_size_set: job.io_size.is_some(),
+            byte_limit: volume.saturating_mul(loops),
+            ios_limit: job.number_ios.map_or(u64::MAX, |n| {
+                n.saturating_mul(loops)
+                    .saturating_mul(if trim_write { 2 } else { 1 })
+            }),
+            loops,
+            max_bs: job.max_block_size(),
+            counted,
+            start_delay,
+            pass_seed: rng.clone(),
+            rng,
+            last_pos: [region_start; 3],
+            last_start: [NONE; 3],
+            seq_countdown: ios_per_offset,
+            rwmix_dir: READ,
+            rwmix_issues: 0,
+            issues: [0; 3],
+            passes_done: 0,
+            pass_bytes: 0,
+            pass_ios: 0,
+            counted_bytes: 0,
+            stat_bytes: 0,
+            stat_ios: 0,
+            bytes: 0,
+            ios: 0,
+            done: false,
+        };
+        gen.begin_pass();
+        Ok(gen)
+    }
+
+    /// Bytes in all I/Os returned so far.
+    pub fn bytes_issued(&self) -> u64 {
+        self.bytes
+    }
+
+    /// I/Os returned so far.
+    pub fn ios_issued(&self) -> u64 {
+        self.ios
+    }
+
+    /// The job's region on the device: (first byte, length).
+    pub fn region(&self) -> (u64, u64) {
+        (self.space_offset + self.region_start, self.region_len)
+    }
+
+    /// This instance's `startdelay` in nanoseconds (drawn from the range, if one was given).
+    pub fn start_delay(&self) -> u64 {
+        self.start_delay
+    }
+
+    /// Whether random offsets come from the random map (each block once per pass).
+    pub fn uses_random_map(&self) -> bool {
+        matches!(self.offsets, Offsets::Map(_))
+    }
+
+    /// Tells the generator that the job's `ramp_time` has passed; call it once, at that moment.
+    /// fio then clears its completed-I/O statistics (`reset_all_stats` in `ramp_time_over`), so
+    /// I/Os issued during the ramp do not count toward `number_ios`, toward the `io_size`
+    /// check made between loops, or toward the issue counts that steer `rwmixread`. They do
+    /// count toward the `io_size` limit within a loop, whose issue-side counter fio leaves alone.
+    pub fn end_ramp(&mut self) {
+        self.stat_bytes = 0;
+        self.stat_ios = 0;
+        self.issues = [0; 3];
+        self.rwmix_issues = 0;
+    }
+
+    /// fio's `clear_io_state` at the start of every loop: positions back to the start of the
+    /// region, random map cleared, and with `randrepeat` the random generators reseeded, so
+    /// every loop replays the first.
+    fn begin_pass(&mut self) {
+        if self.replay_passes {
+            self.rng = self.pass_seed.clone();
+        }
+        self.reset_file();
+        self.rwmix_issues = 0;
+        self.pass_bytes = 0;
+        self.pass_ios = 0;
+    }
+
+    /// fio's `fio_file_reset`: positions to the start, a fresh random-map order.
+    fn reset_file(&mut self) {
+        self.last_pos = [self.region_start; 3];
+        self.last_start = [NONE; 3];
+        if let Offsets::Map(map) = &mut self.offsets {
+            map.rekey(&mut self.rng);
+        }
+    }
+
+    /// fio's `keep_running` after a pass: the first `loops` passes always run; after that, more
+    /// passes run while fewer than `io_size` bytes were done, unless the rest is less than one
+    /// maximum-size block, or the region ran out and no `io_size` asked for more.
+    #[cold]
+    fn end_pass(&mut self, region_used_up: bool) {
+        // fio stops a job whose pass did no I/O at all.
+        if self.pass_ios == 0 {
+            self.done = true;
+            return;
+        }
+        self.passes_done += 1;
+        let again = self.time_based
+            || self.passes_done < self.loops
+            || (self.stat_ios < self.ios_limit
+                && self.stat_bytes < self.volume
+                && self.volume - self.stat_bytes >= self.max_bs
+                && (self.io_size_set || !region_used_up));
+        if again {
+            self.begin_pass();
+        } else {
+            self.done = true;
+        }
+    }
+
+    #[inline]
+    fn account(&mut self, io: IoUnit) {
+        let d = io.dir.index();
+        self.issues[d] += 1;
+        self.ios += 1;
+        self.bytes += io.len;
+        self.stat_ios += 1;
+        self.stat_bytes += io.len;
+        self.pass_ios += 1;
+        self.pass_bytes += io.len;
+        if self.counted[d] {
+            self.counted_bytes += io.len;
+        }
+    }
+
+    /// fio's `fill_io_u`: direction, offset, size; `None` if the I/O does not fit.
+    #[inline]
+    fn fill(&mut self) -> Option<IoUnit> {
+        let d = self.pick_dir();
+        // fio's get_next_offset: with rw=rand...:<nr> only every nr-th I/O gets a new offset.
+        let mut new_offset = true;
+        if self.ios_per_offset != 1 {
+            self.seq_countdown -= 1;
+            if self.seq_countdown == 0 {
+                self.seq_countdown = self.ios_per_offset;
+            } else {
+                new_offset = false;
+            }
+        }
+        let (pos, is_random) = self.next_position(d, new_offset)?;
+        if pos >= self.region_len {
+            return None;
+        }
+        let offset = self.region_start + pos;
+        let size_dir = match (self.bs_is_seq_rand, is_random) {
+            (false, _) => d,
+            (true, true) => WRITE,
+            (true, false) => READ,
+        };
+        let len = self.block_len(size_dir, offset)?;
+        // A fixed-size I/O may pass the region's end, as in fio, but never the space's.
+        if len > self.space_len - offset {
+            return None;
+        }
+        self.last_start[d] = offset;
+        self.last_pos[d] = offset + len;
+        Some(IoUnit {
+            dir: Dir::ALL[d],
+            offset: self.space_offset + offset,
+            len,
+        })
+    }
+
+    /// fio's `get_rw_ddir` and `set_rw_ddir`.
+    #[inline]
+    fn pick_dir(&mut self) -> usize {
+        if self.trim_write {
+            // A trim, then a write of the same blocks.
+            return if self.last_pos[WRITE] == self.last_pos[TRIM] {
+                TRIM
+            } else {
+                WRITE
+            };
+        }
+        if !self.read_write_mix {
+            return self.single_dir;
+        }
+        // fio draws a direction with probability rwmixread, but once it switches it stays with
+        // the new direction until that direction's issue count reaches the old one's times the
+        // new direction's share, which pulls the observed mix toward the target early on.
+        if self.issues[self.rwmix_dir] >= self.rwmix_issues {
+            let dir = if dist::percent_roll(&mut self.rng) <= self.rwmixread {
+                READ
+            } else {
+                WRITE
+            };
+            if dir != self.rwmix_dir {
+                let share = if dir == READ {
+                    self.rwmixread
+                } else {
+                    100 - self.rwmixread
+                };
+                self.rwmix_issues = self.issues[self.rwmix_dir] * u64::from(share) / 100;
+            }
+            self.rwmix_dir = dir;
+        }
+        self.rwmix_dir
+    }
+
+    /// fio's `get_next_block`: (offset relative to the region, whether it is a random offset).
+    #[inline]
+    fn next_position(&mut self, d: usize, new_offset: bool) -> Option<(u64, bool)> {
+        if self.rand_trim_write && d == WRITE {
+            // The write of a randtrimwrite pair goes where its trim went.
+            let start = self.last_start[TRIM];
+            return (start != NONE).then(|| (start - self.region_start, true));
+        }
+        if new_offset {
+            if !self.random {
+                return self.seq_position(d).map(|p| (p, false));
+            }
+            if self.should_do_random(d) {
+                return self.random_block(d).map(|b| (b * self.blockalign[d], true));
+            }
+        } else if self.identical {
+            let start = self.last_start[d];
+            return Some((
+                if start == NONE {
+                    0
+                } else {
+                    start - self.region_start
+                },
+                false,
+            ));
+        }
+        // Sequential within a random job; when the region ends, a random offset instead.
+        match self.seq_position(d) {
+            Some(pos) => Some((pos, false)),
+            None => self
+                .random_block(d)
+                .map(|b| (b * self.blockalign[d], false)),
+        }
+    }
+
+    /// fio's `should_do_random` (`percentage_random`).
+    #[inline]
+    fn should_do_random(&mut self, d: usize) -> bool {
+        let percent = self.percentage_random[d];
+        percent == 100 || dist::percent_roll(&mut self.rng) <= percent
+    }
+
+    /// fio's `get_next_seq_offset`: where the direction's previous I/O ended, plus the hole.
+    #[inline]
+    fn seq_position(&mut self, d: usize) -> Option<u64> {
+        if self.time_based && self.last_pos[d] >= self.region_end {
+            self.last_pos[d] = self.region_start;
+        }
+        if self.last_pos[d] >= self.space_len {
+            return None;
+        }
+        let mut pos = self.last_pos[d] - self.region_start;
+        if pos != 0 && self.skip != 0 {
+            pos += self.skip;
+            // As in fio, holed I/O wraps to the start only when it passes the end of the whole
+            // space (fio compares with the file size); otherwise the region's end ends the pass.
+            if pos >= self.space_len {
+                pos = 0;
+            }
+        }
+        Some(pos)
+    }
+
+    /// fio's `get_next_rand_block`: a time-based job that used up its random map starts a new
+    /// one.
+    #[inline]
+    fn random_block(&mut self, d: usize) -> Option<u64> {
+        if let Some(block) = self.draw_block(d) {
+            return Some(block);
+        }
+        if self.time_based {
+            self.reset_file();
+            return self.draw_block(d);
+        }
+        None
+    }
+
+    #[inline]
+    fn draw_block(&mut self, d: usize) -> Option<u64> {
+        let n = self.last_block[d];
+        if n == 0 {
+            return None;
+        }
+        let rng = &mut self.rng;
+        match &mut self.offsets {
+            Offsets::Uniform => Some(dist::below(rng, n)),
+            Offsets::Map(map) => map.next(),
+            Offsets::Skewed { samplers, rng } => samplers[d].as_ref().map(|s| s.sample(rng)),
+            Offsets::Zoned(tables) => Some(match &tables[d] {
+                Some(table) => table.sample(rng),
+                None => dist::below(rng, n),
+            }),
+        }
+    }
+
+    /// fio's `get_next_buflen`. A range draws `min + max * U[0,1)` and rounds down to a multiple
+    /// of `min` (capped at `max`); a split walks its entries in ascending percentage until the
+    /// cumulative percentage passes the draw. Either way the size must fit before the region's
+    /// end, or it is drawn again.
+    #[inline]
+    fn block_len(&mut self, d: usize, offset: u64) -> Option<u64> {
+        let (min, max) = (self.bs_min[d], self.bs_max[d]);
+        if min == max {
+            return Some(min);
+        }
+        let room = self.region_end - offset;
+        let fits = |len: u64| len <= room;
+        if !fits(min) {
+            return None;
+        }
+        for _ in 0..MAX_SIZE_DRAWS {
+            let u = dist::unit(&mut self.rng);
+            let split = &self.bssplit[d];
+            let mut len = if split.is_empty() {
+                min.saturating_add((max as f64 * u) as u64)
+            } else {
+                let mut cumulative = 0;
+                let mut chosen = 0;
+                for entry in split.iter().filter(|e| e.percent > 0) {
+                    chosen = entry.bs;
+                    cumulative += entry.percent;
+                    if u * 100.0 < f64::from(cumulative) && fits(chosen) {
+                        break;
+                    }
+                }
+                chosen
+            };
+            len = if min.is_power_of_two() {
+                len & !(min - 1)
+            } else {
+                len - len % min
+            };
+            len = len.min(max);
+            if len > 0 && fits(len) {
+                return Some(len);
+            }
+        }
+        None
+    }
+}
+
+/// The I/O stream.
+impl Iterator for JobGen {
+    type Item = IoUnit;
+
+    /// The next I/O, or `None` once the job's volume is done: `io_size` (default `size`) bytes,
+    /// `number_ios` I/Os, each times `loops`, with fio's pass rules. A time-based job never ends
+    /// by volume; the caller stops it.
+    #[inline]
+    fn next(&mut self) -> Option<IoUnit> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if !self.time_based {
+                if self.counted_bytes >= self.byte_limit || self.stat_ios >= self.ios_limit {
+                    self.done = true;
+                    return None;
+                }
+                if self.pass_bytes >= self.pass_cap {
+                    self.end_pass(false);
+                    continue;
+                }
+            }
+            if let Some(io) = self.fill() {
+                self.account(io);
+                return Some(io);
+            }
+            // The region (or the random map) is used up.
+            self.end_pass(true);
+        }
+    }
+}
+
+/// Once done, a generator stays done.
+impl std::iter::FusedIterator for JobGen {}
+
+/// fio's `last_block`: how many `align`-spaced offsets leave room for a `min_bs` block.
+fn last_block(region_len: u64, min_bs: u64, align: u64) -> u64 {
+    region_len.saturating_sub(min_bs.saturating_sub(align)) / align
+}
+
+/// Resolves `offset`, `offset_increment`, `size` and `filesize` inside the space, as fio's
+/// `get_start_offset` and `setup_files` do: percentages are of the whole space; a percentage
+/// offset (or increment) is rounded up to `offset_align`, default the minimum block size; a
+/// percentage size is capped at what follows the offset and rounded down to the minimum block
+/// size. Returns (region start, region length, bytes per pass), the last being `size` when a
+/// `filesize` sets the region.
+fn resolve_region(
+    job: &FioJob,
+    clone_index: u32,
+    space_len: u64,
+    min_bs: u64,
+    rng: &mut JobRng,
+) -> Result<(u64, u64, u64), FioError> {
+    let percent_of = |p: u32| (u128::from(space_len) * u128::from(p) / 100) as u64;
+    let overflow = || job.error("offset overflows");
+    let (increment, mut align) = match job.offset_increment {
+        SizeSpec::Bytes(b) => (b, false),
+        SizeSpec::Percent(p) => (percent_of(p), true),
+    };
+    let base = match job.offset {
+        SizeSpec::Bytes(b) => b,
+        SizeSpec::Percent(p) => {
+            align = true;
+            percent_of(p)
+        }
+    };
+    let mut start = increment
+        .checked_mul(u64::from(clone_index))
+        .and_then(|step| step.checked_add(base))
+        .ok_or_else(overflow)?;
+    if align {
+        let a = job.offset_align.unwrap_or(min_bs);
+        start = start.div_ceil(a).checked_mul(a).ok_or_else(overflow)?;
+    }
+    if start >= space_len {
+        return Err(job.error(format!(
+            "offset {start} is not inside its {space_len}-byte space"
+        )));
+    }
+    let room = space_len - start;
+    let (len, per_pass) = match (job.filesize, job.size) {
+        (Some((low, high)), size) => {
+            let mut len = low;
+            if high > low {
+                len = low + dist::below(rng, high - low + 1);
+                len = (len - len % min_bs).max(low);
+            }
+            let per_pass = match size {
+                Some(SizeSpec::Bytes(b)) => b.min(len),
+                _ => len,
+            };
+            (len, per_pass)
+        }
+        (None, Some(SizeSpec::Bytes(b))) => (b, b),
+        (None, Some(SizeSpec::Percent(p))) => {
+            let len = percent_of(p).min(room);
+            let len = len - len % min_bs;
+            (len, len)
+        }
+        (None, None) => (room, room),
+    };
+    if len == 0 {
+        return Err(job.error("size is 0"));
+    }
+    if len > room {
+        return Err(job.error(format!(
+            "offset {start} + size {len} extends beyond its {space_len}-byte space"
+        )));
+    }
+    Ok((start, len, per_pass))
+}
+
+/// Independent generator seeds per (seed, instance, purpose).
+fn stream_seed(seed: u64, clone_index: u32, purpose: u64) -> u64 {
+    splitmix64(seed ^ splitmix64(u64::from(clone_index) << 8 | purpose))
+}
+
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse_job_text;
+    use super::*;
+    use std::collections::{HashMap, HashSet};
+
+    const K: u64 = 1024;
+    const M: u64 = 1024 * 1024;
+
+    fn job(body: &str) -> FioJob {
+        parse_job_text(&format!("[t]\n{body}\n"), "t.fio", &|_| None)
+            .expect("job parses")
+            .jobs
+            .remove(0)
+    }
+
+    fn gen(body: &str, space: u64) -> JobGen {
+        JobGen::new(&job(body), 0, 0, space, 512, 7).expect("job fits")
+    }
+
+    fn all(g: &mut JobGen) -> Vec<IoUnit> {
+        let ios: Vec<IoUnit> = std::iter::from_fn(|| g.next()).take(10_000_000).collect();
+        assert!(ios.len() < 10_000_000, "runaway generator");
+        ios
+    }
+
+    fn take(g: &mut JobGen, n: usize) -> Vec<IoUnit> {
+        (0..n)
+            .map(|_| g.next().expect("time-based jobs never end"))
+            .collect()
+    }
+
+    fn offsets(ios: &[IoUnit]) -> Vec<u64> {
+        ios.iter().map(|io| io.offset).collect()
+    }
+
+    /// `n` I/Os of a job whose volume does not end it first and whose loops continue the random
+    /// stream rather than replaying it.
+    fn sample(body: &str, space: u64, n: usize) -> Vec<IoUnit> {
+        let ios = all(&mut gen(
+            &format!("{body}\nio_size=1p\nnumber_ios={n}\nrandrepeat=0"),
+            space,
+        ));
+        assert_eq!(ios.len(), n);
+        ios
+    }
+
+    fn new_err(body: &str, space: u64) -> String {
+        match JobGen::new(&job(body), 0, 0, space, 512, 7) {
+            Ok(_) => panic!("{body} should not fit"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// Share of accesses that went to the most-accessed tenth of `blocks` blocks.
+    fn top_tenth_share(ios: &[IoUnit], blocks: usize) -> f64 {
+        let mut counts: HashMap<u64, usize> = HashMap::new();
+        for io in ios {
+            *counts.entry(io.offset).or_default() += 1;
+        }
+        let mut sorted: Vec<usize> = counts.into_values().collect();
+        sorted.sort_unstable_by(|a, b| b.cmp(a));
+        sorted.iter().take(blocks / 10).sum::<usize>() as f64 / ios.len() as f64
+    }
+
+    #[test]
+    fn sequential_read_covers_the_region_once() {
+        let mut g = gen("rw=read\nbs=4k\nsize=64k", M);
+        let ios = all(&mut g);
+        assert_eq!(ios.len(), 16);
+        assert_eq!(
+            offsets(&ios),
+            (0..16).map(|i| i * 4 * K).collect::<Vec<_>>()
+        );
+        assert!(ios.iter().all(|io| io.dir == Dir::Read && io.len == 4 * K));
+        assert_eq!((g.ios_issued(), g.bytes_issued()), (16, 64 * K));
+        assert_eq!(g.next(), None);
+    }
+
+    #[test]
+    fn offsets_are_device_addresses_inside_the_space() {
+        let j = job("rw=write\noffset=8k\nsize=16k");
+        let mut g = JobGen::new(&j, 0, 10 * M, M, 512, 1).unwrap();
+        assert_eq!(g.region(), (10 * M + 8 * K, 16 * K));
+        let ios = all(&mut g);
+        assert_eq!(
+            offsets(&ios),
+            vec![
+                10 * M + 8 * K,
+                10 * M + 12 * K,
+                10 * M + 16 * K,
+                10 * M + 20 * K
+            ]
+        );
+        assert!(ios.iter().all(|io| io.dir == Dir::Write));
+    }
+
+    #[test]
+    fn random_map_visits_every_block_once_per_pass() {
+        for (randrepeat, replayed) in [("1", true), ("0", false)] {
+            let body = format!("rw=randwrite\nsize=4000k\nloops=3\nrandrepeat={randrepeat}");
+            let mut g = gen(&body, 8 * M);
+            assert!(g.uses_random_map());
+            let ios = all(&mut g);
+            assert_eq!(ios.len(), 3000);
+            let passes: Vec<Vec<u64>> = ios.chunks(1000).map(offsets).collect();
+            for pass in &passes {
+                let blocks: HashSet<u64> = pass.iter().copied().collect();
+                assert_eq!(blocks.len(), 1000, "a block repeated within a pass");
+                assert!(pass.iter().all(|&o| o % (4 * K) == 0 && o < 4000 * K));
+            }
+            // fio reseeds at each loop when randrepeat is on, so the loops repeat.
+            assert_eq!(passes[0] == passes[1] && passes[1] == passes[2], replayed);
+        }
+    }
+
+    #[test]
+    fn norandommap_draws_independently() {
+        let mut g = gen("rw=randread\nnorandommap\nsize=4000k", 8 * M);
+        assert!(!g.uses_random_map());
+        let ios = all(&mut g);
+        assert_eq!(ios.len(), 1000);
+        let distinct: HashSet<u64> = offsets(&ios).into_iter().collect();
+        // About 1000 * (1 - 1/e) distinct blocks.
+        assert!((580..700).contains(&distinct.len()), "{}", distinct.len());
+    }
+
+    #[test]
+    fn offsets_stay_in_region_and_aligned() {
+        let cases = [
+            ("rw=randread\nnorandommap", 4 * K),
+            ("rw=randrw\nbsrange=4k-64k", 4 * K),
+            ("rw=randwrite\nbssplit=4k/30:16k/30:128k/40", 4 * K),
+            ("rw=randread\nrandom_distribution=zipf:1.1", 4 * K),
+            ("rw=randread\nrandom_distribution=pareto:0.2:0.5", 4 * K),
+            ("rw=randread\nrandom_distribution=normal:10:0.2", 4 * K),
+            ("rw=randread\nrandom_distribution=zoned:50/10:50/90", 4 * K),
+            ("rw=randwrite\nbs=8k\nba=512", 512),
+            ("rw=randtrim\nbs=16k", 16 * K),
+            ("rw=read\nbsrange=4k-128k", 4 * K),
+        ];
+        for (body, align) in cases {
+            let j = job(&format!("{body}\noffset=1m\nsize=10m\nnumber_ios=20000"));
+            let mut g = JobGen::new(&j, 0, 64 * M, 16 * M, 512, 3).unwrap();
+            let (start, len) = g.region();
+            assert_eq!((start, len), (65 * M, 10 * M));
+            for io in all(&mut g) {
+                assert!(
+                    io.offset >= start && io.offset + io.len <= start + len,
+                    "{body}: {io:?}"
+                );
+                assert_eq!((io.offset - start) % align, 0, "{body}: {io:?}");
+                assert_eq!(io.len % 512, 0, "{body}: {io:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn rwmix_ratio() {
+        for (body, expect) in [("", 0.5), ("rwmixread=70", 0.7), ("rwmixwrite=90", 0.1)] {
+            let ios = sample(&format!("rw=randrw\nnorandommap\n{body}"), 64 * M, 100_000);
+            let reads = ios.iter().filter(|io| io.dir == Dir::Read).count() as f64 / 1e5;
+            assert!((reads - expect).abs() < 0.01, "{body}: {reads}");
+            assert!(ios.iter().all(|io| io.dir != Dir::Trim));
+        }
+        let ios = all(&mut gen("rw=randrw\nrwmixread=100\nnumber_ios=1000", M));
+        assert!(ios.iter().all(|io| io.dir == Dir::Read));
+    }
+
+    #[test]
+    fn bssplit_proportions() {
+        let ios = sample("rw=randread\nbssplit=4k/10:64k/50:32k/40", 256 * M, 100_000);
+        let share = |len| ios.iter().filter(|io| io.len == len).count() as f64 / ios.len() as f64;
+        assert!((share(4 * K) - 0.1).abs() < 0.01, "{}", share(4 * K));
+        assert!((share(32 * K) - 0.4).abs() < 0.01, "{}", share(32 * K));
+        assert!((share(64 * K) - 0.5).abs() < 0.01, "{}", share(64 * K));
+        // Per direction.
+        let mut g = gen(
+            "rw=randrw\nbssplit=2k/50:4k/50,4k/90:8k/10\nnumber_ios=20000",
+            64 * M,
+        );
+        for io in all(&mut g) {
+            match io.dir {
+                Dir::Read => assert!(io.len == 2 * K || io.len == 4 * K),
+                _ => assert!(io.len == 4 * K || io.len == 8 * K),
+            }
+        }
+    }
+
+    #[test]
+    fn bsrange_draws_multiples_of_the_minimum() {
+        let ios = sample("rw=randwrite\nbsrange=4k-16k", 64 * M, 40_000);
+        for len in [4 * K, 8 * K, 12 * K, 16 * K] {
+            let share = ios.iter().filter(|io| io.len == len).count() as f64 / ios.len() as f64;
+            assert!((share - 0.25).abs() < 0.015, "{len}: {share}");
+        }
+        assert!(ios.iter().all(|io| io.len % (4 * K) == 0));
+    }
+
+    #[test]
+    fn skewed_distributions() {
+        let blocks = 10_240;
+        let run = |dist: &str| {
+            sample(
+                &format!("rw=randread\nrandom_distribution={dist}\nsize=40m"),
+                64 * M,
+                200_000,
+            )
+        };
+        let uniform = top_tenth_share(&run("random"), blocks);
+        let zipf = top_tenth_share(&run("zipf:1.2"), blocks);
+        let pareto = top_tenth_share(&run("pareto:0.2"), blocks);
+        let normal = top_tenth_share(&run("normal"), blocks);
+        assert!(uniform < 0.15, "uniform {uniform}");
+        assert!(zipf > 0.8, "zipf {zipf}");
+        assert!(pareto > 0.6, "pareto {pareto}");
+        assert!(normal > 0.3 && normal < 0.6, "normal {normal}");
+        // fio hashes the ranks: the hottest blocks are not packed at the start of the region.
+        let ios = run("zipf:1.2");
+        let in_first_tenth = ios.iter().filter(|io| io.offset < 4 * M).count() as f64;
+        assert!(in_first_tenth / (ios.len() as f64) < 0.5);
+    }
+
+    #[test]
+    fn zoned_distribution() {
+        let body = "rw=randread\nrandom_distribution=zoned:60/10:30/20:8/30:2/40\nsize=100m";
+        let ios = sample(body, 128 * M, 100_000);
+        let share = |lo: u64, hi: u64| {
+            ios.iter()
+                .filter(|io| io.offset >= lo * M && io.offset < hi * M)
+                .count() as f64
+                / 1e5
+        };
+        assert!((share(0, 10) - 0.60).abs() < 0.01);
+        assert!((share(10, 30) - 0.30).abs() < 0.01);
+        assert!((share(30, 60) - 0.08).abs() < 0.005);
+        assert!((share(60, 100) - 0.02).abs() < 0.005);
+        let body = "rw=randread\nrandom_distribution=zoned_abs:60/20m:40/80m\nsize=100m";
+        let ios = sample(body, 128 * M, 50_000);
+        let first = ios.iter().filter(|io| io.offset < 20 * M).count() as f64 / 5e4;
+        assert!((first - 0.6).abs() < 0.015, "{first}");
+        let e = new_err(
+            "rw=randread\nrandom_distribution=zoned_abs:60/20m:40/80m\nsize=64m",
+            128 * M,
+        );
+        assert!(e.contains("zoned_abs zones end at byte"), "{e}");
+    }
+
+    #[test]
+    fn time_based_sequential_wraps_around_the_region() {
+        let mut g = gen("rw=write\nsize=16k\nruntime=1\ntime_based", M);
+        let ios = take(&mut g, 1000);
+        assert_eq!(offsets(&ios[..6]), vec![0, 4 * K, 8 * K, 12 * K, 0, 4 * K]);
+        assert!(ios.iter().all(|io| io.offset < 16 * K));
+        // Mixed directions wrap independently, and holes wrap too.
+        let mut g = gen("rw=rw\nsize=16k\nruntime=1\ntime_based", M);
+        assert!(take(&mut g, 1000).iter().all(|io| io.offset < 16 * K));
+        let mut g = gen("rw=read:4k\nsize=32k\nruntime=1\ntime_based", M);
+        let ios = take(&mut g, 8);
+        assert_eq!(
+            offsets(&ios),
+            vec![0, 8 * K, 16 * K, 24 * K, 0, 8 * K, 16 * K, 24 * K]
+        );
+    }
+
+    #[test]
+    fn time_based_random_map_starts_over_when_used_up() {
+        let mut g = gen("rw=randwrite\nsize=16k\nruntime=1\ntime_based", M);
+        let ios = take(&mut g, 400);
+        for window in ios.chunks(4) {
+            let distinct: HashSet<u64> = offsets(window).into_iter().collect();
+            assert_eq!(distinct.len(), 4);
+        }
+        // A new order for each round, not a replay.
+        assert!(ios.chunks(4).map(offsets).collect::<HashSet<_>>().len() > 1);
+    }
+
+    #[test]
+    fn io_size_number_ios_and_loops() {
+        assert_eq!(
+            all(&mut gen("rw=write\nsize=1m\nio_size=256k", 4 * M)).len(),
+            64
+        );
+        // io_size above size: more passes over the region.
+        let ios = all(&mut gen("rw=write\nsize=1m\nio_size=4m", 4 * M));
+        assert_eq!(ios.len(), 1024);
+        assert_eq!(ios[256].offset, 0);
+        assert!(ios.iter().all(|io| io.offset < M));
+        let ios = all(&mut gen("rw=randread\nsize=1m\nio_size=3m", 4 * M));
+        assert_eq!(ios.len(), 768);
+        assert_eq!(offsets(&ios[..256]), offsets(&ios[256..512]));
+        assert_eq!(
+            all(&mut gen("rw=randread\nnumber_ios=10\nsize=1m", 4 * M)).len(),
+            10
+        );
+        assert_eq!(
+            all(&mut gen("rw=read\nnumber_ios=10\nloops=2\nsize=1m", 4 * M)).len(),
+            20
+        );
+        let ios = all(&mut gen("rw=read\nsize=64k\nloops=3", M));
+        assert_eq!(ios.len(), 48);
+        assert_eq!(offsets(&ios[..16]), offsets(&ios[32..]));
+        // The volume limit is io_size x loops; fio fills it in one pass if the region allows.
+        let ios = all(&mut gen("rw=write\nsize=1m\nio_size=256k\nloops=2", 4 * M));
+        assert_eq!(ios.len(), 128);
+        assert!(ios.windows(2).all(|w| w[1].offset == w[0].offset + 4 * K));
+    }
+
+    #[test]
+    fn ramp_io_does_not_count_toward_number_ios() {
+        let mut g = gen("rw=randread\nnumber_ios=10\nsize=1m", 4 * M);
+        assert_eq!(take(&mut g, 4).len(), 4);
+        g.end_ramp();
+        assert_eq!(all(&mut g).len(), 10);
+        assert_eq!(g.ios_issued(), 14);
+        // io_size keeps counting the ramp's bytes.
+        let mut g = gen("rw=write\nsize=64k", M);
+        take(&mut g, 4);
+        g.end_ramp();
+        assert_eq!(all(&mut g).len(), 12);
+    }
+
+    #[test]
+    fn fixed_size_ios_may_pass_the_region_end_but_not_the_space_end() {
+        // As in fio, which checks a fixed block size against the file, not the region.
+        let ios = all(&mut gen("rw=write\nsize=10k", M));
+        assert_eq!(offsets(&ios), vec![0, 4 * K, 8 * K]);
+        let ios = all(&mut gen("rw=write", 10 * K));
+        assert_eq!(offsets(&ios), vec![0, 4 * K]);
+    }
+
+    #[test]
+    fn sequential_mixed_rw_keeps_a_position_per_direction() {
+        let ios = all(&mut gen("rw=rw\nsize=1m", 4 * M));
+        assert_eq!(ios.len(), 256);
+        for dir in [Dir::Read, Dir::Write] {
+            let own: Vec<u64> = ios
+                .iter()
+                .filter(|io| io.dir == dir)
+                .map(|io| io.offset)
+                .collect();
+            assert!(own.len() > 64, "{dir:?}: {}", own.len());
+            assert_eq!(
+                own,
+                (0..own.len() as u64).map(|i| i * 4 * K).collect::<Vec<_>>()
+            );
+        }
+    }
+
+    #[test]
+    fn sequential_holes() {
+        // rw=read:4k skips 4k after every read; the region ends the pass early.
+        let ios = all(&mut gen("rw=read:4k\nsize=64k", M));
+        assert_eq!(offsets(&ios), (0..8).map(|i| i * 8 * K).collect::<Vec<_>>());
+        // If the region reaches the end of the space, fio wraps to the start instead.
+        let ios = all(&mut gen("rw=read:4k", 64 * K));
+        assert_eq!(ios.len(), 16);
+        assert_eq!(offsets(&ios[8..]), offsets(&ios[..8]));
+    }
+
+    #[test]
+    fn random_with_a_sequential_run_length() {
+        let ios = all(&mut gen("rw=randread:4\nsize=4m\nnumber_ios=103", 4 * M));
+        // Three sequential I/Os from the start, then runs of four from each random offset.
+        assert_eq!(offsets(&ios[..3]), vec![0, 4 * K, 8 * K]);
+        for run in ios[3..].chunks(4) {
+            let first = run[0].offset;
+            assert_eq!(
+                offsets(run),
+                (0..4).map(|i| first + i * 4 * K).collect::<Vec<_>>()
+            );
+        }
+        let ios = all(&mut gen(
+            "rw=randread:4\nrw_sequencer=identical\nsize=4m\nnumber_ios=11",
+            4 * M,
+        ));
+        assert_eq!(offsets(&ios[..3]), vec![0, 0, 0]);
+        assert!(ios[3..7].iter().all(|io| io.offset == ios[3].offset));
+    }
+
+    #[test]
+    fn percentage_random() {
+        let ios = all(&mut gen("rw=randread\npercentage_random=0\nsize=64k", M));
+        assert_eq!(
+            offsets(&ios),
+            (0..16).map(|i| i * 4 * K).collect::<Vec<_>>()
+        );
+        let ios = sample(
+            "rw=randread\npercentage_random=30\nnorandommap",
+            64 * M,
+            20_000,
+        );
+        let sequential = ios
+            .windows(2)
+            .filter(|w| w[1].offset == w[0].offset + w[0].len)
+            .count();
+        let share = sequential as f64 / ios.len() as f64;
+        assert!((share - 0.7).abs() < 0.02, "{share}");
+    }
+
+    #[test]
+    fn trimwrite_trims_then_writes_each_block() {
+        let ios = all(&mut gen("rw=trimwrite\nsize=64k", M));
+        assert_eq!(ios.len(), 32);
+        for (i, pair) in ios.chunks(2).enumerate() {
+            assert_eq!((pair[0].dir, pair[1].dir), (Dir::Trim, Dir::Write));
+            assert_eq!(
+                (pair[0].offset, pair[1].offset),
+                (i as u64 * 4 * K, i as u64 * 4 * K)
+            );
+        }
+        let ios = all(&mut gen("rw=randtrimwrite\nsize=64k", M));
+        assert_eq!(ios.len(), 32);
+        let trims: HashSet<u64> = ios.chunks(2).map(|p| p[0].offset).collect();
+        assert_eq!(trims.len(), 16);
+        assert!(ios.chunks(2).all(|p| p[0].dir == Dir::Trim
+            && p[1].dir == Dir::Write
+            && p[0].offset == p[1].offset));
+        // number_ios counts both halves of each pair.
+        assert_eq!(
+            all(&mut gen("rw=trimwrite\nsize=64k\nnumber_ios=5", M)).len(),
+            10
+        );
+    }
+
+    #[test]
+    fn deterministic_per_seed_and_instance() {
+        let j = job("rw=randrw\nbsrange=4k-64k\nnumjobs=2\nsize=64m\nnumber_ios=10000");
+        let stream = |clone, seed| all(&mut JobGen::new(&j, clone, 0, 64 * M, 512, seed).unwrap());
+        assert_eq!(stream(0, 11), stream(0, 11));
+        assert_ne!(stream(0, 11), stream(1, 11));
+        assert_ne!(stream(0, 11), stream(0, 12));
+        // A clone continues exactly like the original.
+        let mut a = JobGen::new(&j, 0, 0, 64 * M, 512, 11).unwrap();
+        a.by_ref().take(100).for_each(drop);
+        let b = a.clone();
+        assert_eq!(a.collect::<Vec<_>>(), b.collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn instances_and_offset_increment() {
+        let j = job("rw=write\nnumjobs=4\nsize=1m\noffset_increment=1m");
+        let g = JobGen::new(&j, 2, 0, 4 * M, 512, 1).unwrap();
+        assert_eq!(g.region(), (2 * M, M));
+        let j = job("rw=write\nnumjobs=4\nsize=10%\noffset_increment=25%");
+        let g = JobGen::new(&j, 3, 0, 10 * M, 512, 1).unwrap();
+        assert_eq!(
+            g.region(),
+            ((30 * M / 4).div_ceil(4 * K) * 4 * K, M - M % (4 * K))
+        );
+        let e = JobGen::new(&j, 4, 0, 10 * M, 512, 1).expect_err("no instance 4");
+        assert!(e.to_string().contains("numjobs=4"), "{e}");
+    }
+
+    #[test]
+    fn percentage_size_and_offset() {
+        let g = gen("size=50%\noffset=25%", 10 * M);
+        assert_eq!(g.region(), (10 * M / 4, 5 * M));
+        // Rounded up to the block size (offset) and down (size).
+        let g = gen("size=50%\noffset=10%", 1_000_448);
+        assert_eq!(g.region(), (102_400, 500_224 - 500_224 % 4096));
+        let g = gen("size=50%\noffset=10%\noffset_align=512", 1_000_448);
+        assert_eq!(g.region().0, 100_352);
+        assert_eq!(gen("", 3 * M).region(), (0, 3 * M));
+    }
+
+    #[test]
+    fn setup_errors() {
+        for (body, space, expect) in [
+            ("offset=2m", M, "is not inside its 1048576-byte space"),
+            ("size=2m", M, "extends beyond"),
+            ("offset=512k\nsize=1m", M, "extends beyond"),
+            ("bs=8k\nsize=4k", M, "larger than the job's 4096-byte size"),
+            ("bs=1000", M, "not a multiple of the 512-byte sector"),
+            ("offset=100", M, "offset 100 is not a multiple"),
+            ("rw=write:100", M, "hole of 100 bytes"),
+            ("rw=randread\nbs=4k\nba=8k\nsize=4k", M, "leaves no room"),
+            ("size=0", M, "size is 0"),
+        ] {
+            let e = new_err(body, space);
+            assert!(e.starts_with("t.fio:1: job 't': "), "{e}");
+            assert!(e.contains(expect), "{body}: {e}");
+        }
+        assert!(JobGen::new(&job(""), 0, 0, M, 0, 1).is_err());
+    }
+
+    #[test]
+    fn start_delay_range() {
+        let j = job("startdelay=1-3\nnumjobs=8");
+        let delays: Vec<u64> = (0..8)
+            .map(|c| JobGen::new(&j, c, 0, M, 512, 5).unwrap().start_delay())
+            .collect();
+        assert!(delays
+            .iter()
+            .all(|d| (1_000_000_000..=3_000_000_000).contains(d)));
+        assert!(delays.iter().collect::<HashSet<_>>().len() > 1);
+        assert_eq!(
+            JobGen::new(&j, 3, 0, M, 512, 5).unwrap().start_delay(),
+            delays[3]
+        );
+        assert_eq!(gen("startdelay=2", M).start_delay(), 2_000_000_000);
+    }
+
+    #[test]
+    fn blockalign_and_variable_sizes_turn_the_random_map_off() {
+        let mut g = gen("rw=randread\nbs=4k\nba=512\nnumber_ios=1000", M);
+        assert!(!g.uses_random_map());
+        let ios = all(&mut g);
+        assert!(ios.iter().all(|io| io.offset % 512 == 0));
+        assert!(ios.iter().any(|io| io.offset % (4 * K) != 0));
+        assert!(!gen("rw=randread\nbsrange=4k-8k", M).uses_random_map());
+        assert!(!gen("rw=randread\nrandom_distribution=zipf", M).uses_random_map());
+        assert!(gen("rw=randrw\nbs=8k", M).uses_random_map());
+        assert!(!gen("rw=randrw\nbs=4k,8k", M).uses_random_map());
+    }
+
+    #[test]
+    fn bs_is_seq_rand_sizes_by_randomness() {
+        let body = "rw=randwrite\nbs=4k,64k\nbs_is_seq_rand=1\npercentage_random=50\nnorandommap\n\
+                    number_ios=2000";
+        let ios = all(&mut gen(body, 64 * M));
+        assert!(ios.iter().all(|io| io.len == 4 * K || io.len == 64 * K));
+        assert!(ios.iter().any(|io| io.len == 4 * K) && ios.iter().any(|io| io.len == 64 * K));
+    }
+
+    const OPTIONAL: &[&str] = &[
+        "bs=8k",
+        "bs=4k,16k",
+        "bsrange=512-64k",
+        "bssplit=4k/50:16k/:64k/",
+        "ba=512",
+        "size=37%",
+        "size=3m",
+        "offset=10%",
+        "offset=1m",
+        "io_size=10m",
+        "number_ios=500",
+        "loops=2",
+        "norandommap",
+        "percentage_random=40",
+        "random_distribution=zipf:0.9",
+        "random_distribution=pareto:0.3:0.7",
+        "random_distribution=normal:20",
+        "random_distribution=zoned:50/10:50/",
+        "random_distribution=zoned_abs:50/1m:50/1m",
+        "rwmixread=30",
+        "rw_sequencer=identical",
+        "bs_is_seq_rand=1",
+        "randrepeat=0",
+        "filesize=1m-3m",
+        "offset_increment=5%",
+        "numjobs=3",
+        "runtime=1\ntime_based",
+    ];
+    const MODES: &[&str] = &[
+        "read",
+        "write",
+        "trim",
+        "randread",
+        "randwrite",
+        "randtrim",
+        "rw",
+        "randrw",
+        "trimwrite",
+        "randtrimwrite",
+        "randread:3",
+        "write:8k",
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn every_io_of_any_job_is_inside_its_space_and_aligned(
+            mode in 0..MODES.len(),
+            chosen in proptest::collection::vec(proptest::bool::ANY, OPTIONAL.len()),
+            space_kib in 1u64..20_000,
+            seed in proptest::num::u64::ANY,
+            clone in 0u32..3,
+        ) {
+            let mut body = format!("rw={}", MODES[mode]);
+            for (option, _) in OPTIONAL.iter().zip(&chosen).filter(|(_, &on)| on) {
+                body.push('\n');
+                body.push_str(option);
+            }
+            let job = job(&body);
+            let (space_offset, space) = (7 * M, space_kib * K);
+            if let Ok(mut g) = JobGen::new(&job, clone, space_offset, space, 512, seed) {
+                for io in g.by_ref().take(3000) {
+                    proptest::prop_assert!(io.len > 0 && io.len % 512 == 0, "{body}: {io:?}");
+                    proptest::prop_assert!(io.offset % 512 == 0, "{body}: {io:?}");
+                    proptest::prop_assert!(io.offset >= space_offset, "{body}: {io:?}");
+                    proptest::prop_assert!(io.offset + io.len <= space_offset + space, "{body}: {io:?}");
+                    proptest::prop_assert!(job.rw.does(io.dir), "{body}: {io:?}");
+                }
+                if job.is_time_based() {
+                    proptest::prop_assert!(g.next().is_some(), "{body}: time-based job ended");
+                }
+            }
+        }
+    }
+
+    /// Not a correctness test: prints what `next()` costs. Run with
+    /// `cargo test --release -- --ignored --nocapture next_cost`.
+    #[test]
+    #[ignore]
+    fn next_cost() {
+        for body in [
+            "rw=randwrite\nbs=4k",
+            "rw=randwrite\nbs=4k\nnorandommap",
+            "rw=write\nbs=4k",
+        ] {
+            let mut g = gen(&format!("{body}\nruntime=1\ntime_based"), 1 << 40);
+            let n = 20_000_000u64;
+            let start = std::time::Instant::now();
+            let mut sum = 0u64;
+            for _ in 0..n {
+                sum = sum.wrapping_add(std::hint::black_box(g.next()).map_or(0, |io| io.offset));
+            }
+            let ns = start.elapsed().as_nanos() as f64 / n as f64;
+            println!("{:40} {ns:.1} ns/next ({sum})", body.replace('\n', " "));
+        }
+    }
+}
