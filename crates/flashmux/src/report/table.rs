@@ -1,0 +1,200 @@
+//! The terminal summary: one aligned row per tenant, then the device's and the run's key
+//! figures. Plain ASCII, no colour, so it reads the same in a terminal, a log file or a CI page.
+
+use super::fio_stats::{per_sec, NS_PER_SEC};
+use super::{precondition_state_name, ratio, stop_reason_name};
+use crate::device::precondition::{PreconditionReport, PreconditionState};
+use crate::metrics::{RunResults, TenantResult};
+
+const HEADERS: [&str; 10] =
+    ["tenant", "IOPS", "MB/s", "mean us", "p50 us", "p99 us", "p99.9 us", "GC pages", "GC share", "erases"];
+
+/// The per-tenant table and the device summary. Throughput is decimal MB/s over each tenant's
+/// runtime; latencies are total latency (submission + completion) over all directions.
+pub fn tenant_table(r: &RunResults) -> String {
+    // GC shares are of all units GC moved, including data no single tenant owns.
+    let gc_total = r.tenants.iter().map(|t| t.gc_units_moved).sum::<u64>() + r.device.unowned_gc_units_moved;
+    let rows: Vec<Vec<String>> = r.tenants.iter().map(|t| tenant_row(t, gc_total)).collect();
+    let mut out = render(&HEADERS, &rows);
+    out.push('\n');
+
+    let d = &r.device;
+    let write_buffer_hits: u64 = r.tenants.iter().map(|t| t.device.write_buffer_hits).sum();
+    let lines: [(&str, String); 10] = [
+        ("device", format!("{} ({}), mapping {}", d.kind, d.preset, d.mapping)),
+        (
+            "write amplification",
+            d.waf.filter(|w| w.is_finite()).map_or_else(|| "-".into(), |w| format!("{w:.2}")),
+        ),
+        ("GC runs", d.ftl.gc_runs.to_string()),
+        ("erases", d.ftl.erases.to_string()),
+        (
+            "pages programmed",
+            format!("host {}, GC {}", d.ftl.host_units_programmed, d.ftl.gc_units_programmed),
+        ),
+        ("write-buffer hits", write_buffer_hits.to_string()),
+        ("precondition", precondition(&d.precondition)),
+        ("stop reason", stop_reason_name(r.stop_reason).into()),
+        ("simulated time", format!("{:.6} s", r.sim_time_ns as f64 / NS_PER_SEC as f64)),
+        (
+            "requests",
+            format!(
+                "issued {}, completed {}, in flight {}",
+                r.requests_issued, r.requests_completed, r.requests_in_flight
+            ),
+        ),
+    ];
+    let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0) + 1;
+    for (label, value) in &lines {
+        out.push_str(&format!("{:<width$} {value}\n", format!("{label}:")));
+    }
+    for w in &r.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out
+}
+
+fn tenant_row(t: &TenantResult, gc_total: u64) -> Vec<String> {
+    let lat = t.io.all_lat();
+    // Latency in µs: two decimals below 10 µs, one above.
+    let us = |ns: f64| {
+        if lat.count() == 0 {
+            "-".to_owned()
+        } else if ns < 10_000.0 {
+            format!("{:.2}", ns / 1000.0)
+        } else {
+            format!("{:.1}", ns / 1000.0)
+        }
+    };
+    vec![
+        t.name.clone(),
+        format!("{:.1}", per_sec(t.io.ios(), t.runtime_ns)),
+        format!("{:.2}", per_sec(t.io.bytes(), t.runtime_ns) / 1e6),
+        us(lat.mean()),
+        us(lat.percentile(50.0) as f64),
+        us(lat.percentile(99.0) as f64),
+        us(lat.percentile(99.9) as f64),
+        t.gc_units_moved.to_string(),
+        ratio(t.gc_units_moved as f64, gc_total as f64)
+            .map_or_else(|| "-".into(), |s| format!("{:.1}%", s * 100.0)),
+        if t.gc_erases.is_finite() { format!("{:.1}", t.gc_erases) } else { "-".into() },
+    ]
+}
+
+fn precondition(p: &PreconditionReport) -> String {
+    let fill = format!("fill {:.0}%", p.fill * 100.0);
+    match p.state {
+        None => "none".into(),
+        Some(PreconditionState::Clean) => precondition_state_name(PreconditionState::Clean).into(),
+        Some(PreconditionState::SequentialFill) => {
+            format!("{}, {fill}", precondition_state_name(PreconditionState::SequentialFill))
+        }
+        Some(PreconditionState::Aged) => {
+            let waf = if p.steady_waf.is_finite() { format!("{:.2}", p.steady_waf) } else { "-".into() };
+            let reached = if p.reached_steady_state { "reached" } else { "not reached" };
+            format!(
+                "{}, {fill}, steady-state WAF {waf} ({reached}, {} GC runs)",
+                precondition_state_name(PreconditionState::Aged),
+                p.gc_runs
+            )
+        }
+    }
+}
+
+/// Aligned columns two spaces apart, a dashed rule under the header; the first column
+/// left-aligned, the numeric ones right-aligned.
+fn render(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = headers
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            rows.iter().filter_map(|r| r.get(i)).map(String::len).chain([h.len()]).max().unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let parts: Vec<String> = cells
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, &w))| if i == 0 { format!("{c:<w$}") } else { format!("{c:>w$}") })
+            .collect();
+        format!("{}\n", parts.join("  ").trim_end())
+    };
+    let mut out = line(&mut headers.iter().copied());
+    out.push_str(&line(
+        &mut widths.iter().map(|&w| "-".repeat(w)).collect::<Vec<_>>().iter().map(String::as_str),
+    ));
+    for r in rows {
+        out.push_str(&line(&mut r.iter().map(String::as_str)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::test_fixture::{empty_run, run};
+
+    #[test]
+    fn tenant_rows_and_device_lines() {
+        let r = run();
+        let text = tenant_table(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "tenant   IOPS  MB/s  mean us  p50 us  p99 us  p99.9 us  GC pages  GC share  erases"
+        );
+        assert_eq!(
+            lines[1],
+            "------  -----  ----  -------  ------  ------  --------  --------  --------  ------"
+        );
+        // vm0: 3000 requests, 12,288,000 bytes in 4 s; 60 of 100 GC-moved units, 60/64 erases.
+        assert!(lines[2].starts_with("vm0     750.0  3.07"), "{}", lines[2]);
+        assert!(lines[2].ends_with("        60     60.0%     0.9"), "{}", lines[2]);
+        // vm1: 100 writes, 409,600 bytes in 1 s; latencies 3–12 ms.
+        assert!(lines[3].starts_with("vm1     100.0  0.41"), "{}", lines[3]);
+        assert!(lines[3].ends_with("        30     30.0%     0.5"), "{}", lines[3]);
+        let lat = r.tenants[1].io.all_lat();
+        assert!(lines[3].contains(&format!("{:.1}", lat.percentile(99.0) as f64 / 1000.0)));
+        // All rows equally wide (right-aligned numbers).
+        assert_eq!(lines[2].len(), lines[0].len());
+        assert_eq!(lines[4], "");
+        assert_eq!(lines[5], "device:              ssd (test), mapping full");
+        assert_eq!(lines[6], "write amplification: 2.00");
+        assert_eq!(lines[7], "GC runs:             4");
+        assert_eq!(lines[8], "erases:              5");
+        assert_eq!(lines[9], "pages programmed:    host 100, GC 100");
+        assert_eq!(lines[10], "write-buffer hits:   6");
+        assert_eq!(
+            lines[11],
+            "precondition:        aged, fill 90%, steady-state WAF 2.25 (reached, 77 GC runs)"
+        );
+        assert_eq!(lines[12], "stop reason:         all-jobs-done");
+        assert_eq!(lines[13], "simulated time:      4.000000 s");
+        assert_eq!(lines[14], "requests:            issued 3102, completed 3100, in flight 2");
+        assert_eq!(lines[15], "warning: GC never ran during the measured period");
+        assert_eq!(lines.len(), 16);
+        assert!(text.is_ascii());
+    }
+
+    #[test]
+    fn empty_run_shows_dashes() {
+        let text = tenant_table(&empty_run());
+        let vm0 = text.lines().nth(2).unwrap_or_default();
+        assert_eq!(vm0, "vm0      0.0  0.00        -       -       -         -         0         -     0.0");
+        assert!(text.contains("\nwrite amplification: -\n"));
+        assert!(text.contains("\nprecondition:        none\n"));
+        assert!(!text.contains("warning"));
+    }
+
+    #[test]
+    fn precondition_summaries() {
+        let mut p = PreconditionReport { fill: 0.5, ..Default::default() };
+        p.state = Some(PreconditionState::Clean);
+        assert_eq!(precondition(&p), "clean");
+        p.state = Some(PreconditionState::SequentialFill);
+        assert_eq!(precondition(&p), "sequential-fill, fill 50%");
+        p.state = Some(PreconditionState::Aged);
+        p.steady_waf = f64::NAN;
+        assert_eq!(precondition(&p), "aged, fill 50%, steady-state WAF - (not reached, 0 GC runs)");
+    }
+}
