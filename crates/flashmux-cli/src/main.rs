@@ -1,1 +1,199 @@
-fn main(){}
+//! `flashmux`: run multi-tenant SSD scenarios and fio job files on the simulator.
+
+mod bench;
+mod output;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use flashmux::config::{ConfigError, Scenario, DEFAULT_SCENARIO, PRESET_NAMES};
+use flashmux::sim::{progress_fraction, Progress, SimError, Simulator};
+use flashmux::units::parse_duration;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(name = "flashmux", version, about = "Deterministic simulator of several tenants sharing one SSD")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scenario file, a fio job file, or (with neither) the built-in default scenario.
+    Run(RunArgs),
+    /// List the built-in device presets.
+    Presets,
+    /// Print the built-in default scenario (a starting point for your own).
+    DefaultScenario,
+    /// Measure the simulator's speed: 4 KiB random writes at QD 32 on an aged drive.
+    Bench(bench::BenchArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// fio's human-readable output followed by the per-tenant table.
+    Normal,
+    /// fio's JSON output on stdout.
+    Json,
+    /// fio's JSON output with latency histogram bins.
+    #[value(name = "json+")]
+    JsonPlus,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Scenario file (TOML). Without it and without --fio, the built-in default scenario runs.
+    scenario: Option<PathBuf>,
+    /// Run an existing fio job file as is: one tenant per job section.
+    #[arg(long, conflicts_with = "scenario")]
+    fio: Option<PathBuf>,
+    /// Device preset for --fio runs.
+    #[arg(long, default_value = "tlc-nvme", requires = "fio")]
+    device: String,
+    /// Output directory (overrides the scenario's).
+    #[arg(short, long)]
+    output_dir: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "normal")]
+    output_format: OutputFormat,
+    /// Master seed (overrides the scenario's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Stop at this simulated time, e.g. 30s (overrides the scenario's).
+    #[arg(long)]
+    time: Option<String>,
+    /// Stop after this many completed requests (overrides the scenario's).
+    #[arg(long)]
+    requests: Option<u64>,
+    /// Check every component's invariants every N events (default 100000 when given without N).
+    #[arg(long, num_args = 0..=1, default_missing_value = "100000")]
+    check_invariants: Option<u64>,
+    /// No progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+/// Exit codes: 0 success, 1 failure while running or writing results, 2 bad input, 130 interrupted.
+const EXIT_BAD_INPUT: u8 = 2;
+const EXIT_INTERRUPTED: u8 = 130;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+        Command::Presets => {
+            print_presets();
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::DefaultScenario => {
+            print!("{DEFAULT_SCENARIO}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench(args) => bench::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("flashmux: error: {e:#}");
+            let bad_input = e.chain().any(|c| c.is::<ConfigError>() || c.is::<SimError>() || c.is::<BadArg>());
+            ExitCode::from(if bad_input { EXIT_BAD_INPUT } else { 1 })
+        }
+    }
+}
+
+/// A command-line value that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct BadArg(String);
+
+fn print_presets() {
+    for name in PRESET_NAMES {
+        let p = flashmux::config::preset(name).expect("listed presets exist");
+        println!("{:<10} {}", p.name, p.summary);
+    }
+}
+
+fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
+    let mut s = match (&args.scenario, &args.fio) {
+        (Some(path), _) => Scenario::load(path)?,
+        (None, Some(job)) => Scenario::from_fio_file(job, &args.device)?,
+        (None, None) => Scenario::default_scenario(),
+    };
+    if let Some(dir) = &args.output_dir {
+        s.output.dir = dir.clone();
+    }
+    if let Some(seed) = args.seed {
+        s.seed = seed;
+    }
+    if let Some(t) = &args.time {
+        let d = parse_duration(t).map_err(|e| BadArg(format!("--time: {e}")))?;
+        if d.0 == 0 {
+            return Err(BadArg("--time: must be longer than zero".into()).into());
+        }
+        s.stop.time = Some(d);
+    }
+    if let Some(r) = args.requests {
+        if r == 0 {
+            return Err(BadArg("--requests: must be at least 1".into()).into());
+        }
+        s.stop.requests = Some(r);
+    }
+    Ok(s)
+}
+
+fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let scenario = load_scenario(&args)?;
+    for w in &scenario.warnings {
+        eprintln!("flashmux: warning: {w}");
+    }
+    if !scenario.notes.is_empty() {
+        eprintln!("flashmux: note: accepted but not modelled: {}", scenario.notes.join(", "));
+    }
+    let out_dir = scenario.output.dir.clone();
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let flag = interrupted.clone();
+        // A second Ctrl-C while results are being written falls through to the default handler's effect.
+        ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
+    }
+    let mut sim = Simulator::new(scenario)?;
+    if let Some(every) = args.check_invariants {
+        sim.check_invariants_every(every);
+    }
+    let bar = (!args.no_progress && std::io::stderr().is_terminal()).then(|| {
+        let b = ProgressBar::new(1000);
+        b.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {msg} (ETA {eta})")
+                .expect("valid template"),
+        );
+        b
+    });
+    loop {
+        if interrupted.load(Ordering::SeqCst) {
+            sim.interrupt();
+        }
+        let progress = sim.run_for(200_000);
+        if let Some(b) = &bar {
+            if let Some(f) = progress_fraction(&sim) {
+                b.set_position((f * 1000.0) as u64);
+            }
+            b.set_message(format!("sim {} | {} requests", sim.now(), sim.requests_completed()));
+        }
+        if let Progress::Finished(_) = progress {
+            break;
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let results = sim.finish();
+    output::write_all(&results, &out_dir, args.output_format)?;
+    if results.stop_reason == flashmux::metrics::StopReason::Interrupted {
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    Ok(ExitCode::SUCCESS)
+}

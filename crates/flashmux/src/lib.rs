@@ -6,9 +6,18 @@
 //! happens next. `flashmux run` drives it in virtual time; the same model can be driven in wall-clock
 //! time.
 
+pub mod config;
 pub mod device;
 pub mod engine;
 pub mod flash;
 pub mod ftl;
+pub mod host;
 pub mod metrics;
+pub mod report;
+pub mod sim;
 pub mod units;
+pub mod virt;
+pub mod workload;
+
+/// flashmux's version, as reported in every result.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -23,6 +23,13 @@ pub enum IoOp {
     Trim,
 }
 
+impl IoOp {
+    /// Position in fio's (read, write, trim) order.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// A command as the host submits it: a byte range of the device's logical space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Command {

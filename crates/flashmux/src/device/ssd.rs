@@ -200,6 +200,15 @@ impl Ssd {
     pub fn capacity_bytes(&self) -> u64 {
         self.ftl.logical_units() * self.geo.unit_bytes as u64
     }
+    /// Mean fraction of time the channels were busy until `now`.
+    pub fn channel_utilisation(&self, now: SimTime) -> f64 {
+        if now == SimTime::ZERO {
+            return 0.0;
+        }
+        let busy: u64 = self.channels.iter().map(|c| c.busy_total().0).sum();
+        (busy as f64 / (now.0 as f64 * self.channels.len() as f64)).min(1.0)
+    }
+
     pub fn buffered_dirty_units(&self) -> u32 {
         self.buf.dirty()
     }

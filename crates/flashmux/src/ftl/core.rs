@@ -1,3 +1,4 @@
+use super::buckets::ValidBuckets;
 use crate::flash::Geometry;
 use crate::units::{Lpn, Ppa, TenantId};
 use serde::Serialize;
@@ -112,7 +113,11 @@ const GC_RESERVE_BLOCKS: usize = 1;
 
 pub struct Ftl {
     units_per_page: u32,
+    /// log2(units_per_page): pages and units are powers of two.
+    upp_shift: u32,
     units_per_block: u32,
+    /// log2(units_per_block) when it is a power of two (shift instead of divide on hot paths).
+    upb_shift: Option<u32>,
     blocks_per_plane: u32,
     stripe_to_plane: Vec<u32>,
     l2p: Vec<u32>,
@@ -120,12 +125,15 @@ pub struct Ftl {
     owner: Vec<u16>,
     blocks: Vec<Block>,
     planes: Vec<Plane>,
+    buckets: ValidBuckets,
     params: FtlParams,
     write_seq: u64,
     stats: FtlStats,
     tenant_gc: Vec<TenantGc>,
     unowned_gc: TenantGc,
     pending_gc: VecDeque<GcJob>,
+    /// Reused by `relocate`: (physical unit, logical page, owner) of a victim's valid units.
+    gc_scratch: Vec<(u32, u32, u16)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -134,7 +142,7 @@ pub enum FtlError {
         "over-provisioning too low for garbage collection to make progress: each plane holds up to \
          {logical_blocks} blocks of logical data in {blocks} blocks, but GC needs {needed} spare blocks \
          (threshold {threshold} + 3 for the active blocks and GC's reserve); raise overprovisioning or \
-         blocks, or lower gc_threshold"
+         blocks_per_plane, or lower gc_threshold_blocks"
     )]
     OverprovisioningTooLow { logical_blocks: u64, blocks: u32, needed: u32, threshold: u32 },
     #[error("the logical space is empty")]
@@ -142,19 +150,16 @@ pub enum FtlError {
 }
 
 impl Ftl {
-    pub fn new(geo: &Geometry, params: FtlParams) -> Result<Ftl, FtlError> {
-        let planes = geo.planes();
-        let upp = geo.units_per_page();
-        let upb = geo.units_per_block();
+    /// Checks that GC can make progress with these parameters (without building the tables).
+    pub fn check_params(geo: &Geometry, params: &FtlParams) -> Result<(), FtlError> {
         if params.logical_units == 0 {
             return Err(FtlError::NoLogicalSpace);
         }
-        assert!(params.gc_threshold_blocks >= 2, "GC threshold below 2 blocks can deadlock");
-        let stripe_to_plane: Vec<u32> = (0..planes as u64).map(|s| geo.plane_for_stripe(s)).collect();
         // The most logical units any plane can be asked to hold under static striping.
-        let stripes = params.logical_units.div_ceil(upp as u64);
-        let max_plane_units = stripes.div_ceil(planes as u64) * upp as u64;
-        let logical_blocks = max_plane_units.div_ceil(upb as u64);
+        let upp = geo.units_per_page() as u64;
+        let stripes = params.logical_units.div_ceil(upp);
+        let max_plane_units = stripes.div_ceil(geo.planes() as u64) * upp;
+        let logical_blocks = max_plane_units.div_ceil(geo.units_per_block() as u64);
         let needed = params.gc_threshold_blocks + 3;
         if logical_blocks + needed as u64 > geo.blocks_per_plane as u64 {
             return Err(FtlError::OverprovisioningTooLow {
@@ -164,6 +169,16 @@ impl Ftl {
                 threshold: params.gc_threshold_blocks,
             });
         }
+        Ok(())
+    }
+
+    pub fn new(geo: &Geometry, params: FtlParams) -> Result<Ftl, FtlError> {
+        Self::check_params(geo, &params)?;
+        assert!(params.gc_threshold_blocks >= 2, "GC threshold below 2 blocks can deadlock");
+        let planes = geo.planes();
+        let upp = geo.units_per_page();
+        let upb = geo.units_per_block();
+        let stripe_to_plane: Vec<u32> = (0..planes as u64).map(|s| geo.plane_for_stripe(s)).collect();
         let total_units = geo.total_units() as usize;
         let nblocks = geo.blocks() as usize;
         let blocks = vec![
@@ -178,7 +193,9 @@ impl Ftl {
             .collect();
         Ok(Ftl {
             units_per_page: upp,
+            upp_shift: upp.trailing_zeros(),
             units_per_block: upb,
+            upb_shift: upb.is_power_of_two().then(|| upb.trailing_zeros()),
             blocks_per_plane: geo.blocks_per_plane,
             stripe_to_plane,
             l2p: vec![UNMAPPED; params.logical_units as usize],
@@ -186,12 +203,14 @@ impl Ftl {
             owner: vec![NO_OWNER; total_units],
             blocks,
             planes: planes_v,
+            buckets: ValidBuckets::new(planes, geo.blocks_per_plane, upb),
             params,
             write_seq: 0,
             stats: FtlStats::default(),
             tenant_gc: Vec::new(),
             unowned_gc: TenantGc::default(),
             pending_gc: VecDeque::new(),
+            gc_scratch: Vec::new(),
         })
     }
 
@@ -224,17 +243,24 @@ impl Ftl {
         (l2p, other)
     }
 
+    fn block_of(&self, ppa: Ppa) -> u32 {
+        match self.upb_shift {
+            Some(s) => ppa.0 >> s,
+            None => ppa.0 / self.units_per_block,
+        }
+    }
+
     /// The plane that stores `lpn` (static channel-first striping by flash page).
     pub fn plane_of(&self, lpn: Lpn) -> u32 {
-        let stripe = lpn.0 / self.units_per_page;
+        let stripe = lpn.0 >> self.upp_shift;
         self.stripe_to_plane[stripe as usize % self.stripe_to_plane.len()]
     }
     /// The global flash page (block × pages per block + page) of a physical unit.
     pub fn page_of(&self, ppa: Ppa) -> u32 {
-        ppa.0 / self.units_per_page
+        ppa.0 >> self.upp_shift
     }
     pub fn plane_of_ppa(&self, ppa: Ppa) -> u32 {
-        ppa.0 / self.units_per_block / self.blocks_per_plane
+        self.block_of(ppa) / self.blocks_per_plane
     }
 
     pub fn lookup(&self, lpn: Lpn) -> Loc {
@@ -272,8 +298,12 @@ impl Ftl {
         if let Loc::Flash(ppa) = self.lookup(lpn) {
             debug_assert_eq!(self.p2l[ppa.index()], lpn.0);
             self.p2l[ppa.index()] = NO_LPN;
-            let b = (ppa.0 / self.units_per_block) as usize;
-            self.blocks[b].valid -= 1;
+            let b = self.block_of(ppa);
+            let blk = &mut self.blocks[b as usize];
+            if blk.state == BlockState::Full {
+                self.buckets.decrement(b, blk.valid);
+            }
+            blk.valid -= 1;
         }
     }
 
@@ -293,6 +323,7 @@ impl Ftl {
         self.l2p[lpn.index()] = UNMAPPED;
         let ppa = self.alloc(plane, Stream::Host);
         self.place(ppa, lpn, owner);
+        self.close_if_full(plane, Stream::Host, ppa);
         self.stats.host_units_programmed += 1;
         ppa
     }
@@ -306,6 +337,7 @@ impl Ftl {
             }
             let ppa = self.alloc(plane, Stream::Host);
             self.owner[ppa.index()] = NO_OWNER;
+            self.close_if_full(plane, Stream::Host, ppa);
             self.stats.padding_units_programmed += 1;
         }
     }
@@ -314,7 +346,7 @@ impl Ftl {
         self.l2p[lpn.index()] = ppa.0;
         self.p2l[ppa.index()] = lpn.0;
         self.owner[ppa.index()] = owner;
-        let b = (ppa.0 / self.units_per_block) as usize;
+        let b = self.block_of(ppa) as usize;
         self.blocks[b].valid += 1;
     }
 
@@ -325,12 +357,10 @@ impl Ftl {
             Stream::Host => self.planes[plane as usize].user_active,
             Stream::Gc => self.planes[plane as usize].gc_active,
         };
+        // A block that fills is closed below, so an open block always has room.
         let block = match current {
-            Some(b) if self.blocks[b as usize].written < upb => b,
-            _ => {
-                if let Some(b) = current {
-                    self.blocks[b as usize].state = BlockState::Full;
-                }
+            Some(b) => b,
+            None => {
                 let p = &mut self.planes[plane as usize];
                 let reserve = if stream == Stream::Host { GC_RESERVE_BLOCKS } else { 0 };
                 assert!(
@@ -355,14 +385,24 @@ impl Ftl {
         blk.written += 1;
         self.write_seq += 1;
         blk.last_write_seq = self.write_seq;
-        if blk.written == upb {
-            blk.state = BlockState::Full;
-            match stream {
-                Stream::Host => self.planes[plane as usize].user_active = None,
-                Stream::Gc => self.planes[plane as usize].gc_active = None,
-            }
-        }
         ppa
+    }
+
+    /// Closes `stream`'s open block once its last unit is written (after the unit is placed, so
+    /// the block enters the victim pool with its true valid count).
+    fn close_if_full(&mut self, plane: u32, stream: Stream, ppa: Ppa) {
+        let block = self.block_of(ppa);
+        let blk = &mut self.blocks[block as usize];
+        if blk.written < self.units_per_block {
+            return;
+        }
+        blk.state = BlockState::Full;
+        let valid = blk.valid;
+        self.buckets.insert(block, valid);
+        match stream {
+            Stream::Host => self.planes[plane as usize].user_active = None,
+            Stream::Gc => self.planes[plane as usize].gc_active = None,
+        }
     }
 
     /// Cleans victims in `plane` while its free-or-erasing blocks are at or below the threshold.
@@ -387,16 +427,18 @@ impl Ftl {
         panic!("GC in plane {plane} did not converge");
     }
 
-    fn pick_victim(&self, plane: u32) -> Option<u32> {
+    fn pick_victim(&mut self, plane: u32) -> Option<u32> {
         let first = plane * self.blocks_per_plane;
         let upb = self.units_per_block;
-        let candidates = (first..first + self.blocks_per_plane).filter(|&b| {
-            let blk = &self.blocks[b as usize];
-            blk.state == BlockState::Full && blk.valid < upb
-        });
         match self.params.victim_policy {
-            VictimPolicy::Greedy => candidates.min_by_key(|&b| (self.blocks[b as usize].valid, b)),
+            VictimPolicy::Greedy => self.buckets.min_below(plane, upb),
             VictimPolicy::CostBenefit => {
+                // Cost-benefit depends on age, which changes for every block at every write:
+                // no index keeps it sorted, so it scans the plane (once per GC run).
+                let candidates = (first..first + self.blocks_per_plane).filter(|&b| {
+                    let blk = &self.blocks[b as usize];
+                    blk.state == BlockState::Full && blk.valid < upb
+                });
                 let now = self.write_seq;
                 let score = |b: u32| {
                     let blk = &self.blocks[b as usize];
@@ -425,36 +467,49 @@ impl Ftl {
         let upb = self.units_per_block;
         let upp = self.units_per_page;
         let base = victim * upb;
-        let mut moved = 0u32;
+        let written = self.blocks[victim as usize].written;
         let mut program_pages = 0u32;
         let mut read_pages = 0u32;
-        for page in 0..self.blocks[victim as usize].written.div_ceil(upp) {
+        // Out of the victim pool before its valid count starts dropping.
+        self.buckets.remove(victim, self.blocks[victim as usize].valid);
+        self.blocks[victim as usize].state = BlockState::Erasing;
+        self.planes[plane as usize].erasing += 1;
+        // First pass: attribute the erase, list the valid units, and read their L2P entries.
+        // Those entries are scattered over the table; reading them all before any is written lets
+        // the processor fetch them in parallel instead of stalling on each in turn.
+        let mut valid = std::mem::take(&mut self.gc_scratch);
+        valid.clear();
+        let mut touched = 0u32;
+        for page in 0..written.div_ceil(upp) {
             let mut page_had_valid = false;
-            for u in page * upp..((page + 1) * upp).min(self.blocks[victim as usize].written) {
-                let old = Ppa(base + u);
-                let owner = self.owner[old.index()];
+            for u in page * upp..((page + 1) * upp).min(written) {
+                let old = base + u;
+                let owner = self.owner[old as usize];
                 self.attribute(owner).erased_units += 1;
-                let lpn = self.p2l[old.index()];
-                if lpn == NO_LPN {
-                    continue;
+                let lpn = self.p2l[old as usize];
+                if lpn != NO_LPN {
+                    page_had_valid = true;
+                    touched ^= self.l2p[lpn as usize];
+                    valid.push((old, lpn, owner));
                 }
-                page_had_valid = true;
-                let new = self.alloc(plane, Stream::Gc);
-                // A GC page is programmed when its last unit is filled; a partly filled page waits
-                // for the next run.
-                program_pages += ((new.0 + 1) % upp == 0) as u32;
-                self.p2l[old.index()] = NO_LPN;
-                self.blocks[victim as usize].valid -= 1;
-                self.place(new, Lpn(lpn), owner);
-                self.attribute(owner).units_moved += 1;
-                moved += 1;
             }
             read_pages += page_had_valid as u32;
         }
+        std::hint::black_box(touched);
+        for &(old, lpn, owner) in &valid {
+            let new = self.alloc(plane, Stream::Gc);
+            // A GC page is programmed when its last unit is filled; a partly filled page waits
+            // for the next run.
+            program_pages += ((new.0 + 1) & (upp - 1) == 0) as u32;
+            self.p2l[old as usize] = NO_LPN;
+            self.blocks[victim as usize].valid -= 1;
+            self.place(new, Lpn(lpn), owner);
+            self.close_if_full(plane, Stream::Gc, new);
+            self.attribute(owner).units_moved += 1;
+        }
+        let moved = valid.len() as u32;
+        self.gc_scratch = valid;
         debug_assert_eq!(self.blocks[victim as usize].valid, 0);
-        let blk = &mut self.blocks[victim as usize];
-        blk.state = BlockState::Erasing;
-        self.planes[plane as usize].erasing += 1;
         self.stats.gc_runs += 1;
         self.stats.gc_units_programmed += moved as u64;
         self.pending_gc.push_back(GcJob { plane, victim, read_pages, program_pages, moved_units: moved });
@@ -485,6 +540,24 @@ impl Ftl {
         self.stats = FtlStats::default();
         self.tenant_gc.clear();
         self.unowned_gc = TenantGc::default();
+    }
+
+    /// Reads the table entries that writing `lpns` will touch, without changing anything. They
+    /// are scattered over large tables; reading a batch of them at once lets the processor fetch
+    /// them in parallel, so the writes that follow find them in cache. (Only a speed-up: the
+    /// result is the same without it.)
+    pub fn warm_for_writes(&self, lpns: &[u32]) {
+        let mut touched = 0u32;
+        for &l in lpns {
+            touched ^= self.l2p[l as usize];
+        }
+        for &l in lpns {
+            let v = self.l2p[l as usize];
+            if v != UNMAPPED && v & BUF_FLAG == 0 {
+                touched ^= self.p2l[v as usize] ^ self.blocks[self.block_of(Ppa(v)) as usize].valid;
+            }
+        }
+        std::hint::black_box(touched);
     }
 
     /// The next GC job the device has not yet scheduled.
@@ -548,6 +621,19 @@ impl Ftl {
             total_valid += blk.valid as u64;
         }
         assert_eq!(total_valid, mapped_to_flash, "valid units != logical pages mapped to flash");
+        let mut bucketed = 0usize;
+        for plane in 0..self.planes.len() as u32 {
+            for v in 0..=upb {
+                for b in self.buckets.members(plane, v) {
+                    let blk = &self.blocks[b as usize];
+                    assert_eq!(b / self.blocks_per_plane, plane, "block {b} in another plane's bucket");
+                    assert!(blk.state == BlockState::Full && blk.valid == v, "block {b} in wrong bucket {v}");
+                    bucketed += 1;
+                }
+            }
+        }
+        let full = self.blocks.iter().filter(|b| b.state == BlockState::Full).count();
+        assert_eq!(bucketed, full, "full blocks missing from the victim buckets");
         for (p, plane) in self.planes.iter().enumerate() {
             let range = p as u32 * self.blocks_per_plane..(p as u32 + 1) * self.blocks_per_plane;
             for &b in &plane.free {

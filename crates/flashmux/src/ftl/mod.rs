@@ -7,6 +7,7 @@
 //! device model, which turns the FTL's programs and [`GcJob`]s into timed operations. The same FTL
 //! runs without timing to precondition a drive in seconds.
 
+mod buckets;
 mod core;
 mod mapping;
 

@@ -29,6 +29,9 @@ pub struct RunResults {
     /// SHA-256 (hex) of the resolved configuration.
     pub config_hash: String,
     pub scenario: String,
+    /// Options of the `[global]` sections of the job files, as fio prints them under
+    /// `"global options"` (empty when there were none).
+    pub global_options: Vec<(String, String)>,
     pub sim_time_ns: u64,
     pub stop_reason: StopReason,
     /// Events the engine processed.
@@ -56,8 +59,10 @@ pub struct JobResult {
     pub groupid: u32,
     pub tenant: String,
     pub tenant_index: usize,
-    /// The job's options as fio echoes them in `"job options"`.
+    /// The job's options as fio echoes them in `"job options"` (its own section's).
     pub options: Vec<(String, String)>,
+    /// The job's iodepth (also when set in a `[global]` section).
+    pub iodepth: u32,
     /// Measured time: from the job's start (after `ramp_time`) to its end or the run's stop.
     pub runtime_ns: u64,
     pub io: IoStats,

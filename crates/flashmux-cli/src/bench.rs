@@ -1,0 +1,149 @@
+//! `flashmux bench`: the simulator's speed on its reference workload — 4 KiB random writes at
+//! QD 32 on an aged drive in GC steady state — in simulated requests per wall-clock second, with
+//! memory use. A benchmark, not a test: the numbers go to docs/PERFORMANCE.md.
+
+use anyhow::Context;
+use flashmux::config::Scenario;
+use flashmux::device::Backend;
+use flashmux::sim::{Progress, Simulator};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Device preset.
+    #[arg(long, default_value = "tlc-nvme")]
+    preset: String,
+    /// Logical capacity of the drive.
+    #[arg(long, default_value = "64GiB")]
+    capacity: String,
+    /// Requests to simulate after preconditioning.
+    #[arg(long, default_value_t = 2_000_000)]
+    requests: u64,
+    #[arg(long, default_value_t = 32)]
+    iodepth: u32,
+    /// Host I/O scheduler.
+    #[arg(long, default_value = "none")]
+    scheduler: String,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn scenario_toml(a: &BenchArgs) -> String {
+    format!(
+        r#"name = "bench"
+seed = {seed}
+[device]
+preset = "{preset}"
+capacity = "{capacity}"
+[precondition]
+state = "aged"
+[host]
+scheduler = "{scheduler}"
+[stop]
+requests = {requests}
+[[tenant]]
+name = "randwrite"
+fio = """
+[randwrite]
+rw=randwrite
+bs=4k
+iodepth={iodepth}
+norandommap
+time_based
+runtime=100000s
+"""
+"#,
+        seed = a.seed,
+        preset = a.preset,
+        capacity = a.capacity,
+        scheduler = a.scheduler,
+        requests = a.requests,
+        iodepth = a.iodepth
+    )
+}
+
+/// (VmRSS, VmHWM) of this process in bytes, where /proc is available.
+fn memory() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+fn mib(b: u64) -> f64 {
+    b as f64 / (1 << 20) as f64
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let scenario = Scenario::from_toml(&scenario_toml(&args), "<bench>", Path::new("."))?;
+    let t0 = Instant::now();
+    let mut sim = Simulator::new(scenario).context("building the bench scenario")?;
+    let precondition_s = t0.elapsed().as_secs_f64();
+    let (l2p, other) = match sim.device().backend() {
+        Backend::Ssd(s) => s.ftl().memory_bytes(),
+        Backend::Null(_) => (0, 0),
+    };
+    let logical_units = match sim.device().backend() {
+        Backend::Ssd(s) => s.ftl().logical_units(),
+        Backend::Null(_) => 0,
+    };
+    let pre = sim.precondition_report().clone();
+    println!(
+        "drive: {} {} logical, {} units; preconditioned in {:.2} s ({} overwrites, steady WAF {:.2}, steady state {})",
+        args.preset, args.capacity, logical_units, precondition_s, pre.overwrite_units, pre.steady_waf, pre.reached_steady_state
+    );
+    let t1 = Instant::now();
+    let mut rss_quarter = None;
+    loop {
+        let p = sim.run_for(100_000);
+        if rss_quarter.is_none() && sim.requests_completed() >= args.requests / 4 {
+            rss_quarter = memory().map(|m| m.0);
+        }
+        if let Progress::Finished(_) = p {
+            break;
+        }
+    }
+    let run_s = t1.elapsed().as_secs_f64();
+    let events = sim.events_processed();
+    let rss_end = memory();
+    let r = sim.finish();
+    let done = r.requests_completed;
+    println!(
+        "simulated {done} requests ({events} events, {:.3} s of simulated time) in {run_s:.2} s: {:.0} requests/s, {:.0} events/s",
+        r.sim_time_ns as f64 / 1e9,
+        done as f64 / run_s,
+        events as f64 / run_s
+    );
+    println!(
+        "write amplification {:.2}, GC runs {}, simulated throughput {:.0} IOPS",
+        r.device.waf.unwrap_or(0.0),
+        r.device.ftl.gc_runs,
+        done as f64 / (r.sim_time_ns as f64 / 1e9)
+    );
+    println!(
+        "mapping table: {:.2} bytes per logical page ({:.1} MiB); other FTL state {:.1} MiB",
+        l2p as f64 / logical_units.max(1) as f64,
+        mib(l2p),
+        mib(other)
+    );
+    if let Some((rss, hwm)) = rss_end {
+        match rss_quarter {
+            Some(q) => println!(
+                "memory: RSS {:.1} MiB after 25% of the requests, {:.1} MiB at the end; peak {:.1} MiB",
+                mib(q),
+                mib(rss),
+                mib(hwm)
+            ),
+            None => println!("memory: RSS {:.1} MiB; peak {:.1} MiB", mib(rss), mib(hwm)),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

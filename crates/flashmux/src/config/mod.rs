@@ -1,0 +1,168 @@
+//! Scenario files (TOML) and their validation into a typed [`Scenario`].
+//!
+//! Every key is checked: unknown keys are errors, values are parsed with their units, and every
+//! error names the file and the key (TOML syntax errors also the line and column).
+
+mod presets;
+mod schema;
+
+pub use presets::{default_gc_threshold, preset, DeviceKind, Preset, PRESET_NAMES};
+
+use crate::device::precondition::PreconditionSpec;
+use crate::device::NvmeConfig;
+use crate::host::HostConfig;
+use crate::units::Nanos;
+use crate::virt::VirtMode;
+use crate::workload::fio::{FioError, FioJob};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// A bad scenario: always the user's to fix, never a bug.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: {message}")]
+    Invalid { file: String, message: String },
+    #[error(transparent)]
+    Fio(#[from] FioError),
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The device: a preset's configuration with the scenario's overrides applied.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceSpec {
+    /// The preset it started from.
+    pub preset: String,
+    pub kind: DeviceKind,
+    pub nvme: NvmeConfig,
+}
+
+impl DeviceSpec {
+    /// Bytes of logical space the device exports.
+    pub fn capacity_bytes(&self) -> u64 {
+        match &self.kind {
+            DeviceKind::Ssd(c) => c.logical_units() * c.geometry.unit_bytes as u64,
+            DeviceKind::Null(n) => n.capacity_bytes,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StopSpec {
+    /// Stop at this simulated time.
+    pub time: Option<Nanos>,
+    /// Stop after this many completed requests.
+    pub requests: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutputSpec {
+    pub dir: PathBuf,
+    pub timeline_interval: Nanos,
+}
+
+/// One tenant: its address space on the device and its jobs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TenantSpec {
+    pub name: String,
+    /// (offset, length) in bytes of the device's logical space.
+    pub region: (u64, u64),
+    pub jobs: Vec<FioJob>,
+    /// Jobs of one job file form a domain: fio's stonewall/new_group order them within it.
+    pub domain: usize,
+}
+
+/// A fully resolved, validated scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub seed: u64,
+    pub device: DeviceSpec,
+    pub precondition: PreconditionSpec,
+    pub host: HostConfig,
+    pub virt: VirtMode,
+    pub stop: StopSpec,
+    pub output: OutputSpec,
+    pub tenants: Vec<TenantSpec>,
+    /// Problems worth a warning (unknown fio options, ...).
+    pub warnings: Vec<String>,
+    /// fio options accepted but not modelled, once each.
+    pub notes: Vec<String>,
+    /// `[global]` options of the job files (fio's `"global options"`), first occurrence of each.
+    pub global_options: Vec<(String, String)>,
+}
+
+pub const DEFAULT_SEED: u64 = 1;
+pub const DEFAULT_OUTPUT_DIR: &str = "flashmux-out";
+
+/// The built-in scenario `flashmux run` runs with no arguments: a sequential writer and a random
+/// writer, each on its own half of an aged paper-C drive.
+pub const DEFAULT_SCENARIO: &str = include_str!("default_scenario.toml");
+
+impl Scenario {
+    /// Loads a scenario file; relative job-file paths are relative to the file's directory.
+    pub fn load(path: &Path) -> Result<Scenario, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Io { path: path.display().to_string(), source })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::from_toml(&text, &path.display().to_string(), base)
+    }
+
+    /// Parses scenario text; `file` names it in errors, `base` resolves relative job-file paths.
+    pub fn from_toml(text: &str, file: &str, base: &Path) -> Result<Scenario, ConfigError> {
+        schema::resolve(text, file, base)
+    }
+
+    /// The built-in default scenario.
+    pub fn default_scenario() -> Scenario {
+        Self::from_toml(DEFAULT_SCENARIO, "<built-in default scenario>", Path::new("."))
+            .expect("the built-in scenario is valid (tested)")
+    }
+
+    /// A scenario from a fio job file run as is: one tenant per job section, all sharing the
+    /// whole device (as fio's jobs share one device), groups ordered by stonewall/new_group.
+    pub fn from_fio_file(path: &Path, device_preset: &str) -> Result<Scenario, ConfigError> {
+        let jf = crate::workload::fio::parse_job_file(path)?;
+        schema::from_fio_jobs(jf, &path.display().to_string(), device_preset)
+    }
+
+    /// SHA-256 (hex) of everything that determines the run's results.
+    pub fn config_hash(&self) -> String {
+        let view = serde_json::json!({
+            "seed": self.seed,
+            "device": {
+                "preset": self.device.preset,
+                "kind": match &self.device.kind {
+                    DeviceKind::Ssd(c) => serde_json::to_value(c),
+                    DeviceKind::Null(n) => serde_json::to_value(n),
+                }.expect("device configs serialize"),
+                "nvme": serde_json::to_value(&self.device.nvme).expect("serializes"),
+            },
+            "precondition": serde_json::to_value(&self.precondition).expect("serializes"),
+            "host": serde_json::to_value(&self.host).expect("serializes"),
+            "virt": serde_json::to_value(self.virt).expect("serializes"),
+            "stop": serde_json::to_value(&self.stop).expect("serializes"),
+            "timeline_interval_ns": self.output.timeline_interval.0,
+            "tenants": self.tenants.iter().map(|t| serde_json::json!({
+                "name": t.name,
+                "region": [t.region.0, t.region.1],
+                "domain": t.domain,
+                "jobs": t.jobs.iter().map(|j| serde_json::json!({
+                    "name": j.name,
+                    "options": j.all_options().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        });
+        let mut h = Sha256::new();
+        h.update(view.to_string().as_bytes());
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

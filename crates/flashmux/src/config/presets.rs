@@ -1,0 +1,197 @@
+//! Built-in device presets. Every number and its source is listed in `docs/MODEL.md`.
+
+use crate::device::{NullConfig, NvmeConfig, SsdConfig};
+use crate::flash::{Geometry, Timing};
+use crate::ftl::VictimPolicy;
+use crate::units::Nanos;
+
+/// A device as a preset describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeviceKind {
+    Ssd(SsdConfig),
+    Null(NullConfig),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Preset {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub kind: DeviceKind,
+    pub nvme: NvmeConfig,
+}
+
+pub const PRESET_NAMES: [&str; 4] = ["paper-c", "x25e", "tlc-nvme", "null"];
+
+/// GC threshold used by the presets: 1% of a plane's blocks, at least 2.
+pub fn default_gc_threshold(blocks_per_plane: u32) -> u32 {
+    (blocks_per_plane / 100).max(2)
+}
+
+pub fn preset(name: &str) -> Option<Preset> {
+    match name {
+        "paper-c" => Some(paper_c()),
+        "x25e" => Some(x25e()),
+        "tlc-nvme" => Some(tlc_nvme()),
+        "null" => Some(null()),
+        _ => None,
+    }
+}
+
+/// Paper C's simulated drive (SSDsim): 8 GiB of flash, 8 channels × 2 chips, 4 KiB pages,
+/// tR 65 µs, tPROG 0.55 ms, tBERS 1.5 ms, 3% over-provisioning.
+fn paper_c() -> Preset {
+    let geometry = Geometry {
+        channels: 8,
+        chips_per_channel: 2,
+        dies_per_chip: 1,
+        planes_per_die: 1,
+        blocks_per_plane: 2048,
+        pages_per_block: 64,
+        page_bytes: 4096,
+        unit_bytes: 4096,
+    };
+    Preset {
+        name: "paper-c",
+        summary: "8 GiB flash, 8 ch x 2 chips, 4 KiB pages, tR 65us, tPROG 0.55ms, tBERS 1.5ms, OP 3% (paper C / SSDsim)",
+        kind: DeviceKind::Ssd(SsdConfig {
+            gc_threshold_blocks: default_gc_threshold(geometry.blocks_per_plane),
+            geometry,
+            timing: Timing {
+                read: Nanos::from_us(65),
+                program: Nanos::from_us(550),
+                erase: Nanos::from_us(1500),
+                channel_bytes_per_sec: 200_000_000,
+                command: Nanos(0),
+            },
+            overprovisioning: 0.03,
+            victim_policy: VictimPolicy::Greedy,
+            buffer_units: 1024,
+            program_queue_depth: 2,
+            host_link_bytes_per_sec: 3_200_000_000,
+        }),
+        nvme: NvmeConfig { queues: 8, queue_depth: 1024, controller_cores: 4, command_overhead: Nanos(500) },
+    }
+}
+
+/// An Intel X25-E-like SLC SATA drive (paper B): 32 GB class, 10 channels, SLC timing, one
+/// NCQ queue of 32, a 3 Gb/s SATA link.
+fn x25e() -> Preset {
+    let geometry = Geometry {
+        channels: 10,
+        chips_per_channel: 2,
+        dies_per_chip: 1,
+        planes_per_die: 2,
+        blocks_per_plane: 2048,
+        pages_per_block: 64,
+        page_bytes: 4096,
+        unit_bytes: 4096,
+    };
+    Preset {
+        name: "x25e",
+        summary: "SLC SATA drive like the Intel X25-E 32GB: 10 ch, 4 KiB pages, tR 25us, tPROG 200us, NCQ 32, 300 MB/s link",
+        kind: DeviceKind::Ssd(SsdConfig {
+            gc_threshold_blocks: default_gc_threshold(geometry.blocks_per_plane),
+            geometry,
+            timing: Timing {
+                read: Nanos::from_us(25),
+                program: Nanos::from_us(200),
+                erase: Nanos::from_us(1500),
+                channel_bytes_per_sec: 40_000_000,
+                command: Nanos(0),
+            },
+            overprovisioning: 0.25,
+            victim_policy: VictimPolicy::Greedy,
+            buffer_units: 256,
+            program_queue_depth: 2,
+            host_link_bytes_per_sec: 300_000_000,
+        }),
+        nvme: NvmeConfig { queues: 1, queue_depth: 32, controller_cores: 1, command_overhead: Nanos::from_us(20) },
+    }
+}
+
+/// A modern datacenter TLC NVMe drive (PCIe 4.0 x4, 8 channels, 3D TLC with 16 KiB pages and 4
+/// planes per die), with its capacity scaled down to 128 GiB of flash so runs take seconds; set
+/// `device.capacity` to model a larger one.
+fn tlc_nvme() -> Preset {
+    let geometry = Geometry {
+        channels: 8,
+        chips_per_channel: 2,
+        dies_per_chip: 2,
+        planes_per_die: 4,
+        blocks_per_plane: 512,
+        pages_per_block: 128,
+        page_bytes: 16384,
+        unit_bytes: 4096,
+    };
+    Preset {
+        name: "tlc-nvme",
+        summary: "datacenter TLC NVMe, PCIe 4.0 x4: 8 ch x 4 dies x 4 planes, 16 KiB pages, tR 60us, tPROG 700us, tBERS 3.5ms, 128 GiB flash (scalable)",
+        kind: DeviceKind::Ssd(SsdConfig {
+            gc_threshold_blocks: default_gc_threshold(geometry.blocks_per_plane),
+            geometry,
+            timing: Timing {
+                read: Nanos::from_us(60),
+                program: Nanos::from_us(700),
+                erase: Nanos::from_us(3500),
+                channel_bytes_per_sec: 1_200_000_000,
+                command: Nanos(0),
+            },
+            overprovisioning: 0.07,
+            victim_policy: VictimPolicy::Greedy,
+            buffer_units: 16384,
+            program_queue_depth: 2,
+            host_link_bytes_per_sec: 7_000_000_000,
+        }),
+        nvme: NvmeConfig { queues: 16, queue_depth: 1024, controller_cores: 8, command_overhead: Nanos(1000) },
+    }
+}
+
+/// Like Linux `null_blk` in multi-queue mode: no media; each queue's commands cost a fixed
+/// processing time.
+fn null() -> Preset {
+    Preset {
+        name: "null",
+        summary: "no media (like null_blk, queue_mode=2): 8 queues, 1us processing per command, 64 GiB",
+        kind: DeviceKind::Null(NullConfig { capacity_bytes: 64 << 30, latency: Nanos::ZERO }),
+        nvme: NvmeConfig { queues: 8, queue_depth: 1024, controller_cores: 8, command_overhead: Nanos(1000) },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ftl::{Ftl, FtlParams};
+
+    #[test]
+    fn every_preset_is_valid_and_gc_can_progress() {
+        for name in PRESET_NAMES {
+            let p = preset(name).unwrap();
+            assert_eq!(p.name, name);
+            if let DeviceKind::Ssd(c) = &p.kind {
+                c.geometry.validate().unwrap();
+                let f = Ftl::new(
+                    &c.geometry,
+                    FtlParams {
+                        logical_units: c.logical_units(),
+                        victim_policy: c.victim_policy,
+                        gc_threshold_blocks: c.gc_threshold_blocks,
+                    },
+                );
+                assert!(f.is_ok(), "{name}: {:?}", f.err());
+                assert!(c.buffer_units >= 2 * c.geometry.planes() * c.geometry.units_per_page());
+            }
+        }
+        assert!(preset("nope").is_none());
+    }
+
+    #[test]
+    fn paper_c_matches_the_paper() {
+        let DeviceKind::Ssd(c) = preset("paper-c").unwrap().kind else { panic!() };
+        assert_eq!(c.geometry.physical_bytes(), 8 << 30);
+        assert_eq!((c.geometry.channels, c.geometry.chips_per_channel), (8, 2));
+        assert_eq!(c.timing.program, Nanos::from_us(550));
+        assert_eq!(c.timing.read, Nanos::from_us(65));
+        assert_eq!(c.timing.erase, Nanos::from_us(1500));
+        assert_eq!(c.overprovisioning, 0.03);
+    }
+}

@@ -1,0 +1,649 @@
+//! The TOML schema (serde, unknown keys rejected) and its resolution into a [`Scenario`].
+
+use super::presets::{default_gc_threshold, preset, DeviceKind, PRESET_NAMES};
+use super::{
+    ConfigError, DeviceSpec, OutputSpec, Scenario, StopSpec, TenantSpec, DEFAULT_OUTPUT_DIR, DEFAULT_SEED,
+};
+use crate::device::precondition::{PreconditionSpec, PreconditionState};
+use crate::ftl::{Ftl, FtlParams, VictimPolicy};
+use crate::host::{HostConfig, SchedulerKind};
+use crate::units::{parse_duration, parse_rate, parse_size, Nanos};
+use crate::virt::VirtMode;
+use crate::workload::fio::{parse_job_file, parse_job_text, JobFile};
+use serde::Deserialize;
+use std::path::Path;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    name: Option<String>,
+    seed: Option<u64>,
+    #[serde(default)]
+    device: DeviceSection,
+    #[serde(default)]
+    precondition: PreconditionSection,
+    #[serde(default)]
+    host: HostSection,
+    #[serde(default)]
+    virt: VirtSection,
+    #[serde(default)]
+    stop: StopSection,
+    #[serde(default)]
+    output: OutputSection,
+    #[serde(default, rename = "tenant")]
+    tenants: Vec<TenantSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct DeviceSection {
+    preset: Option<String>,
+    capacity: Option<String>,
+    #[serde(default)]
+    geometry: GeometrySection,
+    #[serde(default)]
+    timing: TimingSection,
+    #[serde(default)]
+    ftl: FtlSection,
+    #[serde(default)]
+    buffer: BufferSection,
+    #[serde(default)]
+    interface: InterfaceSection,
+    #[serde(default)]
+    null: NullSection,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct GeometrySection {
+    channels: Option<u32>,
+    chips_per_channel: Option<u32>,
+    dies_per_chip: Option<u32>,
+    planes_per_die: Option<u32>,
+    blocks_per_plane: Option<u32>,
+    pages_per_block: Option<u32>,
+    page_size: Option<String>,
+    unit_size: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TimingSection {
+    read: Option<String>,
+    program: Option<String>,
+    erase: Option<String>,
+    channel_rate: Option<String>,
+    command: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FtlSection {
+    overprovisioning: Option<f64>,
+    mapping: Option<String>,
+    gc_victim: Option<String>,
+    gc_threshold_blocks: Option<u32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct BufferSection {
+    size: Option<String>,
+    program_queue_depth: Option<u32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct InterfaceSection {
+    queues: Option<u16>,
+    queue_depth: Option<u32>,
+    controller_cores: Option<u32>,
+    command_overhead: Option<String>,
+    link_rate: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct NullSection {
+    latency: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct PreconditionSection {
+    state: Option<String>,
+    fill: Option<f64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct HostSection {
+    queue_depth: Option<u32>,
+    scheduler: Option<String>,
+    submit_overhead: Option<String>,
+    completion_overhead: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct VirtSection {
+    mode: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct StopSection {
+    time: Option<String>,
+    requests: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct OutputSection {
+    dir: Option<String>,
+    timeline_interval: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TenantSection {
+    name: Option<String>,
+    region: Option<RegionValue>,
+    fio: Option<String>,
+    job_file: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RegionValue {
+    Named(String),
+    Range { offset: String, size: String },
+}
+
+/// Defaults that are not part of a device preset.
+pub const DEFAULT_HOST_QUEUE_DEPTH: u32 = 1024;
+pub const DEFAULT_SUBMIT_OVERHEAD: Nanos = Nanos(1_500);
+pub const DEFAULT_COMPLETION_OVERHEAD: Nanos = Nanos(1_500);
+pub const DEFAULT_TIMELINE_INTERVAL: Nanos = Nanos::from_secs(1);
+pub const DEFAULT_PRESET: &str = "tlc-nvme";
+/// Partitions made by `region = "auto"` start on this boundary, as partitioning tools align them.
+const AUTO_REGION_ALIGN: u64 = 1 << 20;
+
+struct Ctx<'a> {
+    file: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid { file: self.file.to_string(), message: message.into() }
+    }
+    fn size(&self, key: &str, v: &str) -> Result<u64, ConfigError> {
+        parse_size(v).map_err(|e| self.err(format!("{key}: {e}")))
+    }
+    fn duration(&self, key: &str, v: &str) -> Result<Nanos, ConfigError> {
+        parse_duration(v).map_err(|e| self.err(format!("{key}: {e}")))
+    }
+    fn rate(&self, key: &str, v: &str) -> Result<u64, ConfigError> {
+        parse_rate(v).map_err(|e| self.err(format!("{key}: {e}")))
+    }
+    fn positive<T: PartialOrd + Default + Copy + std::fmt::Display>(&self, key: &str, v: T) -> Result<T, ConfigError> {
+        if v > T::default() {
+            Ok(v)
+        } else {
+            Err(self.err(format!("{key}: must be at least 1 (got {v})")))
+        }
+    }
+}
+
+pub(super) fn resolve(text: &str, file: &str, base: &Path) -> Result<Scenario, ConfigError> {
+    let ctx = Ctx { file };
+    let f: ScenarioFile = toml::from_str(text).map_err(|e| ctx.err(e.to_string().trim_end().to_string()))?;
+    let device = resolve_device(&ctx, &f.device)?;
+    let precondition = resolve_precondition(&ctx, &f.precondition)?;
+    let host = resolve_host(&ctx, &f.host)?;
+    let virt = match &f.virt.mode {
+        None => VirtMode::BareMetal,
+        Some(m) => VirtMode::from_name(m).ok_or_else(|| {
+            ctx.err(format!("virt.mode: unknown mode '{m}': expected one of {}", VirtMode::NAMES.join(", ")))
+        })?,
+    };
+    let stop = StopSpec {
+        time: f.stop.time.as_deref().map(|t| ctx.duration("stop.time", t)).transpose()?,
+        requests: f.stop.requests.map(|r| ctx.positive("stop.requests", r)).transpose()?,
+    };
+    if stop.time == Some(Nanos::ZERO) {
+        return Err(ctx.err("stop.time: must be longer than zero"));
+    }
+    let output = OutputSpec {
+        dir: f.output.dir.clone().unwrap_or_else(|| DEFAULT_OUTPUT_DIR.into()).into(),
+        timeline_interval: match &f.output.timeline_interval {
+            None => DEFAULT_TIMELINE_INTERVAL,
+            Some(v) => match ctx.duration("output.timeline_interval", v)? {
+                Nanos::ZERO => return Err(ctx.err("output.timeline_interval: must be longer than zero")),
+                d => d,
+            },
+        },
+    };
+    let mut collected = Collected::default();
+    let tenants = resolve_tenants(&ctx, &f.tenants, base, device.capacity_bytes(), &mut collected)?;
+    Ok(Scenario {
+        name: f.name.unwrap_or_else(|| Path::new(file).file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into())),
+        seed: f.seed.unwrap_or(DEFAULT_SEED),
+        device,
+        precondition,
+        host,
+        virt,
+        stop,
+        output,
+        tenants,
+        warnings: collected.warnings,
+        notes: collected.notes,
+        global_options: collected.globals,
+    })
+}
+
+fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigError> {
+    let name = d.preset.as_deref().unwrap_or(DEFAULT_PRESET);
+    let p = preset(name).ok_or_else(|| {
+        ctx.err(format!("device.preset: unknown preset '{name}': expected one of {}", PRESET_NAMES.join(", ")))
+    })?;
+    let mut nvme = p.nvme;
+    let i = &d.interface;
+    if let Some(q) = i.queues {
+        nvme.queues = ctx.positive("device.interface.queues", q)?;
+    }
+    if let Some(q) = i.queue_depth {
+        nvme.queue_depth = ctx.positive("device.interface.queue_depth", q)?;
+    }
+    if let Some(c) = i.controller_cores {
+        nvme.controller_cores = ctx.positive("device.interface.controller_cores", c)?;
+    }
+    if let Some(o) = &i.command_overhead {
+        nvme.command_overhead = ctx.duration("device.interface.command_overhead", o)?;
+    }
+    let kind = match p.kind {
+        DeviceKind::Null(mut n) => {
+            reject_ssd_keys(ctx, d, name)?;
+            if let Some(c) = &d.capacity {
+                n.capacity_bytes = ctx.size("device.capacity", c)?;
+                if n.capacity_bytes < 4096 {
+                    return Err(ctx.err("device.capacity: must be at least 4 KiB"));
+                }
+            }
+            if let Some(l) = &d.null.latency {
+                n.latency = ctx.duration("device.null.latency", l)?;
+            }
+            if i.link_rate.is_some() {
+                return Err(ctx.err("device.interface.link_rate: the null device moves no data"));
+            }
+            DeviceKind::Null(n)
+        }
+        DeviceKind::Ssd(mut c) => {
+            if d.null.latency.is_some() {
+                return Err(ctx.err(format!("device.null.latency: only for the null device, not preset '{name}'")));
+            }
+            let g = &d.geometry;
+            let geo = &mut c.geometry;
+            let bpp_given = g.blocks_per_plane.is_some();
+            for (key, src, dst) in [
+                ("channels", g.channels, &mut geo.channels),
+                ("chips_per_channel", g.chips_per_channel, &mut geo.chips_per_channel),
+                ("dies_per_chip", g.dies_per_chip, &mut geo.dies_per_chip),
+                ("planes_per_die", g.planes_per_die, &mut geo.planes_per_die),
+                ("blocks_per_plane", g.blocks_per_plane, &mut geo.blocks_per_plane),
+                ("pages_per_block", g.pages_per_block, &mut geo.pages_per_block),
+            ] {
+                if let Some(v) = src {
+                    *dst = ctx.positive(&format!("device.geometry.{key}"), v)?;
+                }
+            }
+            for (key, src, dst) in [
+                ("page_size", &g.page_size, &mut geo.page_bytes),
+                ("unit_size", &g.unit_size, &mut geo.unit_bytes),
+            ] {
+                if let Some(v) = src {
+                    let bytes = ctx.size(&format!("device.geometry.{key}"), v)?;
+                    *dst = u32::try_from(bytes)
+                        .map_err(|_| ctx.err(format!("device.geometry.{key}: {bytes} bytes is too large")))?;
+                }
+            }
+            let t = &d.timing;
+            for (key, src, dst) in [
+                ("read", &t.read, &mut c.timing.read),
+                ("program", &t.program, &mut c.timing.program),
+                ("erase", &t.erase, &mut c.timing.erase),
+                ("command", &t.command, &mut c.timing.command),
+            ] {
+                if let Some(v) = src {
+                    *dst = ctx.duration(&format!("device.timing.{key}"), v)?;
+                }
+            }
+            if let Some(r) = &t.channel_rate {
+                c.timing.channel_bytes_per_sec = ctx.rate("device.timing.channel_rate", r)?;
+            }
+            if let Some(r) = &i.link_rate {
+                c.host_link_bytes_per_sec = ctx.rate("device.interface.link_rate", r)?;
+            }
+            let f = &d.ftl;
+            if let Some(op) = f.overprovisioning {
+                if !(op > 0.0 && op <= 10.0) {
+                    return Err(ctx.err(format!(
+                        "device.ftl.overprovisioning: {op} is out of range: expected a fraction of the logical capacity, e.g. 0.07 for 7%, greater than 0"
+                    )));
+                }
+                c.overprovisioning = op;
+            }
+            if let Some(m) = &f.mapping {
+                if m != "full" {
+                    return Err(ctx.err(format!("device.ftl.mapping: unknown mapping '{m}': expected one of full")));
+                }
+            }
+            if let Some(v) = &f.gc_victim {
+                c.victim_policy = match v.as_str() {
+                    "greedy" => VictimPolicy::Greedy,
+                    "cost-benefit" => VictimPolicy::CostBenefit,
+                    _ => {
+                        return Err(ctx.err(format!(
+                            "device.ftl.gc_victim: unknown policy '{v}': expected one of greedy, cost-benefit"
+                        )))
+                    }
+                };
+            }
+            c.geometry.validate().map_err(|e| ctx.err(format!("device.geometry: {e}")))?;
+            if let Some(cap) = &d.capacity {
+                if bpp_given {
+                    return Err(ctx.err(
+                        "device.capacity and device.geometry.blocks_per_plane both set the drive's size: give one",
+                    ));
+                }
+                let want = ctx.size("device.capacity", cap)?;
+                let geo = &c.geometry;
+                let block_bytes = geo.units_per_block() as u64 * geo.unit_bytes as u64;
+                let raw = (want as f64 * (1.0 + c.overprovisioning)).ceil() as u64;
+                let bpp = raw.div_ceil(block_bytes * geo.planes() as u64);
+                // Rounding the logical space down to whole stripes may cost a little; add blocks until it fits.
+                c.geometry.blocks_per_plane = u32::try_from(bpp.max(1))
+                    .map_err(|_| ctx.err(format!("device.capacity: {cap} is too large for this geometry")))?;
+                while c.logical_units() * (c.geometry.unit_bytes as u64) < want {
+                    c.geometry.blocks_per_plane += 1;
+                }
+                c.geometry.validate().map_err(|e| ctx.err(format!("device.capacity: {e}")))?;
+            }
+            c.gc_threshold_blocks = match f.gc_threshold_blocks {
+                Some(t) if t < 2 => {
+                    return Err(ctx.err(format!(
+                        "device.ftl.gc_threshold_blocks: {t} is too low: at least 2 free blocks per plane are needed (one for host writes, one for GC)"
+                    )))
+                }
+                Some(t) => t,
+                None => default_gc_threshold(c.geometry.blocks_per_plane),
+            };
+            let b = &d.buffer;
+            if let Some(s) = &b.size {
+                let bytes = ctx.size("device.buffer.size", s)?;
+                c.buffer_units = u32::try_from(bytes / c.geometry.unit_bytes as u64)
+                    .map_err(|_| ctx.err("device.buffer.size: too large"))?;
+            }
+            if let Some(q) = b.program_queue_depth {
+                c.program_queue_depth = ctx.positive("device.buffer.program_queue_depth", q)?;
+            }
+            let stripe_units = c.geometry.planes() * c.geometry.units_per_page();
+            if c.buffer_units < 2 * stripe_units {
+                return Err(ctx.err(format!(
+                    "device.buffer.size: {} bytes is too small: the write buffer must hold at least two flash pages per plane ({} bytes) so the flusher can always fill a page",
+                    c.buffer_units as u64 * c.geometry.unit_bytes as u64,
+                    2 * stripe_units as u64 * c.geometry.page_bytes as u64 / c.geometry.units_per_page() as u64
+                )));
+            }
+            if c.logical_units() == 0 {
+                return Err(ctx.err(
+                    "device: the drive's capacity is smaller than one flash page per plane after over-provisioning",
+                ));
+            }
+            Ftl::check_params(
+                &c.geometry,
+                &FtlParams {
+                    logical_units: c.logical_units(),
+                    victim_policy: c.victim_policy,
+                    gc_threshold_blocks: c.gc_threshold_blocks,
+                },
+            )
+            .map_err(|e| ctx.err(format!("device.ftl: {e}")))?;
+            DeviceKind::Ssd(c)
+        }
+    };
+    Ok(DeviceSpec { preset: name.to_string(), kind, nvme })
+}
+
+fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Result<(), ConfigError> {
+    let g = &d.geometry;
+    let t = &d.timing;
+    let f = &d.ftl;
+    let b = &d.buffer;
+    let set = [
+        ("geometry", g.channels.is_some() || g.chips_per_channel.is_some() || g.dies_per_chip.is_some()
+            || g.planes_per_die.is_some() || g.blocks_per_plane.is_some() || g.pages_per_block.is_some()
+            || g.page_size.is_some() || g.unit_size.is_some()),
+        ("timing", t.read.is_some() || t.program.is_some() || t.erase.is_some() || t.channel_rate.is_some() || t.command.is_some()),
+        ("ftl", f.overprovisioning.is_some() || f.mapping.is_some() || f.gc_victim.is_some() || f.gc_threshold_blocks.is_some()),
+        ("buffer", b.size.is_some() || b.program_queue_depth.is_some()),
+    ];
+    match set.iter().find(|(_, s)| *s) {
+        Some((section, _)) => Err(ctx.err(format!("device.{section}: preset '{preset}' has no flash; remove this section"))),
+        None => Ok(()),
+    }
+}
+
+fn resolve_precondition(ctx: &Ctx, p: &PreconditionSection) -> Result<PreconditionSpec, ConfigError> {
+    let state = match p.state.as_deref() {
+        None | Some("clean") => PreconditionState::Clean,
+        Some("sequential-fill") => PreconditionState::SequentialFill,
+        Some("aged") => PreconditionState::Aged,
+        Some(other) => {
+            return Err(ctx.err(format!(
+                "precondition.state: unknown state '{other}': expected one of clean, sequential-fill, aged"
+            )))
+        }
+    };
+    let fill = p.fill.unwrap_or(1.0);
+    if !(fill > 0.0 && fill <= 1.0) {
+        return Err(ctx.err(format!("precondition.fill: {fill} is out of range: expected a fraction in (0, 1], e.g. 0.8")));
+    }
+    Ok(PreconditionSpec { state, fill })
+}
+
+fn resolve_host(ctx: &Ctx, h: &HostSection) -> Result<HostConfig, ConfigError> {
+    let scheduler = match &h.scheduler {
+        None => SchedulerKind::None,
+        Some(s) => SchedulerKind::from_name(s).ok_or_else(|| {
+            ctx.err(format!("host.scheduler: unknown scheduler '{s}': expected one of {}", SchedulerKind::NAMES.join(", ")))
+        })?,
+    };
+    Ok(HostConfig {
+        queue_depth: ctx.positive("host.queue_depth", h.queue_depth.unwrap_or(DEFAULT_HOST_QUEUE_DEPTH))?,
+        scheduler,
+        submit_overhead: match &h.submit_overhead {
+            Some(v) => ctx.duration("host.submit_overhead", v)?,
+            None => DEFAULT_SUBMIT_OVERHEAD,
+        },
+        completion_overhead: match &h.completion_overhead {
+            Some(v) => ctx.duration("host.completion_overhead", v)?,
+            None => DEFAULT_COMPLETION_OVERHEAD,
+        },
+    })
+}
+
+fn resolve_tenants(
+    ctx: &Ctx,
+    ts: &[TenantSection],
+    base: &Path,
+    capacity: u64,
+    collected: &mut Collected,
+) -> Result<Vec<TenantSpec>, ConfigError> {
+    if ts.is_empty() {
+        return Err(ctx.err("no tenants: add at least one [[tenant]] with a fio job (fio = \"...\" or job_file = \"...\")"));
+    }
+    if ts.len() >= crate::ftl::NO_OWNER as usize {
+        return Err(ctx.err(format!("{} tenants: at most {} are supported", ts.len(), crate::ftl::NO_OWNER - 1)));
+    }
+    let n = ts.len() as u64;
+    let mut out: Vec<TenantSpec> = Vec::new();
+    for (i, t) in ts.iter().enumerate() {
+        let name = t.name.clone().unwrap_or_else(|| format!("tenant{i}"));
+        let key = format!("tenant[{i}] ({name})");
+        if name.is_empty() || name.contains(|c: char| c.is_control() || c == ',') {
+            return Err(ctx.err(format!("{key}.name: must be non-empty, without commas or control characters")));
+        }
+        if out.iter().any(|o| o.name == name) {
+            return Err(ctx.err(format!("{key}.name: '{name}' is used by another tenant")));
+        }
+        let region = match &t.region {
+            None => auto_region(i as u64, n, capacity),
+            Some(RegionValue::Named(s)) if s == "auto" => auto_region(i as u64, n, capacity),
+            Some(RegionValue::Named(s)) if s == "whole" => (0, capacity),
+            Some(RegionValue::Named(s)) => {
+                return Err(ctx.err(format!(
+                    "{key}.region: unknown region '{s}': expected \"auto\", \"whole\" or {{ offset = \"...\", size = \"...\" }}"
+                )))
+            }
+            Some(RegionValue::Range { offset, size }) => {
+                let off = size_or_percent(ctx, &format!("{key}.region.offset"), offset, capacity)?;
+                let len = size_or_percent(ctx, &format!("{key}.region.size"), size, capacity)?;
+                if len == 0 || off % 512 != 0 || len % 512 != 0 {
+                    return Err(ctx.err(format!(
+                        "{key}.region: offset and size must be multiples of 512 bytes and the size non-zero"
+                    )));
+                }
+                if off + len > capacity {
+                    return Err(ctx.err(format!(
+                        "{key}.region: {off}+{len} bytes exceeds the device's capacity of {capacity} bytes"
+                    )));
+                }
+                (off, len)
+            }
+        };
+        let jf = match (&t.fio, &t.job_file) {
+            (Some(text), None) => {
+                let label = format!("{}[tenant {name}].fio", ctx.file);
+                parse_job_text(text, &label, &|v| std::env::var(v).ok())?
+            }
+            (None, Some(path)) => parse_job_file(&base.join(path))?,
+            (Some(_), Some(_)) => return Err(ctx.err(format!("{key}: give either fio or job_file, not both"))),
+            (None, None) => return Err(ctx.err(format!("{key}: no workload: give fio = \"...\" or job_file = \"...\""))),
+        };
+        if jf.jobs.is_empty() {
+            return Err(ctx.err(format!("{key}: the fio job has no job sections")));
+        }
+        collect_diagnostics(&jf, collected);
+        out.push(TenantSpec { name, region, jobs: jf.jobs, domain: i });
+    }
+    check_overlaps(ctx, &out, capacity)?;
+    Ok(out)
+}
+
+/// Gathers what every job file contributes beyond its jobs: warnings, notes of unmodelled
+/// options, and `[global]` options.
+#[derive(Default)]
+struct Collected {
+    warnings: Vec<String>,
+    notes: Vec<String>,
+    globals: Vec<(String, String)>,
+}
+
+fn collect_diagnostics(jf: &JobFile, c: &mut Collected) {
+    let (warnings, notes) = (&mut c.warnings, &mut c.notes);
+    for (k, v) in &jf.global_options {
+        if !c.globals.iter().any(|(gk, _)| gk == k) {
+            c.globals.push((k.clone(), v.clone()));
+        }
+    }
+    warnings.extend(jf.warnings.iter().map(|w| w.to_string()));
+    for j in &jf.jobs {
+        for opt in &j.noted_unmodelled {
+            if !notes.contains(opt) {
+                notes.push(opt.clone());
+            }
+        }
+    }
+}
+
+/// The i-th of n equal slices of the device, aligned to 1 MiB where the device is large enough;
+/// a lone tenant gets the whole device.
+fn auto_region(i: u64, n: u64, capacity: u64) -> (u64, u64) {
+    if n == 1 {
+        return (0, capacity);
+    }
+    let align = if capacity / n >= 64 * AUTO_REGION_ALIGN { AUTO_REGION_ALIGN } else { 4096 };
+    let slice = capacity / n / align * align;
+    (i * slice, slice)
+}
+
+fn size_or_percent(ctx: &Ctx, key: &str, v: &str, capacity: u64) -> Result<u64, ConfigError> {
+    match v.trim().strip_suffix('%') {
+        Some(p) => {
+            let pct: f64 = p.trim().parse().map_err(|_| ctx.err(format!("{key}: invalid percentage '{v}'")))?;
+            if !(0.0..=100.0).contains(&pct) {
+                return Err(ctx.err(format!("{key}: {pct}% is out of range 0-100%")));
+            }
+            // Down to a whole 4 KiB, so percentages give aligned regions.
+            Ok((capacity as f64 * pct / 100.0) as u64 / 4096 * 4096)
+        }
+        None => ctx.size(key, v),
+    }
+}
+
+fn check_overlaps(ctx: &Ctx, ts: &[TenantSpec], capacity: u64) -> Result<(), ConfigError> {
+    for (i, a) in ts.iter().enumerate() {
+        for b in &ts[i + 1..] {
+            let whole = |t: &TenantSpec| t.region == (0, capacity);
+            if whole(a) || whole(b) {
+                continue; // "whole" is an explicit choice to share the device
+            }
+            if a.region.0 < b.region.0 + b.region.1 && b.region.0 < a.region.0 + a.region.1 {
+                return Err(ctx.err(format!(
+                    "tenants '{}' and '{}' have overlapping regions ({}+{} and {}+{} bytes); partitions must be disjoint (use region = \"whole\" to share the device)",
+                    a.name, b.name, a.region.0, a.region.1, b.region.0, b.region.1
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A scenario from a fio job file run as fio would: one tenant per job section, all on the
+/// whole device, one group domain, the device's defaults for everything else.
+pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Result<Scenario, ConfigError> {
+    let ctx = Ctx { file };
+    let device = resolve_device(&ctx, &DeviceSection { preset: Some(device_preset.to_string()), ..Default::default() })?;
+    let capacity = device.capacity_bytes();
+    if jf.jobs.is_empty() {
+        return Err(ctx.err("the job file has no job sections"));
+    }
+    let mut collected = Collected::default();
+    collect_diagnostics(&jf, &mut collected);
+    let mut tenants: Vec<TenantSpec> = Vec::new();
+    for job in jf.jobs {
+        // Job names may repeat in fio files; tenants need unique names.
+        let mut name = job.name.clone();
+        let mut k = 1;
+        while tenants.iter().any(|t| t.name == name) {
+            k += 1;
+            name = format!("{}#{k}", job.name);
+        }
+        tenants.push(TenantSpec { name, region: (0, capacity), jobs: vec![job], domain: 0 });
+    }
+    Ok(Scenario {
+        name: Path::new(file).file_stem().map_or("fio".into(), |s| s.to_string_lossy().into()),
+        seed: DEFAULT_SEED,
+        device,
+        precondition: PreconditionSpec { state: PreconditionState::Clean, fill: 1.0 },
+        host: resolve_host(&ctx, &HostSection::default())?,
+        virt: VirtMode::BareMetal,
+        stop: StopSpec { time: None, requests: None },
+        output: OutputSpec { dir: DEFAULT_OUTPUT_DIR.into(), timeline_interval: DEFAULT_TIMELINE_INTERVAL },
+        tenants,
+        warnings: collected.warnings,
+        notes: collected.notes,
+        global_options: collected.globals,
+    })
+}

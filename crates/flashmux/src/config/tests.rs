@@ -1,0 +1,189 @@
+use super::*;
+use crate::device::precondition::PreconditionState;
+use std::path::Path;
+
+const MINIMAL: &str = r#"
+[device]
+preset = "paper-c"
+
+[[tenant]]
+name = "a"
+fio = """
+[a]
+rw=randwrite
+bs=4k
+"""
+"#;
+
+fn load(text: &str) -> Result<Scenario, ConfigError> {
+    Scenario::from_toml(text, "test.toml", Path::new("."))
+}
+
+fn err(text: &str) -> String {
+    load(text).expect_err("should be rejected").to_string()
+}
+
+#[test]
+fn default_scenario_is_valid() {
+    let s = Scenario::default_scenario();
+    assert_eq!(s.tenants.len(), 2);
+    assert_eq!(s.device.preset, "paper-c");
+    assert_eq!(s.precondition.state, PreconditionState::Aged);
+    // Disjoint halves.
+    let (a, b) = (s.tenants[0].region, s.tenants[1].region);
+    assert_eq!(a.0, 0);
+    assert!(a.0 + a.1 <= b.0);
+}
+
+#[test]
+fn minimal_scenario_gets_defaults() {
+    let s = load(MINIMAL).unwrap();
+    assert_eq!(s.seed, DEFAULT_SEED);
+    assert_eq!(s.name, "test");
+    assert_eq!(s.host.queue_depth, 1024);
+    assert_eq!(s.output.timeline_interval, Nanos::from_secs(1));
+    assert_eq!(s.tenants[0].region, (0, s.device.capacity_bytes()));
+    assert_eq!(s.tenants[0].jobs[0].name, "a");
+}
+
+#[test]
+fn overrides_apply_on_top_of_the_preset() {
+    let s = load(&format!(
+        "{MINIMAL}\n[device.timing]\nread = \"40us\"\n[device.ftl]\noverprovisioning = 0.2\ngc_victim = \"cost-benefit\"\n"
+    ))
+    .unwrap();
+    let DeviceKind::Ssd(c) = &s.device.kind else { panic!() };
+    assert_eq!(c.timing.read, Nanos::from_us(40));
+    assert_eq!(c.timing.program, Nanos::from_us(550), "untouched values stay the preset's");
+    assert_eq!(c.overprovisioning, 0.2);
+    assert_eq!(c.victim_policy, crate::ftl::VictimPolicy::CostBenefit);
+}
+
+#[test]
+fn capacity_scales_the_drive() {
+    let s = load(&MINIMAL.replace("preset = \"paper-c\"", "preset = \"tlc-nvme\"\ncapacity = \"64GiB\"")).unwrap();
+    let cap = s.device.capacity_bytes();
+    assert!(cap >= 64 << 30 && cap < (64 << 30) + (2 << 30), "{cap}");
+}
+
+#[test]
+fn hash_is_stable_and_sensitive() {
+    let a = load(MINIMAL).unwrap();
+    let b = load(MINIMAL).unwrap();
+    assert_eq!(a.config_hash(), b.config_hash());
+    assert_eq!(a.config_hash().len(), 64);
+    let c = load(&format!("seed = 7\n{MINIMAL}")).unwrap();
+    assert_ne!(a.config_hash(), c.config_hash());
+    let d = load(&MINIMAL.replace("bs=4k", "bs=8k")).unwrap();
+    assert_ne!(a.config_hash(), d.config_hash());
+}
+
+#[test]
+fn regions_auto_whole_explicit_and_percent() {
+    let text = r#"
+[device]
+preset = "paper-c"
+[[tenant]]
+name = "a"
+fio = "[a]\nrw=read\n"
+[[tenant]]
+name = "b"
+region = { offset = "50%", size = "25%" }
+fio = "[b]\nrw=read\n"
+[[tenant]]
+name = "c"
+region = "whole"
+fio = "[c]\nrw=read\n"
+"#;
+    let s = load(text).unwrap();
+    let cap = s.device.capacity_bytes();
+    assert_eq!(s.tenants[0].region.0, 0);
+    assert!(s.tenants[0].region.1 <= cap / 3);
+    assert_eq!(s.tenants[1].region.0, cap / 2 / 4096 * 4096);
+    assert_eq!(s.tenants[2].region, (0, cap));
+}
+
+// ---- Bad input: one clear error each ----
+
+#[test]
+fn malformed_toml_names_the_line() {
+    let e = err("[device\npreset = 1");
+    assert!(e.starts_with("test.toml: "), "{e}");
+    assert!(e.contains("line 1"), "{e}");
+}
+
+#[test]
+fn unknown_keys_are_errors() {
+    let e = err(&format!("{MINIMAL}\n[host]\nqueue_dept = 4\n"));
+    assert!(e.contains("unknown field `queue_dept`"), "{e}");
+    let e = err(&format!("colour = \"blue\"\n{MINIMAL}"));
+    assert!(e.contains("unknown field `colour`"), "{e}");
+    let e = err(&MINIMAL.replace("[device]", "[device.geometry]\nchanels = 4\n[device]"));
+    assert!(e.contains("chanels"), "{e}");
+}
+
+#[test]
+fn bad_values_name_the_key() {
+    for (text, needle) in [
+        (MINIMAL.replace("paper-c", "paper-z"), "device.preset: unknown preset 'paper-z'"),
+        (format!("{MINIMAL}\n[device.timing]\nread = \"65\"\n"), "device.timing.read: invalid duration '65'"),
+        (format!("{MINIMAL}\n[device.geometry]\nchannels = 0\n"), "device.geometry.channels: must be at least 1"),
+        (format!("{MINIMAL}\n[device.geometry]\npage_size = \"6000\"\n"), "page_size must be a power of two"),
+        (format!("{MINIMAL}\n[device.ftl]\noverprovisioning = 0.001\n"), "over-provisioning too low"),
+        (format!("{MINIMAL}\n[device.ftl]\noverprovisioning = -1\n"), "device.ftl.overprovisioning"),
+        (format!("{MINIMAL}\n[device.geometry]\nblocks_per_plane = 1\n"), "device"),
+        (format!("{MINIMAL}\n[host]\nscheduler = \"bfq\"\n"), "host.scheduler: unknown scheduler 'bfq'"),
+        (format!("{MINIMAL}\n[virt]\nmode = \"xen\"\n"), "virt.mode: unknown mode 'xen'"),
+        (format!("{MINIMAL}\n[precondition]\nfill = 1.5\n"), "precondition.fill"),
+        (format!("{MINIMAL}\n[precondition]\nstate = \"old\"\n"), "precondition.state: unknown state 'old'"),
+        (format!("{MINIMAL}\n[stop]\ntime = \"0s\"\n"), "stop.time"),
+        (format!("{MINIMAL}\n[device.buffer]\nsize = \"4k\"\n"), "device.buffer.size"),
+        (format!("{MINIMAL}\n[device.ftl]\ngc_threshold_blocks = 1\n"), "gc_threshold_blocks"),
+        ("[device]\npreset = \"paper-c\"\n".to_string(), "no tenants"),
+    ] {
+        let e = err(&text);
+        assert!(e.contains(needle), "expected '{needle}' in: {e}");
+    }
+}
+
+#[test]
+fn tenant_errors() {
+    let two = |r1: &str, r2: &str| {
+        format!(
+            "[device]\npreset = \"paper-c\"\n[[tenant]]\nname = \"a\"\nregion = {r1}\nfio = \"[a]\\nrw=read\\n\"\n[[tenant]]\nname = \"b\"\nregion = {r2}\nfio = \"[b]\\nrw=read\\n\"\n"
+        )
+    };
+    let e = err(&two("{ offset = \"0\", size = \"60%\" }", "{ offset = \"50%\", size = \"10%\" }"));
+    assert!(e.contains("overlapping regions"), "{e}");
+    let e = err(&two("{ offset = \"0\", size = \"200%\" }", "\"auto\""));
+    assert!(e.contains("out of range"), "{e}");
+    let e = err(&two("{ offset = \"0\", size = \"99GiB\" }", "\"auto\""));
+    assert!(e.contains("exceeds the device's capacity"), "{e}");
+    let e = err(&two("\"left\"", "\"auto\""));
+    assert!(e.contains("unknown region 'left'"), "{e}");
+    let e = err(&MINIMAL.replace("name = \"a\"", "name = \"a\"\njob_file = \"x.fio\""));
+    assert!(e.contains("either fio or job_file"), "{e}");
+    let e = err(&format!("{MINIMAL}\n[[tenant]]\nname = \"a\"\nfio = \"[b]\\nrw=read\\n\"\n"));
+    assert!(e.contains("used by another tenant"), "{e}");
+}
+
+#[test]
+fn missing_job_file_is_a_clear_error() {
+    let e = err(&MINIMAL.replace("fio = \"\"\"\n[a]\nrw=randwrite\nbs=4k\n\"\"\"", "job_file = \"does-not-exist.fio\""));
+    assert!(e.contains("does-not-exist.fio"), "{e}");
+}
+
+#[test]
+fn bad_fio_value_names_file_line_and_option() {
+    let e = err(&MINIMAL.replace("bs=4k", "bs=4q"));
+    assert!(e.contains("test.toml[tenant a].fio:3: option 'bs'"), "{e}");
+}
+
+#[test]
+fn null_device_rejects_flash_settings() {
+    let text = MINIMAL.replace("paper-c", "null");
+    let s = load(&text).unwrap();
+    assert!(matches!(s.device.kind, DeviceKind::Null(_)));
+    let e = err(&format!("{text}\n[device.timing]\nread = \"5us\"\n"));
+    assert!(e.contains("has no flash"), "{e}");
+}

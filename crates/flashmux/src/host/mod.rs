@@ -1,0 +1,23 @@
+//! The host block layer: tenants' requests enter a scheduler (a queue per policy), which decides
+//! what is dispatched to the device and when, within the host's queue depth.
+
+pub mod sched;
+
+use crate::units::Nanos;
+use serde::Serialize;
+
+pub use sched::{Scheduler, SchedulerKind, SchedReq};
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HostConfig {
+    /// Requests the host keeps outstanding at the device, over all its queues (like blk-mq's tag
+    /// set): beyond it, requests wait in the scheduler.
+    pub queue_depth: u32,
+    pub scheduler: SchedulerKind,
+    /// Kernel time from the application's submission until the request is queued (fio's slat):
+    /// system call, block layer, driver.
+    pub submit_overhead: Nanos,
+    /// Time from the device's completion entry to the application seeing it: interrupt,
+    /// completion path, wake-up.
+    pub completion_overhead: Nanos,
+}

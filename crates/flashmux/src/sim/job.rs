@@ -1,0 +1,269 @@
+//! A fio job clone running in simulated time: its generator supplies addresses and sizes; this
+//! decides *when* (iodepth, `rate`/`rate_iops`, `thinktime`, `runtime`, `ramp_time`,
+//! `startdelay`) and keeps its statistics.
+
+use super::SimError;
+use crate::config::{Scenario, TenantSpec};
+use crate::device::IoOp;
+use crate::engine::derive_seed;
+use crate::metrics::{IoStats, JobResult, JobSample};
+use crate::units::{Nanos, SimTime, TenantId};
+use crate::workload::fio::{Dir, FioJob, IoUnit, JobGen, ThinktimeBlocksType};
+
+/// fio's `bw_avg_time` and `iops_avg_time` default: one bandwidth/IOPS sample per 500 ms.
+pub const SAMPLE_INTERVAL: Nanos = Nanos::from_ms(500);
+/// fio's iodepth buckets, by lower bound: 1, 2–3, 4–7, 8–15, 16–31, 32–63, ≥64 (`io_u_mark_depth`).
+const DEPTH_BUCKETS: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobState {
+    /// Its phase has not begun.
+    Pending,
+    /// Its phase has begun; waiting for `startdelay`.
+    Starting,
+    Running,
+    /// Runtime over: no new I/O, waiting for what is in flight.
+    Draining,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct IoReq {
+    pub op: IoOp,
+    pub offset: u64,
+    pub len: u64,
+}
+
+pub enum Next {
+    Io(IoReq),
+    /// Held back (rate limit, think time) until then.
+    WaitUntil(SimTime),
+    /// Not running, or at its iodepth.
+    Blocked,
+    /// The generator has no more I/O.
+    Exhausted,
+}
+
+pub struct JobRt {
+    pub tenant: TenantId,
+    pub spec: FioJob,
+    pub clone: u32,
+    pub groupid: u32,
+    pub state: JobState,
+    pub start_delay: Nanos,
+    pub deadline: Option<SimTime>,
+    /// A wake-up event is scheduled for then.
+    pub wake_at: Option<SimTime>,
+    gen: JobGen,
+    start: SimTime,
+    measure_from: SimTime,
+    end: Option<SimTime>,
+    inflight: u32,
+    exhausted: bool,
+    /// An I/O generated but held back by the rate limit.
+    pending: Option<IoUnit>,
+    ramp_ended: bool,
+    next_allowed: [SimTime; 3],
+    think_count: u64,
+    think_until: SimTime,
+    stats: IoStats,
+    samples: Vec<JobSample>,
+    cur_sample: JobSample,
+    cur_window: u64,
+    depth_counts: [u64; 7],
+}
+
+fn op_of(d: Dir) -> IoOp {
+    match d {
+        Dir::Read => IoOp::Read,
+        Dir::Write => IoOp::Write,
+        Dir::Trim => IoOp::Trim,
+    }
+}
+
+impl JobRt {
+    pub fn new(
+        tenant: TenantId,
+        spec: &FioJob,
+        clone: u32,
+        t: &TenantSpec,
+        sector: u64,
+        seed: u64,
+    ) -> Result<JobRt, SimError> {
+        // The label names the job, not its position, so adding a tenant or job elsewhere does
+        // not change this job's stream.
+        let label = format!("job/{}/{}/{}", t.name, spec.name, clone);
+        let gen = JobGen::new(spec, clone, t.region.0, t.region.1, sector, derive_seed(seed, &label))?;
+        let start_delay = gen.start_delay();
+        Ok(JobRt {
+            tenant,
+            spec: spec.clone(),
+            clone,
+            groupid: 0,
+            state: JobState::Pending,
+            start_delay: Nanos(start_delay),
+            deadline: None,
+            wake_at: None,
+            gen,
+            start: SimTime::ZERO,
+            measure_from: SimTime::ZERO,
+            end: None,
+            inflight: 0,
+            exhausted: false,
+            pending: None,
+            ramp_ended: false,
+            next_allowed: [SimTime::ZERO; 3],
+            think_count: 0,
+            think_until: SimTime::ZERO,
+            stats: IoStats::default(),
+            samples: Vec::new(),
+            cur_sample: JobSample::default(),
+            cur_window: 0,
+            depth_counts: [0; 7],
+        })
+    }
+
+    pub fn begin(&mut self, now: SimTime) {
+        self.state = JobState::Running;
+        self.start = now;
+        // fio's runtime clock starts after the ramp: the job runs ramp_time + runtime.
+        self.measure_from = now + Nanos(self.spec.ramp_time);
+        self.deadline = self.spec.runtime.map(|r| self.measure_from + Nanos(r));
+        self.next_allowed = [now; 3];
+    }
+
+    pub fn next_io(&mut self, now: SimTime) -> Next {
+        if self.state != JobState::Running || self.inflight >= self.spec.iodepth {
+            return Next::Blocked;
+        }
+        if now < self.think_until {
+            return Next::WaitUntil(self.think_until);
+        }
+        if !self.ramp_ended && now >= self.measure_from {
+            // fio clears its issue-side counts when the ramp ends (number_ios counts from then).
+            self.ramp_ended = true;
+            self.gen.end_ramp();
+        }
+        let io = match self.pending.take().or_else(|| self.gen.next()) {
+            Some(io) => io,
+            None => {
+                self.exhausted = true;
+                return Next::Exhausted;
+            }
+        };
+        let d = io.dir.index();
+        if now < self.next_allowed[d] {
+            let t = self.next_allowed[d];
+            self.pending = Some(io);
+            return Next::WaitUntil(t);
+        }
+        // fio's linear rate process: each I/O earns its slot; a job that fell behind catches up.
+        let gap = if let Some(iops) = self.spec.rate_iops[io.dir] {
+            Some(Nanos(1_000_000_000u64.div_ceil(iops.max(1))))
+        } else {
+            self.spec.rate[io.dir].map(|bps| Nanos::for_transfer(io.len, bps.max(1)))
+        };
+        if let Some(g) = gap {
+            self.next_allowed[d] += g;
+        }
+        self.inflight += 1;
+        let bucket = DEPTH_BUCKETS.iter().rposition(|&b| self.inflight >= b).unwrap_or(0);
+        self.depth_counts[bucket] += 1;
+        if self.spec.thinktime > 0 && self.spec.thinktime_blocks_type == ThinktimeBlocksType::Issue {
+            self.count_toward_think(now);
+        }
+        Next::Io(IoReq { op: op_of(io.dir), offset: io.offset, len: io.len })
+    }
+
+    fn count_toward_think(&mut self, now: SimTime) {
+        self.think_count += 1;
+        if self.think_count >= self.spec.thinktime_blocks.max(1) {
+            self.think_count = 0;
+            self.think_until = now + Nanos(self.spec.thinktime);
+        }
+    }
+
+    pub fn complete(&mut self, now: SimTime, op: IoOp, len: u64, slat_ns: u64, clat_ns: u64) {
+        self.inflight -= 1;
+        if self.spec.thinktime > 0 && self.spec.thinktime_blocks_type == ThinktimeBlocksType::Complete {
+            self.count_toward_think(now);
+        }
+        if now < self.measure_from {
+            return; // ramp time: not measured
+        }
+        let d = op.index();
+        let stats = match op {
+            IoOp::Read => &mut self.stats.read,
+            IoOp::Write => &mut self.stats.write,
+            IoOp::Trim => &mut self.stats.trim,
+        };
+        stats.record(len, slat_ns, clat_ns);
+        let window = now.since(self.measure_from).0 / SAMPLE_INTERVAL.0;
+        self.advance_samples(window);
+        self.cur_sample.bytes[d] += len;
+        self.cur_sample.ios[d] += 1;
+    }
+
+    /// Closes sample windows before `window`.
+    fn advance_samples(&mut self, window: u64) {
+        while self.cur_window < window {
+            self.samples.push(std::mem::take(&mut self.cur_sample));
+            self.cur_window += 1;
+        }
+    }
+
+    pub fn can_finish(&self) -> bool {
+        let stopping = self.state == JobState::Draining || (self.state == JobState::Running && self.exhausted);
+        stopping && self.inflight == 0
+    }
+
+    pub fn finish(&mut self, now: SimTime) {
+        self.state = JobState::Done;
+        self.end = Some(now);
+    }
+
+    /// The run ends: fix the job's end time and close its whole sample windows.
+    pub fn stop(&mut self, now: SimTime) {
+        if matches!(self.state, JobState::Pending | JobState::Starting) {
+            return;
+        }
+        let end = *self.end.get_or_insert(now);
+        if end > self.measure_from {
+            self.advance_samples(end.since(self.measure_from).0 / SAMPLE_INTERVAL.0);
+        }
+    }
+
+    pub fn result(&self, scenario: &Scenario) -> JobResult {
+        let runtime_ns = match self.end {
+            Some(end) => end.since(self.measure_from).0,
+            None => 0,
+        };
+        let total: u64 = self.depth_counts.iter().sum();
+        let iodepth_levels = DEPTH_BUCKETS
+            .iter()
+            .zip(self.depth_counts)
+            .map(|(&b, c)| (b, if total == 0 { 0.0 } else { c as f64 / total as f64 }))
+            .collect();
+        JobResult {
+            name: self.spec.name.clone(),
+            clone: self.clone,
+            groupid: self.groupid,
+            tenant: scenario.tenants[self.tenant.index()].name.clone(),
+            tenant_index: self.tenant.index(),
+            options: self.spec.job_options.clone(),
+            iodepth: self.spec.iodepth,
+            runtime_ns,
+            io: self.stats.clone(),
+            iodepth_levels,
+            sample_interval_ns: SAMPLE_INTERVAL.0,
+            samples: self.samples.clone(),
+        }
+    }
+
+    pub fn check_invariants(&self) {
+        assert!(self.inflight <= self.spec.iodepth, "job exceeds its iodepth");
+        if self.state == JobState::Done {
+            assert_eq!(self.inflight, 0, "finished job with I/O in flight");
+        }
+    }
+}

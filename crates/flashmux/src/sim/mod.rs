@@ -1,0 +1,659 @@
+//! The simulator: one event loop over every layer.
+//!
+//! ```text
+//! job issues ──(submit overhead)──► host scheduler ──► NVMe queue ──► device
+//!   ▲                                                                   │
+//!   └──(completion overhead)◄── host completion ◄────── completion ◄────┘
+//! ```
+//! Events are typed and ordered by (time, insertion); nothing reads a clock, so a run is a pure
+//! function of its scenario and seed.
+
+mod job;
+mod timeline;
+
+use crate::config::{DeviceKind, Scenario};
+use crate::device::precondition::{owner_segments, precondition, PreconditionReport, PreconditionState};
+use crate::device::{Backend, Command, Device, DeviceEvent, IoOp, Outbox, Ssd};
+use crate::engine::{rng_for, EventQueue};
+use crate::ftl::FullMap;
+use crate::host::{SchedReq, Scheduler};
+use crate::metrics::{DeviceResult, JobResult, RunResults, StopReason, TenantResult};
+use crate::units::{JobId, QueueId, ReqId, SimTime, TenantId};
+use job::{JobRt, JobState};
+use timeline::Timeline;
+
+/// Everything that can happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Event {
+    /// A job's phase has begun and its start delay has passed.
+    JobStart(JobId),
+    /// A job held back by its rate limit or think time may issue again.
+    JobWake(JobId),
+    /// A job's runtime is over: it stops issuing.
+    JobDeadline(JobId),
+    /// A request reaches the host block layer (after the submission path).
+    HostArrive(ReqId),
+    /// The scheduler asked to be consulted again.
+    HostWake,
+    Device(DeviceEvent),
+    /// The application sees a completion (after the completion path).
+    AppComplete(ReqId),
+    /// A timeline interval ends.
+    Tick,
+    /// The scenario's time limit.
+    Stop,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Request {
+    job: JobId,
+    tenant: TenantId,
+    op: IoOp,
+    offset: u64,
+    len: u64,
+    issued: SimTime,
+    queued: SimTime,
+    dispatched: SimTime,
+}
+
+/// How a batch of [`Simulator::run_for`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    Running,
+    Finished(StopReason),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Fio(#[from] crate::workload::fio::FioError),
+    #[error("device: {0}")]
+    Device(String),
+}
+
+pub struct Simulator {
+    scenario: Scenario,
+    now: SimTime,
+    events: EventQueue<Event>,
+    processed: u64,
+    jobs: Vec<JobRt>,
+    tenant_jobs: Vec<Vec<usize>>,
+    /// Per domain (indexed by domain id): phases of job indices, and the domain's current phase.
+    phases: Vec<(Vec<Vec<usize>>, usize)>,
+    reqs: Vec<Request>,
+    free_reqs: Vec<u32>,
+    issued: u64,
+    completed: u64,
+    host_inflight: u32,
+    host_wake_at: Option<SimTime>,
+    sched: Box<dyn Scheduler>,
+    device: Device,
+    out: Outbox,
+    timeline: Timeline,
+    precondition: PreconditionReport,
+    finished: Option<StopReason>,
+    check_every: Option<u64>,
+}
+
+impl Simulator {
+    /// Builds the model, preconditions the drive and schedules the first events.
+    pub fn new(scenario: Scenario) -> Result<Simulator, SimError> {
+        let device = build_device(&scenario)?;
+        let mut sim = Simulator {
+            now: SimTime::ZERO,
+            events: EventQueue::new(),
+            processed: 0,
+            jobs: Vec::new(),
+            tenant_jobs: vec![Vec::new(); scenario.tenants.len()],
+            phases: Vec::new(),
+            reqs: Vec::new(),
+            free_reqs: Vec::new(),
+            issued: 0,
+            completed: 0,
+            host_inflight: 0,
+            host_wake_at: None,
+            sched: scenario.host.scheduler.build(),
+            device,
+            out: Outbox::default(),
+            timeline: Timeline::new(scenario.tenants.len(), scenario.output.timeline_interval),
+            precondition: PreconditionReport::default(),
+            finished: None,
+            check_every: None,
+            scenario,
+        };
+        sim.build_jobs()?;
+        sim.precondition = sim.run_precondition();
+        sim.start();
+        Ok(sim)
+    }
+
+    /// Run every component's invariant check each `every` events (and at the end).
+    pub fn check_invariants_every(&mut self, every: u64) {
+        self.check_every = Some(every.max(1));
+    }
+
+    fn build_jobs(&mut self) -> Result<(), SimError> {
+        let seed = self.scenario.seed;
+        let sector = self.device.sector_bytes();
+        let mut domains: Vec<Vec<usize>> = Vec::new();
+        for (t, tenant) in self.scenario.tenants.iter().enumerate() {
+            for job in &tenant.jobs {
+                let first = self.jobs.len();
+                for clone in 0..job.numjobs {
+                    let rt = JobRt::new(TenantId(t as u16), job, clone, tenant, sector, seed)?;
+                    self.tenant_jobs[t].push(self.jobs.len());
+                    self.jobs.push(rt);
+                }
+                if domains.len() <= tenant.domain {
+                    domains.resize(tenant.domain + 1, Vec::new());
+                }
+                // One entry per job section: its clones share its phase.
+                domains[tenant.domain].push(first);
+            }
+        }
+        for members in domains {
+            let specs: Vec<_> = members.iter().map(|&j| self.jobs[j].spec.clone()).collect();
+            let phases: Vec<Vec<usize>> = crate::workload::fio::phases(&specs)
+                .into_iter()
+                .map(|sections| {
+                    sections
+                        .into_iter()
+                        .flat_map(|s| {
+                            let first = members[s];
+                            let n = self.jobs[first].spec.numjobs as usize;
+                            first..first + n
+                        })
+                        .collect()
+                })
+                .collect();
+            for (g, phase) in crate::workload::fio::groups(&specs).iter().enumerate() {
+                for &s in phase {
+                    let first = members[s];
+                    for j in first..first + self.jobs[first].spec.numjobs as usize {
+                        self.jobs[j].groupid = g as u32;
+                    }
+                }
+            }
+            self.phases.push((phases, 0));
+        }
+        Ok(())
+    }
+
+    fn run_precondition(&mut self) -> PreconditionReport {
+        let spec = self.scenario.precondition.clone();
+        let Backend::Ssd(ssd) = self.device.backend_mut() else {
+            return PreconditionReport::default();
+        };
+        let unit = ssd.config().geometry.unit_bytes as u64;
+        let logical = ssd.ftl().logical_units() as u32;
+        let regions: Vec<(u32, u32, u16)> = self
+            .scenario
+            .tenants
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let start = t.region.0.div_ceil(unit);
+                let end = (t.region.0 + t.region.1) / unit;
+                (start as u32, end.saturating_sub(start) as u32, i as u16)
+            })
+            .collect();
+        let segments = owner_segments(logical, &regions);
+        let mut rng = rng_for(self.scenario.seed, "precondition");
+        let report = precondition(ssd.ftl_mut(), &spec, &segments, &mut rng);
+        let planes = ssd.config().geometry.planes();
+        for p in 0..planes {
+            ssd.ftl_mut().pad_host_page(p);
+        }
+        ssd.ftl_mut().reset_stats();
+        report
+    }
+
+    fn start(&mut self) {
+        for d in 0..self.phases.len() {
+            self.start_phase(d);
+        }
+        if let Some(t) = self.scenario.stop.time {
+            self.events.push(SimTime::ZERO + t, Event::Stop);
+        }
+        self.events.push(SimTime::ZERO + self.timeline.interval(), Event::Tick);
+        if self.jobs.is_empty() {
+            self.finished = Some(StopReason::AllJobsDone);
+        }
+    }
+
+    fn start_phase(&mut self, domain: usize) {
+        let (phases, current) = &self.phases[domain];
+        let Some(phase) = phases.get(*current) else { return };
+        for &j in phase.clone().iter() {
+            let delay = self.jobs[j].start_delay;
+            self.jobs[j].state = JobState::Starting;
+            self.events.push(self.now + delay, Event::JobStart(JobId(j as u32)));
+        }
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+    pub fn events_processed(&self) -> u64 {
+        self.processed
+    }
+    pub fn requests_completed(&self) -> u64 {
+        self.completed
+    }
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+    pub fn precondition_report(&self) -> &PreconditionReport {
+        &self.precondition
+    }
+
+    /// Processes up to `max_events` events.
+    pub fn run_for(&mut self, max_events: u64) -> Progress {
+        for _ in 0..max_events {
+            if let Some(r) = self.finished {
+                return Progress::Finished(r);
+            }
+            let Some((t, ev)) = self.events.pop() else {
+                // Nothing left to happen: every job is done or waiting for nothing.
+                self.finished = Some(StopReason::AllJobsDone);
+                break;
+            };
+            debug_assert!(t >= self.now, "time went backwards");
+            self.now = t;
+            self.processed += 1;
+            self.dispatch(ev);
+            if let Some(every) = self.check_every {
+                if self.processed % every == 0 {
+                    self.check_invariants();
+                }
+            }
+        }
+        match self.finished {
+            Some(r) => Progress::Finished(r),
+            None => Progress::Running,
+        }
+    }
+
+    /// Runs to the end.
+    pub fn run(&mut self) -> StopReason {
+        loop {
+            if let Progress::Finished(r) = self.run_for(1 << 20) {
+                return r;
+            }
+        }
+    }
+
+    /// Stops the run now (e.g. the user pressed Ctrl-C); results cover what happened so far.
+    pub fn interrupt(&mut self) {
+        if self.finished.is_none() {
+            self.finished = Some(StopReason::Interrupted);
+        }
+    }
+
+    fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::JobStart(j) => self.job_start(j),
+            Event::JobWake(j) => {
+                self.jobs[j.index()].wake_at = None;
+                self.try_issue(j);
+            }
+            Event::JobDeadline(j) => {
+                let job = &mut self.jobs[j.index()];
+                if job.state == JobState::Running {
+                    job.state = JobState::Draining;
+                    self.maybe_finish_job(j);
+                }
+            }
+            Event::HostArrive(r) => {
+                let req = &mut self.reqs[r.index()];
+                req.queued = self.now;
+                let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, bytes: req.len };
+                self.sched.enqueue(self.now, sr);
+                self.host_dispatch();
+            }
+            Event::HostWake => {
+                if self.host_wake_at == Some(self.now) {
+                    self.host_wake_at = None;
+                }
+                self.host_dispatch();
+            }
+            Event::Device(de) => {
+                self.device.handle(self.now, de, &mut self.out);
+                self.drain_outbox();
+            }
+            Event::AppComplete(r) => self.app_complete(r),
+            Event::Tick => {
+                self.tick();
+                self.events.push(self.now + self.timeline.interval(), Event::Tick);
+            }
+            Event::Stop => self.finished = Some(StopReason::TimeLimit),
+        }
+    }
+
+    fn job_start(&mut self, j: JobId) {
+        let job = &mut self.jobs[j.index()];
+        job.begin(self.now);
+        if let Some(deadline) = job.deadline {
+            self.events.push(deadline, Event::JobDeadline(j));
+        }
+        self.try_issue(j);
+    }
+
+    /// Issues as many I/Os as the job's depth, rate and think time allow.
+    fn try_issue(&mut self, j: JobId) {
+        loop {
+            let now = self.now;
+            let job = &mut self.jobs[j.index()];
+            let tenant = job.tenant;
+            match job.next_io(now) {
+                job::Next::Io(io) => {
+                    let id = self.alloc_req(Request {
+                        job: j,
+                        tenant,
+                        op: io.op,
+                        offset: io.offset,
+                        len: io.len,
+                        issued: now,
+                        queued: now,
+                        dispatched: now,
+                    });
+                    self.issued += 1;
+                    let arrive = now + self.scenario.host.submit_overhead;
+                    self.events.push(arrive, Event::HostArrive(id));
+                }
+                job::Next::WaitUntil(t) => {
+                    let job = &mut self.jobs[j.index()];
+                    if job.wake_at.is_none() {
+                        job.wake_at = Some(t);
+                        self.events.push(t, Event::JobWake(j));
+                    }
+                    return;
+                }
+                job::Next::Blocked => return,
+                job::Next::Exhausted => {
+                    self.maybe_finish_job(j);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn alloc_req(&mut self, r: Request) -> ReqId {
+        match self.free_reqs.pop() {
+            Some(i) => {
+                self.reqs[i as usize] = r;
+                ReqId(i)
+            }
+            None => {
+                self.reqs.push(r);
+                ReqId(self.reqs.len() as u32 - 1)
+            }
+        }
+    }
+
+    fn queue_for(&self, tenant: TenantId) -> QueueId {
+        QueueId((tenant.0 as usize % self.device.nvme().queues as usize) as u16)
+    }
+
+    fn host_dispatch(&mut self) {
+        while self.host_inflight < self.scenario.host.queue_depth {
+            let Some(sr) = self.sched.dispatch(self.now) else { break };
+            let q = self.queue_for(sr.tenant);
+            if !self.device.queue_has_room(q) {
+                self.sched.requeue(sr);
+                break;
+            }
+            let req = &mut self.reqs[sr.id.index()];
+            req.dispatched = self.now;
+            let cmd = Command { req: sr.id, tenant: sr.tenant, op: req.op, offset: req.offset, len: req.len, queue: q };
+            self.host_inflight += 1;
+            self.device.submit(self.now, cmd, &mut self.out);
+            self.drain_outbox();
+        }
+        if let Some(t) = self.sched.next_wakeup() {
+            if t > self.now && self.host_wake_at.is_none_or(|w| t < w) {
+                self.host_wake_at = Some(t);
+                self.events.push(t, Event::HostWake);
+            }
+        }
+    }
+
+    fn drain_outbox(&mut self) {
+        for (t, e) in self.out.events.drain(..) {
+            self.events.push(t, Event::Device(e));
+        }
+        if self.out.completed.is_empty() {
+            return;
+        }
+        let done = std::mem::take(&mut self.out.completed);
+        for &r in &done {
+            let req = self.reqs[r.index()];
+            self.host_inflight -= 1;
+            let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, bytes: req.len };
+            self.sched.complete(self.now, &sr, self.now.since(req.dispatched));
+            self.events.push(self.now + self.scenario.host.completion_overhead, Event::AppComplete(r));
+        }
+        self.out.completed = done;
+        self.out.completed.clear();
+        self.host_dispatch();
+    }
+
+    fn app_complete(&mut self, r: ReqId) {
+        let req = self.reqs[r.index()];
+        self.free_reqs.push(r.0);
+        self.completed += 1;
+        let slat = req.queued.since(req.issued).0;
+        let clat = self.now.since(req.queued).0;
+        self.timeline.record(req.tenant, req.op, req.len, slat + clat);
+        let j = req.job;
+        self.jobs[j.index()].complete(self.now, req.op, req.len, slat, clat);
+        if let Some(limit) = self.scenario.stop.requests {
+            if self.completed >= limit {
+                self.finished = Some(StopReason::RequestLimit);
+                return;
+            }
+        }
+        self.try_issue(j);
+        self.maybe_finish_job(j);
+    }
+
+    fn maybe_finish_job(&mut self, j: JobId) {
+        let job = &mut self.jobs[j.index()];
+        if !job.can_finish() {
+            return;
+        }
+        job.finish(self.now);
+        let d = self.scenario.tenants[job.tenant.index()].domain;
+        let (phases, current) = &mut self.phases[d];
+        let phase_done = phases[*current].iter().all(|&k| self.jobs[k].state == JobState::Done);
+        if phase_done {
+            *current += 1;
+            self.start_phase(d);
+        }
+        if self.jobs.iter().all(|k| k.state == JobState::Done) {
+            self.finished = Some(StopReason::AllJobsDone);
+        }
+    }
+
+    fn tick(&mut self) {
+        let gc: Vec<u64> = (0..self.scenario.tenants.len()).map(|t| self.tenant_gc_moved(t)).collect();
+        self.timeline.close_interval(self.now, &gc);
+    }
+
+    fn tenant_gc_moved(&self, t: usize) -> u64 {
+        match self.device.backend() {
+            Backend::Ssd(s) => s.ftl().tenant_gc(TenantId(t as u16)).units_moved,
+            Backend::Null(_) => 0,
+        }
+    }
+
+    pub fn check_invariants(&self) {
+        let live = self.reqs.len() - self.free_reqs.len();
+        assert_eq!(live as u64, self.issued - self.completed, "requests not conserved");
+        assert_eq!(
+            self.device.in_flight(),
+            self.host_inflight as u64,
+            "device and host disagree on requests in flight"
+        );
+        assert!(self.host_inflight <= self.scenario.host.queue_depth);
+        self.sched.check_invariants();
+        self.device.check_invariants();
+        for j in &self.jobs {
+            j.check_invariants();
+        }
+    }
+
+    /// Ends the run and collects its results.
+    pub fn finish(mut self) -> RunResults {
+        let reason = self.finished.unwrap_or(StopReason::Interrupted);
+        if self.check_every.is_some() {
+            self.check_invariants();
+        }
+        let now = self.now;
+        for j in &mut self.jobs {
+            j.stop(now);
+        }
+        let gc: Vec<u64> = (0..self.scenario.tenants.len()).map(|t| self.tenant_gc_moved(t)).collect();
+        self.timeline.close_partial(now, &gc);
+        let jobs: Vec<JobResult> = self.jobs.iter().map(|j| j.result(&self.scenario)).collect();
+        let tenants: Vec<TenantResult> = self
+            .scenario
+            .tenants
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut io = crate::metrics::IoStats::default();
+                let mut runtime = 0;
+                for &j in &self.tenant_jobs[i] {
+                    io.merge(&jobs[j].io);
+                    runtime = runtime.max(jobs[j].runtime_ns);
+                }
+                let (gc_units_moved, gc_erases, map, dev) = match self.device.backend() {
+                    Backend::Ssd(s) => {
+                        let g = s.ftl().tenant_gc(TenantId(i as u16));
+                        (
+                            g.units_moved,
+                            g.erased_units as f64 / s.ftl().units_per_block() as f64,
+                            s.map_cache().stats(TenantId(i as u16)),
+                            s.tenant_stats(i),
+                        )
+                    }
+                    Backend::Null(_) => (0, 0.0, Default::default(), Default::default()),
+                };
+                TenantResult {
+                    name: t.name.clone(),
+                    index: i,
+                    jobs: self.tenant_jobs[i].clone(),
+                    region: t.region,
+                    runtime_ns: runtime,
+                    io,
+                    gc_units_moved,
+                    gc_erases,
+                    map,
+                    device: dev,
+                }
+            })
+            .collect();
+        let device = self.device_result(now);
+        let mut warnings: Vec<String> = self.scenario.warnings.clone();
+        let host_writes = device.ftl.host_units_programmed;
+        if let Backend::Ssd(_) = self.device.backend() {
+            if self.scenario.precondition.state == PreconditionState::Aged && host_writes > 0 && device.ftl.gc_runs == 0 {
+                warnings.push(format!(
+                    "garbage collection never ran during the measured run although the drive was aged ({} units written): \
+                     the run may be too short to fill the free blocks left after preconditioning",
+                    host_writes
+                ));
+            }
+        }
+        if reason == StopReason::Interrupted {
+            warnings.push("the run was interrupted: results are partial".to_string());
+        }
+        RunResults {
+            version: crate::VERSION.to_string(),
+            seed: self.scenario.seed,
+            config_hash: self.scenario.config_hash(),
+            scenario: self.scenario.name.clone(),
+            global_options: self.scenario.global_options.clone(),
+            sim_time_ns: now.0,
+            stop_reason: reason,
+            events: self.processed,
+            requests_issued: self.issued,
+            requests_completed: self.completed,
+            requests_in_flight: self.issued - self.completed,
+            jobs,
+            tenants,
+            device,
+            timeline_interval_ns: self.timeline.interval().0,
+            timeline: self.timeline.into_rows(&self.scenario),
+            warnings,
+        }
+    }
+
+    fn device_result(&self, now: SimTime) -> DeviceResult {
+        match self.device.backend() {
+            Backend::Ssd(s) => {
+                let c = s.config();
+                let ftl = s.ftl().stats().clone();
+                let waf = (ftl.host_units_programmed > 0).then(|| {
+                    (ftl.host_units_programmed + ftl.gc_units_programmed + ftl.padding_units_programmed) as f64
+                        / ftl.host_units_programmed as f64
+                });
+                DeviceResult {
+                    kind: "ssd".into(),
+                    preset: self.scenario.device.preset.clone(),
+                    capacity_bytes: s.capacity_bytes(),
+                    physical_bytes: c.geometry.physical_bytes(),
+                    unit_bytes: c.geometry.unit_bytes as u64,
+                    mapping: s.map_cache().name().into(),
+                    ftl,
+                    ssd: s.stats().clone(),
+                    waf,
+                    unowned_gc_units_moved: s.ftl().unowned_gc().units_moved,
+                    precondition: self.precondition.clone(),
+                    channel_utilisation: s.channel_utilisation(now),
+                }
+            }
+            Backend::Null(n) => DeviceResult {
+                kind: "null".into(),
+                preset: self.scenario.device.preset.clone(),
+                capacity_bytes: n.capacity_bytes,
+                physical_bytes: 0,
+                unit_bytes: 512,
+                mapping: "none".into(),
+                ftl: Default::default(),
+                ssd: Default::default(),
+                waf: None,
+                unowned_gc_units_moved: 0,
+                precondition: self.precondition.clone(),
+                channel_utilisation: 0.0,
+            },
+        }
+    }
+}
+
+fn build_device(s: &Scenario) -> Result<Device, SimError> {
+    let backend = match &s.device.kind {
+        DeviceKind::Ssd(c) => {
+            let map = Box::new(FullMap::new(s.tenants.len()));
+            Backend::Ssd(Box::new(Ssd::new(c.clone(), map).map_err(|e| SimError::Device(e.to_string()))?))
+        }
+        DeviceKind::Null(n) => Backend::Null(n.clone()),
+    };
+    Ok(Device::new(s.device.nvme.clone(), backend))
+}
+
+/// Duration helper for callers that want the scenario's stop time as a fraction (progress bars).
+pub fn progress_fraction(sim: &Simulator) -> Option<f64> {
+    let s = sim.scenario();
+    let by_time = s.stop.time.map(|t| sim.now().0 as f64 / t.0.max(1) as f64);
+    let by_reqs = s.stop.requests.map(|r| sim.requests_completed() as f64 / r.max(1) as f64);
+    match (by_time, by_reqs) {
+        (Some(a), Some(b)) => Some(a.max(b).min(1.0)),
+        (Some(a), None) | (None, Some(a)) => Some(a.min(1.0)),
+        (None, None) => None,
+    }
+}

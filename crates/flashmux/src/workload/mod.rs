@@ -1,0 +1,4 @@
+//! Workloads: what tenants ask of the device. fio job files are the first-class input; the
+//! simulator drives their generators in time (iodepth, rates, think time, runtime).
+
+pub mod fio;
