@@ -359,6 +359,13 @@ fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigErro
                 let want = ctx.size("device.capacity", cap)?;
                 let geo = &c.geometry;
                 let block_bytes = geo.units_per_block() as u64 * geo.unit_bytes as u64;
+                let min = block_bytes * geo.planes() as u64;
+                if want < min {
+                    return Err(ctx.err(format!(
+                        "device.capacity: {want} bytes is smaller than one block per plane ({min} bytes: {} planes × {block_bytes}-byte blocks)",
+                        geo.planes()
+                    )));
+                }
                 let raw = (want as f64 * (1.0 + c.overprovisioning)).ceil() as u64;
                 let bpp = raw.div_ceil(block_bytes * geo.planes() as u64);
                 // Rounding the logical space down to whole stripes may cost a little; add blocks until it fits.

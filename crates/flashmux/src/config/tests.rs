@@ -140,6 +140,7 @@ fn bad_values_name_the_key() {
         (format!("{MINIMAL}\n[device.buffer]\nsize = \"4k\"\n"), "device.buffer.size"),
         (format!("{MINIMAL}\n[device.ftl]\ngc_threshold_blocks = 1\n"), "gc_threshold_blocks"),
         ("[device]\npreset = \"paper-c\"\n".to_string(), "no tenants"),
+        (MINIMAL.replace("preset = \"paper-c\"", "preset = \"paper-c\"\ncapacity = \"64k\""), "smaller than one block per plane"),
     ] {
         let e = err(&text);
         assert!(e.contains(needle), "expected '{needle}' in: {e}");

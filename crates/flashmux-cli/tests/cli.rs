@@ -1,0 +1,212 @@
+//! The `flashmux` command as users run it: exit codes, messages, files written.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn flashmux() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_flashmux"))
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("flashmux-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A small, fast drive for command-line tests.
+const SMALL: &str = r#"
+[device]
+preset = "paper-c"
+[device.geometry]
+channels = 4
+chips_per_channel = 1
+blocks_per_plane = 64
+[device.ftl]
+overprovisioning = 0.15
+[device.buffer]
+size = "256KiB"
+"#;
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn run_scenario(dir: &Path, text: &str, extra: &[&str]) -> Output {
+    let scenario = write(dir, "scenario.toml", text);
+    flashmux()
+        .arg("run")
+        .arg(&scenario)
+        .arg("-o")
+        .arg(dir.join("out"))
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// Runs a scenario that must be rejected; returns its message.
+fn rejected(name: &str, text: &str) -> String {
+    let dir = tmpdir(name);
+    let o = run_scenario(&dir, text, &[]);
+    assert_eq!(o.status.code(), Some(2), "{name}: expected exit code 2, stderr: {}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.starts_with("flashmux: error: "), "{name}: {e}");
+    assert!(!e.contains("panicked"), "{name}: {e}");
+    assert!(!dir.join("out").exists(), "{name}: no results for a rejected scenario");
+    e
+}
+
+const TENANT: &str = "[[tenant]]\nname = \"t\"\nfio = \"\"\"\n[t]\nrw=randwrite\nbs=4k\nnumber_ios=2000\n\"\"\"\n";
+
+#[test]
+fn scenario_run_writes_fio_json_timeline_and_table() {
+    let dir = tmpdir("files");
+    let o = run_scenario(&dir, &format!("{SMALL}\n[precondition]\nstate = \"aged\"\n{TENANT}"), &["--check-invariants"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    assert!(stdout.contains("t: (groupid=0, jobs=1)"), "fio normal output: {stdout}");
+    assert!(stdout.contains("write amplification"), "table: {stdout}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out/results.json")).unwrap()).unwrap();
+    assert!(json["fio version"].as_str().unwrap().starts_with("flashmux-"));
+    let job = &json["jobs"][0];
+    assert_eq!(job["jobname"], "t");
+    assert_eq!(job["write"]["total_ios"], 2000);
+    assert!(job["write"]["clat_ns"]["percentile"]["99.000000"].as_u64().unwrap() > 0);
+    assert!(json["flashmux"]["device"]["ftl"]["gc_runs"].as_u64().unwrap() > 0);
+    assert_eq!(json["flashmux"]["seed"], 1);
+    let csv = std::fs::read_to_string(dir.join("out/timeline.csv")).unwrap();
+    assert!(csv.starts_with("time_s,interval_s,tenant,"));
+    assert!(csv.lines().count() >= 2);
+    assert!(std::fs::read_to_string(dir.join("out/summary.txt")).unwrap().contains("tenant"));
+}
+
+#[test]
+fn json_output_on_stdout_matches_the_file_and_is_reproducible() {
+    let dir = tmpdir("json");
+    let text = format!("{SMALL}\n{TENANT}");
+    let a = run_scenario(&dir, &text, &["--output-format", "json"]);
+    assert!(a.status.success(), "{}", stderr(&a));
+    let file = std::fs::read(dir.join("out/results.json")).unwrap();
+    assert_eq!(a.stdout, file);
+    let b = run_scenario(&dir, &text, &["--output-format", "json"]);
+    assert_eq!(a.stdout, b.stdout, "same scenario and seed, same bytes");
+    let c = run_scenario(&dir, &text, &["--output-format", "json+"]);
+    let plus: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    assert!(plus["jobs"][0]["write"]["clat_ns"]["bins"].is_object());
+}
+
+#[test]
+fn fio_job_file_runs_as_is_with_groups_in_order() {
+    let dir = tmpdir("fio");
+    let job = write(
+        &dir,
+        "two.fio",
+        "; two groups, as fio runs them\n[global]\nbs=4k\nioengine=libaio\n\n[fill]\nrw=write\nsize=4m\n\n[readback]\nstonewall\nrw=randread\nsize=4m\n",
+    );
+    let o = flashmux()
+        .args(["run", "--fio"])
+        .arg(&job)
+        .args(["--device", "paper-c", "--output-format", "json", "-o"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("accepted but not modelled: ioengine"), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["jobname"], "fill");
+    assert_eq!(v["jobs"][0]["groupid"], 0);
+    assert_eq!(v["jobs"][0]["write"]["io_bytes"], 4 << 20);
+    assert_eq!(v["jobs"][1]["groupid"], 1);
+    assert_eq!(v["jobs"][1]["read"]["io_bytes"], 4 << 20);
+    assert_eq!(v["global options"]["bs"], "4k");
+    // The reads ran after the writes: they found data on flash, not unmapped space.
+    assert_eq!(v["flashmux"]["tenants"][1]["device"]["read_units_unmapped"], 0);
+}
+
+#[test]
+fn unknown_fio_option_is_a_warning_with_file_and_line() {
+    let dir = tmpdir("warn");
+    let o = run_scenario(&dir, &format!("{SMALL}\n{}", TENANT.replace("bs=4k", "bs=4k\nfrobnicate=3")), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("warning: ") && e.contains("[tenant t].fio:4: unknown option 'frobnicate'"), "{e}");
+}
+
+#[test]
+fn bad_input_is_one_clear_error_with_exit_code_2() {
+    let e = rejected("toml", "[device\npreset = 1\n");
+    assert!(e.contains("line 1"), "{e}");
+    let e = rejected("unknown-key", &format!("{SMALL}\nspeed = \"fast\"\n{TENANT}"));
+    assert!(e.contains("unknown field `speed`"), "{e}");
+    let e = rejected("fio-value", &format!("{SMALL}\n{}", TENANT.replace("bs=4k", "bs=4kk")));
+    assert!(e.contains("fio:3: option 'bs': invalid value '4kk'"), "{e}");
+    let e = rejected("job-file", &format!("{SMALL}\n[[tenant]]\nname = \"t\"\njob_file = \"nowhere.fio\"\n"));
+    assert!(e.contains("nowhere.fio"), "{e}");
+    let e = rejected("zero-channels", &format!("{}\n{TENANT}", SMALL.replace("channels = 4", "channels = 0")));
+    assert!(e.contains("device.geometry.channels: must be at least 1"), "{e}");
+    let e = rejected("page-size", &format!("{}\n{TENANT}", SMALL.replace("chips_per_channel = 1", "chips_per_channel = 1\npage_size = \"3000\"")));
+    assert!(e.contains("page_size must be a power of two"), "{e}");
+    let e = rejected("low-op", &format!("{}\n{TENANT}", SMALL.replace("overprovisioning = 0.15", "overprovisioning = 0.01")));
+    assert!(e.contains("over-provisioning too low"), "{e}");
+    let e = rejected("tiny", &format!("{}\n{TENANT}", SMALL.replace("blocks_per_plane = 64\n", "").replace("[device]\npreset = \"paper-c\"", "[device]\npreset = \"paper-c\"\ncapacity = \"1k\"")));
+    assert!(e.contains("smaller than one block per plane"), "{e}");
+    let e = rejected("too-big", &format!("{SMALL}\n{}", TENANT.replace("number_ios=2000", "size=1g")));
+    assert!(e.contains("job 't'") && e.contains("size"), "{e}");
+}
+
+#[test]
+fn missing_scenario_file_and_bad_flags() {
+    let o = flashmux().args(["run", "/nonexistent/scenario.toml"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot read /nonexistent/scenario.toml"), "{}", stderr(&o));
+    let o = flashmux().args(["run", "--time", "ten", "--no-progress"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--time: invalid duration 'ten'"), "{}", stderr(&o));
+}
+
+#[test]
+fn presets_and_default_scenario_are_listed() {
+    let o = flashmux().arg("presets").output().unwrap();
+    let s = String::from_utf8(o.stdout).unwrap();
+    for p in ["paper-c", "x25e", "tlc-nvme", "null"] {
+        assert!(s.contains(p), "{s}");
+    }
+    let o = flashmux().arg("default-scenario").output().unwrap();
+    assert!(String::from_utf8(o.stdout).unwrap().contains("[[tenant]]"));
+}
+
+#[test]
+fn interrupt_writes_partial_results() {
+    let dir = tmpdir("sigint");
+    let scenario = write(
+        &dir,
+        "long.toml",
+        &format!("{SMALL}\n[[tenant]]\nname = \"t\"\nfio = \"\"\"\n[t]\nrw=randwrite\nbs=4k\niodepth=8\ntime_based\nruntime=100000s\n\"\"\"\n"),
+    );
+    let child = flashmux()
+        .arg("run")
+        .arg(&scenario)
+        .arg("-o")
+        .arg(dir.join("out"))
+        .args(["--output-format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out/results.json")).unwrap()).unwrap();
+    assert_eq!(v["flashmux"]["stop_reason"], "interrupted");
+    assert!(v["jobs"][0]["write"]["total_ios"].as_u64().unwrap() > 0);
+}
