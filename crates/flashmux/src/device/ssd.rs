@@ -10,10 +10,11 @@
 //!   one multi-plane program: channel transfer, then tPROG on the die. At most
 //!   `program_queue_depth` programs are queued per die, so reads wait behind at most that many.
 //! - **Garbage collection** is decided by the FTL and run on the victim's die as a background job
-//!   of steps (page reads, page programs, one erase; on-die copy-back, no channel traffic). A user
-//!   read may start between any two steps (reads have priority over GC); buffered writes to a die
-//!   wait until its GC job is done (GC has priority over writes), so GC throttles writes through
-//!   the buffer, as on real drives.
+//!   of steps (page reads, page programs, one erase; on-die copy-back, no channel traffic); jobs
+//!   of different planes of a die step together as multi-plane operations. A user read may start
+//!   between any two steps (reads have priority over GC); buffered writes to a plane wait until
+//!   its GC job is done (GC has priority over writes there), so GC throttles writes through the
+//!   buffer, as on real drives; writes to the die's other planes go between GC steps.
 
 use super::buffer::WriteBuffer;
 use super::{CmdState, Command, DeviceEvent, IoOp, Outbox};
@@ -75,6 +76,9 @@ pub struct SsdStats {
     pub gc_jobs_done: u64,
     /// Time dies spent on GC steps (summed over dies).
     pub gc_busy_ns: u64,
+    /// What the GC jobs would have taken one after another: less than `gc_busy_ns` when jobs of
+    /// several planes ran together as multi-plane operations.
+    pub gc_serial_ns: u64,
     /// Writes that had to wait for buffer space.
     pub writes_stalled: u64,
 }
@@ -146,6 +150,9 @@ pub struct Ssd {
     tenants: Vec<TenantDeviceStats>,
     stats: SsdStats,
     pages_scratch: Vec<(u32, u32)>,
+    gang_scratch: Vec<usize>,
+    /// GC jobs queued or running per plane.
+    plane_gc_jobs: Vec<u16>,
 }
 
 impl Ssd {
@@ -160,6 +167,7 @@ impl Ssd {
             },
         )?;
         let dies = (0..geo.dies()).map(|_| Die::default()).collect();
+        let planes = geo.planes() as usize;
         Ok(Ssd {
             timing: cfg.timing.clone(),
             buf: WriteBuffer::new(cfg.buffer_units, geo.planes()),
@@ -176,6 +184,8 @@ impl Ssd {
             tenants: Vec::new(),
             stats: SsdStats::default(),
             pages_scratch: Vec::new(),
+            gang_scratch: Vec::new(),
+            plane_gc_jobs: vec![0; planes],
         })
     }
 
@@ -390,16 +400,19 @@ impl Ssd {
     }
 
     /// Planes of `die` that have a full flash page of dirty units and room to program it.
+    /// A plane takes host programs when it has a flash page of dirty units, room for them, and no
+    /// GC job of its own pending (GC goes before buffered writes in that plane).
     fn plane_ready(&self, plane: u32) -> bool {
         let upp = self.geo.units_per_page();
-        self.buf.dirty_in_plane(plane) >= upp && self.ftl.can_program_host(plane, upp)
+        self.plane_gc_jobs[plane as usize] == 0
+            && self.buf.dirty_in_plane(plane) >= upp
+            && self.ftl.can_program_host(plane, upp)
     }
 
     fn die_can_program(&self, die: u32) -> bool {
         let d = &self.dies[die as usize];
         let ppd = self.geo.planes_per_die;
-        d.gc.is_empty()
-            && (d.inflight_progs.len() as u32) < self.cfg.program_queue_depth
+        (d.inflight_progs.len() as u32) < self.cfg.program_queue_depth
             && (die * ppd..(die + 1) * ppd).any(|p| self.plane_ready(p))
     }
 
@@ -437,6 +450,8 @@ impl Ssd {
         let ch = self.geo.channel_of_die(die) as usize;
         let xfer = Nanos::for_transfer(bytes, self.timing.channel_bytes_per_sec) + self.timing.command;
         let (_, loaded) = self.channels[ch].reserve(now, now, xfer);
+        // GC steps of other planes that start while the data is loading go first.
+        self.catch_up_gc(die, loaded);
         let d = &mut self.dies[die as usize];
         let start = loaded.max(d.busy_until);
         let end = start + self.timing.program;
@@ -474,76 +489,93 @@ impl Ssd {
     fn schedule_new_gc(&mut self, now: SimTime, out: &mut Outbox) {
         while let Some(job) = self.ftl.take_gc_job() {
             let die = self.geo.die_of_plane(job.plane);
+            let run = GcRun { job, reads_done: 0, progs_done: 0, erased: false, end: None };
+            self.stats.gc_serial_ns += run.remaining(&self.timing).0;
+            self.plane_gc_jobs[job.plane as usize] += 1;
             self.stats.gc_page_reads += job.read_pages as u64;
             self.stats.gc_page_programs += job.program_pages as u64;
-            self.dies[die as usize]
-                .gc
-                .push_back(GcRun { job, reads_done: 0, progs_done: 0, erased: false, end: None });
+            self.dies[die as usize].gc.push_back(run);
             self.schedule_gc_check(now, die, out);
         }
     }
 
     fn schedule_gc_check(&mut self, now: SimTime, die: u32, out: &mut Outbox) {
         let d = &mut self.dies[die as usize];
-        if d.gc_check_scheduled {
+        if d.gc_check_scheduled || d.gc.is_empty() {
             return;
         }
-        let Some(front) = d.gc.front() else { return };
-        let at = match front.end {
-            Some(end) => end,
-            None => now.max(d.busy_until) + front.remaining(&self.timing),
-        };
+        // The earliest any run can end; a check that comes early just looks again later.
+        let start = now.max(d.busy_until);
+        let at = d
+            .gc
+            .iter()
+            .map(|r| r.end.unwrap_or(start + r.remaining(&self.timing)))
+            .min()
+            .expect("checked non-empty");
         d.gc_check_scheduled = true;
         out.events.push((at, DeviceEvent::GcCheck(die)));
     }
 
     /// Commits the GC steps of `die` that start before `t`: the die was free then, so GC ran.
+    ///
+    /// GC jobs of different planes of the die step together, as multi-plane operations: each
+    /// step advances the first unfinished job of every plane by one of its own steps and takes as
+    /// long as the longest of them. Jobs of one plane run one after another.
     fn catch_up_gc(&mut self, die: u32, t: SimTime) {
         let timing = &self.timing;
         let d = &mut self.dies[die as usize];
-        for run in d.gc.iter_mut().filter(|r| r.end.is_none()) {
-            while d.busy_until < t {
-                let Some((dur, step)) = run.next_step(timing) else { break };
-                d.busy_until += dur;
-                self.stats.gc_busy_ns += dur.0;
-                match step {
-                    Step::Read => run.reads_done += 1,
-                    Step::Program => run.progs_done += 1,
-                    Step::Erase => run.erased = true,
+        let gang = &mut self.gang_scratch;
+        while d.busy_until < t {
+            gang.clear();
+            for (i, run) in d.gc.iter().enumerate() {
+                if run.end.is_none() && !gang.iter().any(|&g: &usize| d.gc[g].job.plane == run.job.plane) {
+                    gang.push(i);
                 }
             }
-            if run.next_step(timing).is_none() {
-                run.end = Some(d.busy_until);
-            } else {
+            let Some(dur) = gang.iter().filter_map(|&i| d.gc[i].next_step(timing)).map(|(dur, _)| dur).max() else {
                 break;
+            };
+            d.busy_until += dur;
+            self.stats.gc_busy_ns += dur.0;
+            for &i in gang.iter() {
+                let run = &mut d.gc[i];
+                match run.next_step(timing).map(|(_, step)| step) {
+                    Some(Step::Read) => run.reads_done += 1,
+                    Some(Step::Program) => run.progs_done += 1,
+                    Some(Step::Erase) => run.erased = true,
+                    None => {}
+                }
+                if run.next_step(timing).is_none() {
+                    run.end = Some(d.busy_until);
+                }
             }
         }
     }
 
-    /// The estimated end of `die`'s GC job has come: finish what is done, re-check what was delayed.
+    /// The estimated end of a GC job on `die` has come: finish what is done, re-check the rest.
     pub fn gc_check(&mut self, now: SimTime, die: u32, cmds: &mut [CmdState], out: &mut Outbox) {
         self.dies[die as usize].gc_check_scheduled = false;
         // Steps starting exactly now run too: nothing else claimed the die first.
         self.catch_up_gc(die, now + Nanos(1));
-        while let Some(front) = self.dies[die as usize].gc.front() {
-            match front.end {
+        let d = &mut self.dies[die as usize];
+        let mut i = 0;
+        while i < d.gc.len() {
+            match d.gc[i].end {
                 Some(end) if end <= now => {
-                    let victim = front.job.victim;
-                    self.dies[die as usize].gc.pop_front();
+                    let run = d.gc.remove(i).expect("index checked");
+                    self.plane_gc_jobs[run.job.plane as usize] -= 1;
                     self.stats.gc_jobs_done += 1;
-                    self.ftl.finish_erase(victim);
+                    self.ftl.finish_erase(run.job.victim);
                 }
-                _ => break,
+                _ => i += 1,
             }
         }
         // Finishing an erase may let GC continue elsewhere in the plane.
         self.schedule_new_gc(now, out);
         self.schedule_gc_check(now, die, out);
-        if self.dies[die as usize].gc.is_empty() {
-            self.mark_die(die);
-            self.admit_waiting(now, cmds, out);
-            self.flush(now, out);
-        }
+        self.mark_die(die);
+        self.admit_waiting(now, cmds, out);
+        self.flush(now, out);
     }
 
     pub fn check_invariants(&self) {
