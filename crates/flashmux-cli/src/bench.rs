@@ -102,10 +102,20 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     );
     let t1 = Instant::now();
     let mut rss_quarter = None;
+    let mut quarter = 1;
+    let mut last = (t1, 0u64);
     loop {
         let p = sim.run_for(100_000);
-        if rss_quarter.is_none() && sim.requests_completed() >= args.requests / 4 {
-            rss_quarter = memory().map(|m| m.0);
+        let done = sim.requests_completed();
+        if done >= args.requests * quarter / 4 || matches!(p, Progress::Finished(_)) {
+            let now = Instant::now();
+            let rate = (done - last.1) as f64 / now.duration_since(last.0).as_secs_f64();
+            println!("  quarter {quarter}: {rate:.0} requests/s");
+            if quarter == 1 {
+                rss_quarter = memory().map(|m| m.0);
+            }
+            last = (now, done);
+            quarter += 1;
         }
         if let Progress::Finished(_) = p {
             break;

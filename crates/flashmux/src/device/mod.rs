@@ -100,8 +100,9 @@ pub struct Device {
     nvme: NvmeConfig,
     /// Commands waiting to be fetched, per queue.
     pending: Vec<VecDeque<u32>>,
+    /// Queues with commands waiting, in round-robin order (each at most once).
+    ready_queues: VecDeque<u16>,
     outstanding: Vec<u32>,
-    rr_next: usize,
     free_cores: u32,
     cmds: Vec<CmdState>,
     free_cmds: Vec<u32>,
@@ -114,8 +115,8 @@ impl Device {
         let q = nvme.queues as usize;
         Device {
             pending: vec![VecDeque::new(); q],
+            ready_queues: VecDeque::with_capacity(q),
             outstanding: vec![0; q],
-            rr_next: 0,
             free_cores: nvme.controller_cores,
             cmds: Vec::new(),
             free_cmds: Vec::new(),
@@ -145,6 +146,20 @@ impl Device {
         512
     }
 
+    /// A request for `offset` is on its way: start loading the mapping entries it will need.
+    /// `early` at issue (the L2P entry), not `early` when it reaches the host (what that entry
+    /// points to). A hint with no effect on results.
+    pub fn prefetch_hint(&self, offset: u64, early: bool) {
+        if let Backend::Ssd(s) = &self.backend {
+            let lpn = crate::units::Lpn((offset / s.config().geometry.unit_bytes as u64) as u32);
+            if early {
+                s.ftl().prefetch_entry(lpn);
+            } else {
+                s.ftl().prefetch_location(lpn);
+            }
+        }
+    }
+
     pub fn queue_has_room(&self, q: QueueId) -> bool {
         self.outstanding[q.index()] < self.nvme.queue_depth
     }
@@ -164,19 +179,24 @@ impl Device {
             }
         };
         self.outstanding[cmd.queue.index()] += 1;
-        self.pending[cmd.queue.index()].push_back(slot);
+        let q = &mut self.pending[cmd.queue.index()];
+        if q.is_empty() {
+            self.ready_queues.push_back(cmd.queue.0);
+        }
+        q.push_back(slot);
         self.fetch(now, out);
     }
 
-    /// Round-robin arbitration: each free controller core takes the next queue's oldest command.
+    /// Round-robin arbitration: each free controller core takes the oldest command of the next
+    /// queue that has one; a queue with more goes to the back of the line.
     fn fetch(&mut self, now: SimTime, out: &mut Outbox) {
-        let n = self.pending.len();
         while self.free_cores > 0 {
-            let Some(q) = (0..n).map(|i| (self.rr_next + i) % n).find(|&q| !self.pending[q].is_empty()) else {
-                return;
-            };
-            let slot = self.pending[q].pop_front().expect("queue checked non-empty");
-            self.rr_next = (q + 1) % n;
+            let Some(q) = self.ready_queues.pop_front() else { return };
+            let pending = &mut self.pending[q as usize];
+            let slot = pending.pop_front().expect("ready queues have commands");
+            if !pending.is_empty() {
+                self.ready_queues.push_back(q);
+            }
             self.free_cores -= 1;
             out.events.push((now + self.nvme.command_overhead, DeviceEvent::Fetched(slot)));
         }
@@ -224,6 +244,8 @@ impl Device {
     pub fn check_invariants(&self) {
         let queued: usize = self.pending.iter().map(|p| p.len()).sum();
         assert!(queued as u64 <= self.in_flight());
+        let busy = self.pending.iter().filter(|p| !p.is_empty()).count();
+        assert_eq!(busy, self.ready_queues.len(), "round-robin list out of sync");
         assert_eq!(self.cmds.len() - self.free_cmds.len(), self.in_flight() as usize, "command slots leaked");
         assert!(self.free_cores <= self.nvme.controller_cores);
         if let Backend::Ssd(s) = &self.backend {

@@ -123,7 +123,12 @@ enum Step {
 #[derive(Default)]
 struct Die {
     busy_until: SimTime,
-    gc: VecDeque<GcRun>,
+    /// GC jobs running together (multi-plane): at most one per plane, none finished.
+    gc_gang: Vec<GcRun>,
+    /// GC jobs waiting for the running job of their plane.
+    gc_queued: VecDeque<GcRun>,
+    /// GC jobs whose steps are all committed, until their erase ends.
+    gc_finished: Vec<GcRun>,
     gc_check_scheduled: bool,
     /// Buffer slots of the programs in flight, oldest first.
     inflight_slots: VecDeque<u32>,
@@ -150,7 +155,6 @@ pub struct Ssd {
     tenants: Vec<TenantDeviceStats>,
     stats: SsdStats,
     pages_scratch: Vec<(u32, u32)>,
-    gang_scratch: Vec<usize>,
     /// GC jobs queued or running per plane.
     plane_gc_jobs: Vec<u16>,
 }
@@ -184,7 +188,6 @@ impl Ssd {
             tenants: Vec::new(),
             stats: SsdStats::default(),
             pages_scratch: Vec::new(),
-            gang_scratch: Vec::new(),
             plane_gc_jobs: vec![0; planes],
         })
     }
@@ -494,24 +497,26 @@ impl Ssd {
             self.plane_gc_jobs[job.plane as usize] += 1;
             self.stats.gc_page_reads += job.read_pages as u64;
             self.stats.gc_page_programs += job.program_pages as u64;
-            self.dies[die as usize].gc.push_back(run);
+            let d = &mut self.dies[die as usize];
+            if d.gc_gang.iter().any(|r| r.job.plane == job.plane) {
+                d.gc_queued.push_back(run);
+            } else {
+                d.gc_gang.push(run);
+            }
             self.schedule_gc_check(now, die, out);
         }
     }
 
     fn schedule_gc_check(&mut self, now: SimTime, die: u32, out: &mut Outbox) {
         let d = &mut self.dies[die as usize];
-        if d.gc_check_scheduled || d.gc.is_empty() {
+        if d.gc_check_scheduled {
             return;
         }
-        // The earliest any run can end; a check that comes early just looks again later.
+        // The earliest any job can end; a check that comes early just looks again later.
+        // (Queued jobs end after the running job of their plane.)
         let start = now.max(d.busy_until);
-        let at = d
-            .gc
-            .iter()
-            .map(|r| r.end.unwrap_or(start + r.remaining(&self.timing)))
-            .min()
-            .expect("checked non-empty");
+        let running = d.gc_gang.iter().map(|r| start + r.remaining(&self.timing));
+        let Some(at) = d.gc_finished.iter().filter_map(|r| r.end).chain(running).min() else { return };
         d.gc_check_scheduled = true;
         out.events.push((at, DeviceEvent::GcCheck(die)));
     }
@@ -519,34 +524,41 @@ impl Ssd {
     /// Commits the GC steps of `die` that start before `t`: the die was free then, so GC ran.
     ///
     /// GC jobs of different planes of the die step together, as multi-plane operations: each
-    /// step advances the first unfinished job of every plane by one of its own steps and takes as
-    /// long as the longest of them. Jobs of one plane run one after another.
+    /// step advances the running job of every plane by one of its own steps and takes as long as
+    /// the longest of them. Jobs of one plane run one after another.
     fn catch_up_gc(&mut self, die: u32, t: SimTime) {
         let timing = &self.timing;
         let d = &mut self.dies[die as usize];
-        let gang = &mut self.gang_scratch;
         while d.busy_until < t {
-            gang.clear();
-            for (i, run) in d.gc.iter().enumerate() {
-                if run.end.is_none() && !gang.iter().any(|&g: &usize| d.gc[g].job.plane == run.job.plane) {
-                    gang.push(i);
-                }
-            }
-            let Some(dur) = gang.iter().filter_map(|&i| d.gc[i].next_step(timing)).map(|(dur, _)| dur).max() else {
+            let Some(dur) = d.gc_gang.iter().filter_map(|r| r.next_step(timing)).map(|(dur, _)| dur).max() else {
                 break;
             };
             d.busy_until += dur;
             self.stats.gc_busy_ns += dur.0;
-            for &i in gang.iter() {
-                let run = &mut d.gc[i];
+            let mut i = 0;
+            while i < d.gc_gang.len() {
+                let run = &mut d.gc_gang[i];
                 match run.next_step(timing).map(|(_, step)| step) {
                     Some(Step::Read) => run.reads_done += 1,
                     Some(Step::Program) => run.progs_done += 1,
                     Some(Step::Erase) => run.erased = true,
                     None => {}
                 }
-                if run.next_step(timing).is_none() {
-                    run.end = Some(d.busy_until);
+                if run.next_step(timing).is_some() {
+                    i += 1;
+                    continue;
+                }
+                let mut done = d.gc_gang.swap_remove(i);
+                done.end = Some(d.busy_until);
+                let plane = done.job.plane;
+                d.gc_finished.push(done);
+                if let Some(q) = d.gc_queued.iter().position(|r| r.job.plane == plane) {
+                    let next = d.gc_queued.remove(q).expect("position found");
+                    // Keep gang order stable: the promoted job takes the finished one's place.
+                    d.gc_gang.push(next);
+                    let last = d.gc_gang.len() - 1;
+                    d.gc_gang.swap(i, last);
+                    i += 1;
                 }
             }
         }
@@ -559,10 +571,11 @@ impl Ssd {
         self.catch_up_gc(die, now + Nanos(1));
         let d = &mut self.dies[die as usize];
         let mut i = 0;
-        while i < d.gc.len() {
-            match d.gc[i].end {
+        while i < d.gc_finished.len() {
+            match d.gc_finished[i].end {
                 Some(end) if end <= now => {
-                    let run = d.gc.remove(i).expect("index checked");
+                    // `remove`, not `swap_remove`: erases finish in the order their jobs did.
+                    let run = d.gc_finished.remove(i);
                     self.plane_gc_jobs[run.job.plane as usize] -= 1;
                     self.stats.gc_jobs_done += 1;
                     self.ftl.finish_erase(run.job.victim);
@@ -593,10 +606,23 @@ impl Ssd {
             self.buf.capacity(),
             "write-buffer slots leaked"
         );
+        let mut jobs = vec![0u16; self.plane_gc_jobs.len()];
         for d in &self.dies {
+            for r in d.gc_gang.iter().chain(&d.gc_queued).chain(&d.gc_finished) {
+                jobs[r.job.plane as usize] += 1;
+            }
+            for (i, r) in d.gc_gang.iter().enumerate() {
+                assert!(r.end.is_none(), "finished GC job still in the gang");
+                assert!(d.gc_gang[..i].iter().all(|o| o.job.plane != r.job.plane), "two gang jobs for one plane");
+            }
+            for r in &d.gc_queued {
+                assert!(d.gc_gang.iter().any(|g| g.job.plane == r.job.plane), "queued GC job with nothing running");
+            }
+            assert!(d.gc_finished.iter().all(|r| r.end.is_some()));
             assert!(d.inflight_progs.len() as u32 <= self.cfg.program_queue_depth);
             assert!(d.inflight_progs.iter().zip(d.inflight_progs.iter().skip(1)).all(|(a, b)| a.0 <= b.0));
         }
+        assert_eq!(jobs, self.plane_gc_jobs, "per-plane GC job counts out of sync");
         for c in &self.channels {
             c.check_invariants();
         }

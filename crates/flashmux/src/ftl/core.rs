@@ -1,4 +1,5 @@
 use super::buckets::ValidBuckets;
+use crate::engine::prefetch;
 use crate::flash::Geometry;
 use crate::units::{Lpn, Ppa, TenantId};
 use serde::Serialize;
@@ -474,12 +475,10 @@ impl Ftl {
         self.buckets.remove(victim, self.blocks[victim as usize].valid);
         self.blocks[victim as usize].state = BlockState::Erasing;
         self.planes[plane as usize].erasing += 1;
-        // First pass: attribute the erase, list the valid units, and read their L2P entries.
-        // Those entries are scattered over the table; reading them all before any is written lets
-        // the processor fetch them in parallel instead of stalling on each in turn.
+        // Attribute the erase and list the valid units; then prefetch their L2P entries, which are
+        // scattered over the table, so they arrive in parallel instead of one stall per unit.
         let mut valid = std::mem::take(&mut self.gc_scratch);
         valid.clear();
-        let mut touched = 0u32;
         for page in 0..written.div_ceil(upp) {
             let mut page_had_valid = false;
             for u in page * upp..((page + 1) * upp).min(written) {
@@ -489,13 +488,14 @@ impl Ftl {
                 let lpn = self.p2l[old as usize];
                 if lpn != NO_LPN {
                     page_had_valid = true;
-                    touched ^= self.l2p[lpn as usize];
                     valid.push((old, lpn, owner));
                 }
             }
             read_pages += page_had_valid as u32;
         }
-        std::hint::black_box(touched);
+        for &(_, lpn, _) in &valid {
+            prefetch(&self.l2p[lpn as usize]);
+        }
         for &(old, lpn, owner) in &valid {
             let new = self.alloc(plane, Stream::Gc);
             // A GC page is programmed when its last unit is filled; a partly filled page waits
@@ -542,22 +542,31 @@ impl Ftl {
         self.unowned_gc = TenantGc::default();
     }
 
-    /// Reads the table entries that writing `lpns` will touch, without changing anything. They
-    /// are scattered over large tables; reading a batch of them at once lets the processor fetch
-    /// them in parallel, so the writes that follow find them in cache. (Only a speed-up: the
-    /// result is the same without it.)
+    /// Prefetches the table entries that writing `lpns` will touch (two steps: the L2P entries,
+    /// then what they point to). Only a speed-up: the tables are large and these accesses random.
     pub fn warm_for_writes(&self, lpns: &[u32]) {
-        let mut touched = 0u32;
         for &l in lpns {
-            touched ^= self.l2p[l as usize];
+            self.prefetch_entry(Lpn(l));
         }
         for &l in lpns {
-            let v = self.l2p[l as usize];
-            if v != UNMAPPED && v & BUF_FLAG == 0 {
-                touched ^= self.p2l[v as usize] ^ self.blocks[self.block_of(Ppa(v)) as usize].valid;
-            }
+            self.prefetch_location(Lpn(l));
         }
-        std::hint::black_box(touched);
+    }
+
+    /// Prefetches `lpn`'s L2P entry (first step of a lookup that will come soon).
+    pub fn prefetch_entry(&self, lpn: Lpn) {
+        if let Some(e) = self.l2p.get(lpn.index()) {
+            prefetch(e);
+        }
+    }
+
+    /// Reads `lpn`'s L2P entry and prefetches the reverse-map entry and block it points to
+    /// (second step: best issued a little after [`Ftl::prefetch_entry`]).
+    pub fn prefetch_location(&self, lpn: Lpn) {
+        if let Some(Loc::Flash(ppa)) = self.l2p.get(lpn.index()).map(|_| self.lookup(lpn)) {
+            prefetch(&self.p2l[ppa.index()]);
+            prefetch(&self.blocks[self.block_of(ppa) as usize]);
+        }
     }
 
     /// The next GC job the device has not yet scheduled.

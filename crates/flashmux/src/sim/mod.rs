@@ -310,6 +310,7 @@ impl Simulator {
             Event::HostArrive(r) => {
                 let req = &mut self.reqs[r.index()];
                 req.queued = self.now;
+                self.device.prefetch_hint(req.offset, false);
                 let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, bytes: req.len };
                 self.sched.enqueue(self.now, sr);
                 self.host_dispatch();
@@ -361,6 +362,7 @@ impl Simulator {
                         dispatched: now,
                     });
                     self.issued += 1;
+                    self.device.prefetch_hint(io.offset, true);
                     let arrive = now + self.scenario.host.submit_overhead;
                     self.events.push(arrive, Event::HostArrive(id));
                 }
