@@ -69,9 +69,12 @@ struct RunArgs {
     /// Stop after this many completed requests (overrides the scenario's).
     #[arg(long)]
     requests: Option<u64>,
-    /// Check every component's invariants every N events (default 100000 when given without N).
-    #[arg(long, num_args = 0..=1, default_missing_value = "100000")]
-    check_invariants: Option<u64>,
+    /// Check every component's invariants periodically during the run (and at its end).
+    #[arg(long)]
+    check_invariants: bool,
+    /// Events between invariant checks with --check-invariants.
+    #[arg(long, default_value_t = 100_000, requires = "check_invariants")]
+    check_every: u64,
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -161,8 +164,8 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
     }
     let mut sim = Simulator::new(scenario)?;
-    if let Some(every) = args.check_invariants {
-        sim.check_invariants_every(every);
+    if args.check_invariants {
+        sim.check_invariants_every(args.check_every);
     }
     let bar = (!args.no_progress && std::io::stderr().is_terminal()).then(|| {
         let b = ProgressBar::new(1000);

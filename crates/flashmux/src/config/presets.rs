@@ -78,17 +78,17 @@ fn paper_c() -> Preset {
 fn x25e() -> Preset {
     let geometry = Geometry {
         channels: 10,
-        chips_per_channel: 2,
+        chips_per_channel: 1,
         dies_per_chip: 1,
-        planes_per_die: 2,
-        blocks_per_plane: 2048,
+        planes_per_die: 1,
+        blocks_per_plane: 16384,
         pages_per_block: 64,
         page_bytes: 4096,
         unit_bytes: 4096,
     };
     Preset {
         name: "x25e",
-        summary: "SLC SATA drive like the Intel X25-E 32GB: 10 ch, 4 KiB pages, tR 25us, tPROG 200us, NCQ 32, 300 MB/s link",
+        summary: "SLC SATA drive like the Intel X25-E 32GB: 10 ch, 4 KiB pages, tR 25us, tPROG 200us, NCQ 32, 250 MB/s link",
         kind: DeviceKind::Ssd(SsdConfig {
             gc_threshold_blocks: default_gc_threshold(geometry.blocks_per_plane),
             geometry,
@@ -96,16 +96,16 @@ fn x25e() -> Preset {
                 read: Nanos::from_us(25),
                 program: Nanos::from_us(200),
                 erase: Nanos::from_us(1500),
-                channel_bytes_per_sec: 40_000_000,
+                channel_bytes_per_sec: 133_000_000,
                 command: Nanos(0),
             },
             overprovisioning: 0.25,
             victim_policy: VictimPolicy::Greedy,
             buffer_units: 256,
             program_queue_depth: 2,
-            host_link_bytes_per_sec: 300_000_000,
+            host_link_bytes_per_sec: 250_000_000,
         }),
-        nvme: NvmeConfig { queues: 1, queue_depth: 32, controller_cores: 1, command_overhead: Nanos::from_us(20) },
+        nvme: NvmeConfig { queues: 1, queue_depth: 32, controller_cores: 1, command_overhead: Nanos::from_us(5) },
     }
 }
 
@@ -125,7 +125,7 @@ fn tlc_nvme() -> Preset {
     };
     Preset {
         name: "tlc-nvme",
-        summary: "datacenter TLC NVMe, PCIe 4.0 x4: 8 ch x 4 dies x 4 planes, 16 KiB pages, tR 60us, tPROG 700us, tBERS 3.5ms, 128 GiB flash (scalable)",
+        summary: "datacenter TLC NVMe, PCIe 4.0 x4: 8 ch x 4 dies x 4 planes, 16 KiB pages, tR 60us, tPROG 700us, tBERS 3.5ms, OP 14.5%, 128 GiB flash (scalable)",
         kind: DeviceKind::Ssd(SsdConfig {
             gc_threshold_blocks: default_gc_threshold(geometry.blocks_per_plane),
             geometry,
@@ -136,7 +136,7 @@ fn tlc_nvme() -> Preset {
                 channel_bytes_per_sec: 1_200_000_000,
                 command: Nanos(0),
             },
-            overprovisioning: 0.07,
+            overprovisioning: 0.145,
             victim_policy: VictimPolicy::Greedy,
             buffer_units: 16384,
             program_queue_depth: 2,

@@ -119,6 +119,7 @@ pub struct Ftl {
     units_per_block: u32,
     /// log2(units_per_block) when it is a power of two (shift instead of divide on hot paths).
     upb_shift: Option<u32>,
+    planes_per_die: u32,
     blocks_per_plane: u32,
     stripe_to_plane: Vec<u32>,
     l2p: Vec<u32>,
@@ -197,6 +198,7 @@ impl Ftl {
             upp_shift: upp.trailing_zeros(),
             units_per_block: upb,
             upb_shift: upb.is_power_of_two().then(|| upb.trailing_zeros()),
+            planes_per_die: geo.planes_per_die,
             blocks_per_plane: geo.blocks_per_plane,
             stripe_to_plane,
             l2p: vec![UNMAPPED; params.logical_units as usize],
@@ -407,21 +409,35 @@ impl Ftl {
     }
 
     /// Cleans victims in `plane` while its free-or-erasing blocks are at or below the threshold.
+    /// When it cleans anything, the die's other planes that are within one block of their own
+    /// threshold are cleaned too, so that their jobs can run together as multi-plane operations
+    /// (planes of a die are written in step, so they would need GC moments later anyway).
     fn collect_garbage(&mut self, plane: u32) {
-        // Each run frees at least one unit net, so this ends; the bound only guards against a bug.
-        for _ in 0..=self.blocks_per_plane {
-            let p = &self.planes[plane as usize];
-            if p.free.len() + p.erasing as usize > self.params.gc_threshold_blocks as usize {
-                return;
+        if self.collect_garbage_below(plane, self.params.gc_threshold_blocks) {
+            let first = plane / self.planes_per_die * self.planes_per_die;
+            for sibling in (first..first + self.planes_per_die).filter(|&p| p != plane) {
+                self.collect_garbage_below(sibling, self.params.gc_threshold_blocks + 1);
             }
-            let Some(victim) = self.pick_victim(plane) else { return };
+        }
+    }
+
+    /// Cleans victims in `plane` while its free-or-erasing blocks are at or below `threshold`.
+    /// Returns whether it cleaned any.
+    fn collect_garbage_below(&mut self, plane: u32, threshold: u32) -> bool {
+        // Each run frees at least one unit net, so this ends; the bound only guards against a bug.
+        for run in 0..=self.blocks_per_plane {
+            let p = &self.planes[plane as usize];
+            if p.free.len() + p.erasing as usize > threshold as usize {
+                return run > 0;
+            }
+            let Some(victim) = self.pick_victim(plane) else { return run > 0 };
             let valid = self.blocks[victim as usize].valid;
             let gc_room = self.planes[plane as usize]
                 .gc_active
                 .map_or(0, |b| self.units_per_block - self.blocks[b as usize].written);
             if valid > gc_room && self.planes[plane as usize].free.is_empty() {
                 // Wait for an erase to finish before copying more.
-                return;
+                return run > 0;
             }
             self.relocate(plane, victim);
         }
