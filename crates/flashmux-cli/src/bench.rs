@@ -23,6 +23,9 @@ pub struct BenchArgs {
     requests: u64,
     #[arg(long, default_value_t = 32)]
     iodepth: u32,
+    /// Over-provisioning (physical = logical × (1 + op)); default: the preset's.
+    #[arg(long)]
+    overprovisioning: Option<f64>,
     /// Host I/O scheduler.
     #[arg(long, default_value = "none")]
     scheduler: String,
@@ -31,13 +34,14 @@ pub struct BenchArgs {
 }
 
 fn scenario_toml(a: &BenchArgs) -> String {
+    let op = a.overprovisioning.map(|op| format!("[device.ftl]\noverprovisioning = {op}\n")).unwrap_or_default();
     format!(
         r#"name = "bench"
 seed = {seed}
 [device]
 preset = "{preset}"
 capacity = "{capacity}"
-[precondition]
+{op}[precondition]
 state = "aged"
 [host]
 scheduler = "{scheduler}"
@@ -58,6 +62,7 @@ runtime=100000s
         seed = a.seed,
         preset = a.preset,
         capacity = a.capacity,
+        op = op,
         scheduler = a.scheduler,
         requests = a.requests,
         iodepth = a.iodepth
