@@ -171,13 +171,8 @@ const RATE_EXPECTED: &str = "a transfer rate such as 400MB/s, 1.2GB/s or 800MiB/
 /// a whole number of bytes.
 pub fn parse_size(s: &str) -> Result<u64, UnitError> {
     let err = || UnitError { what: "size", value: s.to_string(), expected: SIZE_EXPECTED };
-    let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, suffix) = t.split_at(split);
-    if num.is_empty() {
-        return Err(err());
-    }
-    let mult: u64 = match suffix.trim() {
+    let (num, suffix) = split_number(s).ok_or_else(err)?;
+    let mult: u64 = match suffix {
         "" | "b" | "B" => 1,
         "k" | "K" | "KiB" | "kiB" => 1 << 10,
         "m" | "M" | "MiB" => 1 << 20,
@@ -195,13 +190,8 @@ pub fn parse_size(s: &str) -> Result<u64, UnitError> {
 /// Parses a duration; a unit is required (`ns`, `us`, `ms`, `s`, `m`, `h`).
 pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
     let err = || UnitError { what: "duration", value: s.to_string(), expected: DURATION_EXPECTED };
-    let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, suffix) = t.split_at(split);
-    if num.is_empty() {
-        return Err(err());
-    }
-    let mult: u64 = match suffix.trim() {
+    let (num, suffix) = split_number(s).ok_or_else(err)?;
+    let mult: u64 = match suffix {
         "ns" => 1,
         "us" | "µs" => 1_000,
         "ms" => 1_000_000,
@@ -222,6 +212,15 @@ pub fn parse_rate(s: &str) -> Result<u64, UnitError> {
         Ok(0) | Err(_) => Err(err()),
         Ok(v) => Ok(v),
     }
+}
+
+/// Splits `"1.5 GiB"` into the number (`"1.5"`) and the unit (`"GiB"`), both trimmed; None if there
+/// is no number.
+fn split_number(s: &str) -> Option<(&str, &str)> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    (!num.is_empty()).then(|| (num, suffix.trim()))
 }
 
 /// `num` (decimal digits with at most one '.') times `mult`, exactly, or None.

@@ -225,6 +225,11 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path) -> Result<Scenario, C
         },
     };
     let mut collected = Collected::default();
+    if matches!(device.kind, DeviceKind::Null(_)) && precondition.state != PreconditionState::Clean {
+        collected.warnings.push(format!(
+            "{file}: precondition.state has no effect on the null device (it has no flash to age)"
+        ));
+    }
     let tenants = resolve_tenants(&ctx, &f.tenants, base, device.capacity_bytes(), &mut collected)?;
     Ok(Scenario {
         name: f.name.unwrap_or_else(|| Path::new(file).file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into())),

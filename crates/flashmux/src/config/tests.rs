@@ -187,4 +187,6 @@ fn null_device_rejects_flash_settings() {
     assert!(matches!(s.device.kind, DeviceKind::Null(_)));
     let e = err(&format!("{text}\n[device.timing]\nread = \"5us\"\n"));
     assert!(e.contains("has no flash"), "{e}");
+    let s = load(&format!("{text}\n[precondition]\nstate = \"aged\"\n")).unwrap();
+    assert!(s.warnings.iter().any(|w| w.contains("no effect on the null device")), "{:?}", s.warnings);
 }
