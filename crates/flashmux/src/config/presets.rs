@@ -1,6 +1,6 @@
 //! Built-in device presets. Every number and its source is listed in `docs/MODEL.md`.
 
-use crate::device::{NullConfig, NvmeConfig, SsdConfig};
+use crate::device::{FlushPolicy, NullConfig, NvmeConfig, SsdConfig};
 use crate::flash::{Geometry, Timing};
 use crate::ftl::VictimPolicy;
 use crate::units::Nanos;
@@ -67,6 +67,7 @@ fn paper_c() -> Preset {
             victim_policy: VictimPolicy::Greedy,
             buffer_units: 1024,
             program_queue_depth: 2,
+            flush: FlushPolicy::Page,
             host_link_bytes_per_sec: 3_200_000_000,
         }),
         nvme: NvmeConfig { queues: 8, queue_depth: 1024, controller_cores: 4, command_overhead: Nanos(500) },
@@ -103,6 +104,7 @@ fn x25e() -> Preset {
             victim_policy: VictimPolicy::Greedy,
             buffer_units: 256,
             program_queue_depth: 2,
+            flush: FlushPolicy::Page,
             host_link_bytes_per_sec: 250_000_000,
         }),
         nvme: NvmeConfig { queues: 1, queue_depth: 32, controller_cores: 1, command_overhead: Nanos::from_us(5) },
@@ -140,6 +142,7 @@ fn tlc_nvme() -> Preset {
             victim_policy: VictimPolicy::Greedy,
             buffer_units: 16384,
             program_queue_depth: 2,
+            flush: FlushPolicy::Page,
             host_link_bytes_per_sec: 7_000_000_000,
         }),
         nvme: NvmeConfig { queues: 16, queue_depth: 1024, controller_cores: 8, command_overhead: Nanos(1000) },

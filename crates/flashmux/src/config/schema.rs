@@ -5,6 +5,7 @@ use super::{
     ConfigError, DeviceSpec, OutputSpec, Scenario, StopSpec, TenantSpec, DEFAULT_OUTPUT_DIR, DEFAULT_SEED,
 };
 use crate::device::precondition::{PreconditionSpec, PreconditionState};
+use crate::device::FlushPolicy;
 use crate::ftl::{Ftl, FtlParams, VictimPolicy};
 use crate::host::{HostConfig, SchedulerKind};
 use crate::units::{parse_duration, parse_rate, parse_size, Nanos};
@@ -90,6 +91,9 @@ struct FtlSection {
 struct BufferSection {
     size: Option<String>,
     program_queue_depth: Option<u32>,
+    flush: Option<String>,
+    high_watermark: Option<f64>,
+    low_watermark: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -399,6 +403,7 @@ fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigErro
             if let Some(q) = b.program_queue_depth {
                 c.program_queue_depth = ctx.positive("device.buffer.program_queue_depth", q)?;
             }
+            c.flush = resolve_flush(ctx, b, c.flush)?;
             let stripe_units = c.geometry.planes() * c.geometry.units_per_page();
             if c.buffer_units < 2 * stripe_units {
                 return Err(ctx.err(format!(
@@ -427,6 +432,28 @@ fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigErro
     Ok(DeviceSpec { preset: name.to_string(), kind, nvme })
 }
 
+fn resolve_flush(ctx: &Ctx, b: &BufferSection, preset: FlushPolicy) -> Result<FlushPolicy, ConfigError> {
+    let watermarks = b.high_watermark.is_some() || b.low_watermark.is_some();
+    match b.flush.as_deref() {
+        None if !watermarks => Ok(preset),
+        Some("page") if !watermarks => Ok(FlushPolicy::Page),
+        None | Some("page") => Err(ctx.err(
+            "device.buffer: high_watermark and low_watermark apply only with flush = \"watermark\"",
+        )),
+        Some("watermark") => {
+            let high = b.high_watermark.unwrap_or(0.9);
+            let low = b.low_watermark.unwrap_or(0.7);
+            if !(0.0 < low && low < high && high <= 1.0) {
+                return Err(ctx.err(format!(
+                    "device.buffer: watermarks low = {low}, high = {high}: expected 0 < low < high <= 1 (fractions of the buffer)"
+                )));
+            }
+            Ok(FlushPolicy::Watermark { high, low })
+        }
+        Some(other) => Err(ctx.err(format!("device.buffer.flush: unknown policy '{other}': expected one of page, watermark"))),
+    }
+}
+
 fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Result<(), ConfigError> {
     let g = &d.geometry;
     let t = &d.timing;
@@ -438,7 +465,8 @@ fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Result<(), Con
             || g.page_size.is_some() || g.unit_size.is_some()),
         ("timing", t.read.is_some() || t.program.is_some() || t.erase.is_some() || t.channel_rate.is_some() || t.command.is_some()),
         ("ftl", f.overprovisioning.is_some() || f.mapping.is_some() || f.gc_victim.is_some() || f.gc_threshold_blocks.is_some()),
-        ("buffer", b.size.is_some() || b.program_queue_depth.is_some()),
+        ("buffer", b.size.is_some() || b.program_queue_depth.is_some() || b.flush.is_some()
+            || b.high_watermark.is_some() || b.low_watermark.is_some()),
     ];
     match set.iter().find(|(_, s)| *s) {
         Some((section, _)) => Err(ctx.err(format!("device.{section}: preset '{preset}' has no flash; remove this section"))),

@@ -57,6 +57,9 @@ fn overrides_apply_on_top_of_the_preset() {
     assert_eq!(c.timing.program, Nanos::from_us(550), "untouched values stay the preset's");
     assert_eq!(c.overprovisioning, 0.2);
     assert_eq!(c.victim_policy, crate::ftl::VictimPolicy::CostBenefit);
+    let s = load(&format!("{MINIMAL}\n[device.buffer]\nflush = \"watermark\"\nlow_watermark = 0.5\n")).unwrap();
+    let DeviceKind::Ssd(c) = &s.device.kind else { panic!() };
+    assert_eq!(c.flush, crate::device::FlushPolicy::Watermark { high: 0.9, low: 0.5 });
 }
 
 #[test]
@@ -139,6 +142,9 @@ fn bad_values_name_the_key() {
         (format!("{MINIMAL}\n[stop]\ntime = \"0s\"\n"), "stop.time"),
         (format!("{MINIMAL}\n[device.buffer]\nsize = \"4k\"\n"), "device.buffer.size"),
         (format!("{MINIMAL}\n[device.ftl]\ngc_threshold_blocks = 1\n"), "gc_threshold_blocks"),
+        (format!("{MINIMAL}\n[device.buffer]\nflush = \"lazy\"\n"), "device.buffer.flush: unknown policy 'lazy'"),
+        (format!("{MINIMAL}\n[device.buffer]\nflush = \"watermark\"\nhigh_watermark = 0.5\nlow_watermark = 0.6\n"), "expected 0 < low < high <= 1"),
+        (format!("{MINIMAL}\n[device.buffer]\nhigh_watermark = 0.5\n"), "apply only with flush"),
         ("[device]\npreset = \"paper-c\"\n".to_string(), "no tenants"),
         (MINIMAL.replace("preset = \"paper-c\"", "preset = \"paper-c\"\ncapacity = \"64k\""), "smaller than one block per plane"),
     ] {

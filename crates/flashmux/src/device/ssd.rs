@@ -37,6 +37,8 @@ pub struct SsdConfig {
     pub buffer_units: u32,
     /// Programs that may be queued on one die at once.
     pub program_queue_depth: u32,
+    /// When the write buffer is drained to flash.
+    pub flush: FlushPolicy,
     /// Host link (PCIe/SATA) bandwidth per direction, bytes per second.
     pub host_link_bytes_per_sec: u64,
 }
@@ -50,6 +52,17 @@ impl SsdConfig {
         let raw = (g.total_units() as f64 / (1.0 + self.overprovisioning)).floor() as u64;
         raw / stripe * stripe
     }
+}
+
+/// When dirty data leaves the write buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "policy")]
+pub enum FlushPolicy {
+    /// As soon as a plane has a flash page of dirty units (and its die can take a program).
+    Page,
+    /// Only once the buffer is `high` full (fraction of its slots dirty), then down to `low`:
+    /// data stays longer in DRAM, so rewrites of hot data hit the buffer instead of flash.
+    Watermark { high: f64, low: f64 },
 }
 
 /// Per-tenant counters of the device's data path.
@@ -157,6 +170,8 @@ pub struct Ssd {
     pages_scratch: Vec<(u32, u32)>,
     /// GC jobs queued or running per plane.
     plane_gc_jobs: Vec<u16>,
+    /// Whether the flusher is draining the buffer (always, under `FlushPolicy::Page`).
+    draining: bool,
 }
 
 impl Ssd {
@@ -189,6 +204,7 @@ impl Ssd {
             stats: SsdStats::default(),
             pages_scratch: Vec::new(),
             plane_gc_jobs: vec![0; planes],
+            draining: false,
         })
     }
 
@@ -419,9 +435,24 @@ impl Ssd {
             && (die * ppd..(die + 1) * ppd).any(|p| self.plane_ready(p))
     }
 
-    /// Starts programs on every die that can take one, round-robin.
+    /// Whether the flush policy wants dirty data programmed now (updates the watermark state).
+    fn wants_flush(&mut self) -> bool {
+        let FlushPolicy::Watermark { high, low } = self.cfg.flush else { return true };
+        let fill = self.buf.dirty() as f64 / self.buf.capacity() as f64;
+        // Dies with dirty data stay in the ready queue while the buffer fills (they were marked
+        // when the data arrived), so draining starts on all of them at once.
+        if !self.draining && fill >= high {
+            self.draining = true;
+        } else if self.draining && fill <= low {
+            self.draining = false;
+        }
+        self.draining
+    }
+
+    /// Starts programs on every die that can take one, round-robin, while the flush policy wants.
     fn flush(&mut self, now: SimTime, out: &mut Outbox) {
-        while let Some(die) = self.ready.pop_front() {
+        while self.wants_flush() {
+            let Some(die) = self.ready.pop_front() else { break };
             self.dies[die as usize].in_ready_queue = false;
             if !self.die_can_program(die) {
                 continue;

@@ -35,6 +35,7 @@ fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) -> SsdConfig 
         gc_threshold_blocks: 2,
         buffer_units,
         program_queue_depth: 2,
+        flush: FlushPolicy::Page,
         host_link_bytes_per_sec: 4_000_000_000,
     }
 }
@@ -258,6 +259,52 @@ fn random_overwrites_with_gc_keep_data_and_invariants() {
             );
         }
     }
+}
+
+#[test]
+fn watermark_flushing_keeps_hot_data_in_the_buffer() {
+    let hot_rewrites = |flush: FlushPolicy| {
+        let mut cfg = ssd_config(1, 1, 256);
+        cfg.flush = flush;
+        let mut h = Harness::new_ssd(cfg);
+        // 32 hot units rewritten over and over, with idle time between rounds.
+        for round in 0..50 {
+            for u in 0..32u64 {
+                h.submit(IoOp::Write, ((u * 7 + round) % 32) * 4096, 4096, 0);
+            }
+            h.run_all();
+        }
+        h.dev.check_invariants();
+        let ssd = h.ssd();
+        (ssd.tenant_stats(0).write_buffer_hits, ssd.stats().flash_programs, ssd.buffered_dirty_units())
+    };
+    let (page_hits, page_programs, _) = hot_rewrites(FlushPolicy::Page);
+    let (wm_hits, wm_programs, wm_dirty) = hot_rewrites(FlushPolicy::Watermark { high: 0.5, low: 0.25 });
+    // Page flushing programs each unit as soon as its die is free: few rewrites find it dirty.
+    assert!(page_programs > 1000, "{page_programs}");
+    // Below the high watermark nothing is flushed: every rewrite after the first round hits.
+    assert_eq!(wm_hits, 49 * 32);
+    assert_eq!(wm_programs, 0);
+    assert_eq!(wm_dirty, 32);
+    assert!(page_hits < wm_hits / 4, "page {page_hits} vs watermark {wm_hits}");
+}
+
+#[test]
+fn watermark_flushing_drains_to_the_low_mark() {
+    let mut cfg = ssd_config(1, 1, 256);
+    cfg.flush = FlushPolicy::Watermark { high: 0.5, low: 0.25 };
+    let mut h = Harness::new_ssd(cfg);
+    for u in 0..127u64 {
+        h.submit(IoOp::Write, u * 4096, 4096, 0);
+    }
+    h.run_all();
+    assert_eq!(h.ssd().buffered_dirty_units(), 127, "just below the high watermark: no flush");
+    h.submit(IoOp::Write, 127 * 4096, 4096, 0);
+    h.run_all();
+    let dirty = h.ssd().buffered_dirty_units();
+    // Draining stops at the low mark (64 dirty), give or take the programs already started.
+    assert!((56..=64).contains(&dirty), "{dirty} dirty after draining");
+    h.dev.check_invariants();
 }
 
 #[test]
