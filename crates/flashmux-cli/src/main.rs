@@ -6,6 +6,7 @@ mod output;
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use flashmux::config::{ConfigError, Scenario, DEFAULT_SCENARIO, PRESET_NAMES};
+use flashmux::device::precondition::PreconditionState;
 use flashmux::sim::{progress_fraction, Progress, SimError, Simulator};
 use flashmux::units::parse_duration;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -69,6 +70,12 @@ struct RunArgs {
     /// Stop after this many completed requests (overrides the scenario's).
     #[arg(long)]
     requests: Option<u64>,
+    /// Drive state before the run: clean, sequential-fill or aged (overrides the scenario's).
+    #[arg(long)]
+    precondition: Option<String>,
+    /// Fraction of each tenant's region holding data after preconditioning, in (0, 1].
+    #[arg(long)]
+    fill: Option<f64>,
     /// Check every component's invariants periodically during the run (and at its end).
     #[arg(long)]
     check_invariants: bool,
@@ -138,6 +145,17 @@ fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
             return Err(BadArg("--time: must be longer than zero".into()).into());
         }
         s.stop.time = Some(d);
+    }
+    if let Some(p) = &args.precondition {
+        s.precondition.state = PreconditionState::from_name(p).ok_or_else(|| {
+            BadArg(format!("--precondition: unknown state '{p}': expected one of {}", PreconditionState::NAMES.join(", ")))
+        })?;
+    }
+    if let Some(f) = args.fill {
+        if !(f > 0.0 && f <= 1.0) {
+            return Err(BadArg(format!("--fill: {f} is out of range: expected a fraction in (0, 1]")).into());
+        }
+        s.precondition.fill = f;
     }
     if let Some(r) = args.requests {
         if r == 0 {

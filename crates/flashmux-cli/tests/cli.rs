@@ -113,7 +113,8 @@ fn fio_job_file_runs_as_is_with_groups_in_order() {
     let o = flashmux()
         .args(["run", "--fio"])
         .arg(&job)
-        .args(["--device", "paper-c", "--output-format", "json", "-o"])
+        .args(["--device", "paper-c", "--precondition", "sequential-fill", "--fill", "0.5"])
+        .args(["--output-format", "json", "-o"])
         .arg(dir.join("out"))
         .output()
         .unwrap();
@@ -126,6 +127,8 @@ fn fio_job_file_runs_as_is_with_groups_in_order() {
     assert_eq!(v["jobs"][1]["groupid"], 1);
     assert_eq!(v["jobs"][1]["read"]["io_bytes"], 4 << 20);
     assert_eq!(v["global options"]["bs"], "4k");
+    assert_eq!(v["flashmux"]["device"]["precondition"]["state"], "sequential-fill");
+    assert_eq!(v["flashmux"]["device"]["precondition"]["fill"], 0.5);
     // The reads ran after the writes: they found data on flash, not unmapped space.
     assert_eq!(v["flashmux"]["tenants"][1]["device"]["read_units_unmapped"], 0);
 }
@@ -169,6 +172,12 @@ fn missing_scenario_file_and_bad_flags() {
     let o = flashmux().args(["run", "--time", "ten", "--no-progress"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--time: invalid duration 'ten'"), "{}", stderr(&o));
+    let o = flashmux().args(["run", "--precondition", "old", "--no-progress"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--precondition: unknown state 'old'"), "{}", stderr(&o));
+    let o = flashmux().args(["run", "--fill", "2", "--no-progress"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--fill: 2 is out of range"), "{}", stderr(&o));
 }
 
 #[test]

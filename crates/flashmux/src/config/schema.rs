@@ -476,14 +476,13 @@ fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Result<(), Con
 
 fn resolve_precondition(ctx: &Ctx, p: &PreconditionSection) -> Result<PreconditionSpec, ConfigError> {
     let state = match p.state.as_deref() {
-        None | Some("clean") => PreconditionState::Clean,
-        Some("sequential-fill") => PreconditionState::SequentialFill,
-        Some("aged") => PreconditionState::Aged,
-        Some(other) => {
-            return Err(ctx.err(format!(
-                "precondition.state: unknown state '{other}': expected one of clean, sequential-fill, aged"
-            )))
-        }
+        None => PreconditionState::Clean,
+        Some(name) => PreconditionState::from_name(name).ok_or_else(|| {
+            ctx.err(format!(
+                "precondition.state: unknown state '{name}': expected one of {}",
+                PreconditionState::NAMES.join(", ")
+            ))
+        })?,
     };
     let fill = p.fill.unwrap_or(1.0);
     if !(fill > 0.0 && fill <= 1.0) {

@@ -26,6 +26,19 @@ pub enum PreconditionState {
     Aged,
 }
 
+impl PreconditionState {
+    pub const NAMES: [&'static str; 3] = ["clean", "sequential-fill", "aged"];
+
+    pub fn from_name(name: &str) -> Option<PreconditionState> {
+        match name {
+            "clean" => Some(PreconditionState::Clean),
+            "sequential-fill" => Some(PreconditionState::SequentialFill),
+            "aged" => Some(PreconditionState::Aged),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PreconditionSpec {
     pub state: PreconditionState,
