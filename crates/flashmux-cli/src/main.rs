@@ -181,11 +181,26 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // A second Ctrl-C while results are being written falls through to the default handler's effect.
         ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
     }
+    let on_terminal = !args.no_progress && std::io::stderr().is_terminal();
+    // Aging a large drive takes seconds before the first event: say so.
+    let aging = (on_terminal && scenario.precondition.state != PreconditionState::Clean).then(|| {
+        let s = ProgressBar::new_spinner();
+        s.set_message(format!(
+            "preconditioning the drive ({}, fill {:.0}%)",
+            scenario.precondition.state.name(),
+            scenario.precondition.fill * 100.0
+        ));
+        s.enable_steady_tick(std::time::Duration::from_millis(120));
+        s
+    });
     let mut sim = Simulator::new(scenario)?;
+    if let Some(s) = aging {
+        s.finish_and_clear();
+    }
     if args.check_invariants {
         sim.check_invariants_every(args.check_every);
     }
-    let bar = (!args.no_progress && std::io::stderr().is_terminal()).then(|| {
+    let bar = on_terminal.then(|| {
         let b = ProgressBar::new(1000);
         b.set_style(
             ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {msg} (ETA {eta})")

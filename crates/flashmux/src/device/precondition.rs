@@ -29,6 +29,14 @@ pub enum PreconditionState {
 impl PreconditionState {
     pub const NAMES: [&'static str; 3] = ["clean", "sequential-fill", "aged"];
 
+    pub fn name(self) -> &'static str {
+        match self {
+            PreconditionState::Clean => "clean",
+            PreconditionState::SequentialFill => "sequential-fill",
+            PreconditionState::Aged => "aged",
+        }
+    }
+
     pub fn from_name(name: &str) -> Option<PreconditionState> {
         match name {
             "clean" => Some(PreconditionState::Clean),
