@@ -120,6 +120,8 @@ pub struct DeviceResult {
     pub precondition: PreconditionReport,
     /// Time-averaged utilisation of the channels, 0–1.
     pub channel_utilisation: f64,
+    /// Writes of units still dirty in the write buffer (all tenants).
+    pub write_buffer_hits: u64,
 }
 
 /// One tenant's activity in one timeline interval.

@@ -178,6 +178,7 @@ pub(crate) mod test_fixture {
                     reached_steady_state: true,
                 },
                 channel_utilisation: 0.5,
+                write_buffer_hits: 6,
             },
             timeline_interval_ns: SEC,
             timeline: vec![

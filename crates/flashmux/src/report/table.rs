@@ -19,7 +19,6 @@ pub fn tenant_table(r: &RunResults) -> String {
     out.push('\n');
 
     let d = &r.device;
-    let write_buffer_hits: u64 = r.tenants.iter().map(|t| t.device.write_buffer_hits).sum();
     let lines: [(&str, String); 10] = [
         ("device", format!("{} ({}), mapping {}", d.kind, d.preset, d.mapping)),
         (
@@ -32,7 +31,7 @@ pub fn tenant_table(r: &RunResults) -> String {
             "pages programmed",
             format!("host {}, GC {}", d.ftl.host_units_programmed, d.ftl.gc_units_programmed),
         ),
-        ("write-buffer hits", write_buffer_hits.to_string()),
+        ("write-buffer hits", r.device.write_buffer_hits.to_string()),
         ("precondition", precondition(&d.precondition)),
         ("stop reason", stop_reason_name(r.stop_reason).into()),
         ("simulated time", format!("{:.6} s", r.sim_time_ns as f64 / NS_PER_SEC as f64)),

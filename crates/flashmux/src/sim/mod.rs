@@ -617,6 +617,9 @@ impl Simulator {
                     unowned_gc_units_moved: s.ftl().unowned_gc().units_moved,
                     precondition: self.precondition.clone(),
                     channel_utilisation: s.channel_utilisation(now),
+                    write_buffer_hits: (0..self.scenario.tenants.len())
+                        .map(|t| s.tenant_stats(t).write_buffer_hits)
+                        .sum(),
                 }
             }
             Backend::Null(n) => DeviceResult {
@@ -632,6 +635,7 @@ impl Simulator {
                 unowned_gc_units_moved: 0,
                 precondition: self.precondition.clone(),
                 channel_utilisation: 0.0,
+                write_buffer_hits: 0,
             },
         }
     }
