@@ -210,13 +210,17 @@ fn full_buffer_stalls_writes_until_programs_finish() {
 
 #[test]
 fn random_overwrites_with_gc_keep_data_and_invariants() {
-    for (upp, planes) in [(1, 1), (2, 2)] {
-        let mut h = Harness::new_ssd(ssd_config(upp, planes, 64));
+    // (units per page, planes per die, over-provisioning, blocks per plane)
+    for (upp, planes, op, blocks) in [(1, 1, 0.25, 32), (2, 2, 0.25, 32), (1, 1, 0.06, 128)] {
+        let mut cfg = ssd_config(upp, planes, 64);
+        cfg.overprovisioning = op;
+        cfg.geometry.blocks_per_plane = blocks;
+        let mut h = Harness::new_ssd(cfg);
         let cap = h.dev.capacity_bytes();
         let units = cap / 4096;
         let mut x: u64 = 99;
         let mut latest: BTreeMap<u64, u16> = BTreeMap::new();
-        for i in 0..units * 6 {
+        for i in 0..units * 11 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
@@ -244,7 +248,7 @@ fn random_overwrites_with_gc_keep_data_and_invariants() {
                 Loc::Unmapped => panic!("unit {u} lost"),
             }
         }
-        assert_eq!(h.done.len() as u64, units * 6, "every write completed");
+        assert_eq!(h.done.len() as u64, units * 11, "every write completed: the whole space written, then overwritten 10 times");
         let st = h.ssd().stats();
         assert!(st.gc_busy_ns > 0);
         if planes == 1 {
