@@ -8,12 +8,11 @@ pub use results::*;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-/// Statistics of one latency series in nanoseconds: exact count, min, max, mean and standard
-/// deviation (Welford's online algorithm, as fio computes them), and a histogram with three
-/// significant digits for percentiles.
-#[derive(Clone, Debug)]
-pub struct LatStat {
-    hist: Histogram<u64>,
+/// Exact running statistics of a series: count, min, max, mean and variance (Welford's online
+/// algorithm, as fio's `add_stat_sample` computes them; series merge exactly with Chan et al.'s
+/// parallel formula).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Moments {
     n: u64,
     min: u64,
     max: u64,
@@ -21,41 +20,37 @@ pub struct LatStat {
     m2: f64,
 }
 
-impl Default for LatStat {
-    fn default() -> Self {
-        LatStat {
-            hist: Histogram::new(3).expect("3 significant digits is a valid histogram precision"),
-            n: 0,
-            min: 0,
-            max: 0,
-            mean: 0.0,
-            m2: 0.0,
-        }
-    }
-}
-
-/// fio's default completion-latency percentiles.
-pub const FIO_PERCENTILES: [f64; 17] =
-    [1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99];
-
-impl LatStat {
-    pub fn record(&mut self, ns: u64) {
-        // `record` grows the auto-resizing histogram; only values beyond its reach saturate.
-        if self.hist.record(ns).is_err() {
-            self.hist.saturating_record(ns);
-        }
+impl Moments {
+    pub fn record(&mut self, v: u64) {
         if self.n == 0 {
-            self.min = ns;
-            self.max = ns;
+            self.min = v;
+            self.max = v;
         } else {
-            self.min = self.min.min(ns);
-            self.max = self.max.max(ns);
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
         }
         self.n += 1;
-        let x = ns as f64;
+        let x = v as f64;
         let delta = x - self.mean;
         self.mean += delta / self.n as f64;
         self.m2 += delta * (x - self.mean);
+    }
+
+    pub fn merge(&mut self, o: &Moments) {
+        if o.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = *o;
+            return;
+        }
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        let n = self.n + o.n;
+        let delta = o.mean - self.mean;
+        self.mean += delta * o.n as f64 / n as f64;
+        self.m2 += o.m2 + delta * delta * self.n as f64 * o.n as f64 / n as f64;
+        self.n = n;
     }
 
     pub fn count(&self) -> u64 {
@@ -78,9 +73,57 @@ impl LatStat {
             (self.m2 / (self.n - 1) as f64).sqrt()
         }
     }
+}
+
+/// Statistics of one latency series in nanoseconds: exact [`Moments`] and a histogram with
+/// three significant digits for percentiles.
+#[derive(Clone, Debug)]
+pub struct LatStat {
+    hist: Histogram<u64>,
+    moments: Moments,
+}
+
+impl Default for LatStat {
+    fn default() -> Self {
+        LatStat {
+            hist: Histogram::new(3).expect("3 significant digits is a valid histogram precision"),
+            moments: Moments::default(),
+        }
+    }
+}
+
+/// fio's default completion-latency percentiles.
+pub const FIO_PERCENTILES: [f64; 17] =
+    [1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99];
+
+impl LatStat {
+    pub fn record(&mut self, ns: u64) {
+        // `record` grows the auto-resizing histogram; only values beyond its reach saturate.
+        if self.hist.record(ns).is_err() {
+            self.hist.saturating_record(ns);
+        }
+        self.moments.record(ns);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.moments.count()
+    }
+    pub fn min(&self) -> u64 {
+        self.moments.min()
+    }
+    pub fn max(&self) -> u64 {
+        self.moments.max()
+    }
+    pub fn mean(&self) -> f64 {
+        self.moments.mean()
+    }
+    /// Sample standard deviation (n − 1), as fio reports it; 0 for fewer than two samples.
+    pub fn stddev(&self) -> f64 {
+        self.moments.stddev()
+    }
     /// The value at percentile `p` (0–100); 0 when empty.
     pub fn percentile(&self, p: f64) -> u64 {
-        if self.n == 0 {
+        if self.count() == 0 {
             return 0;
         }
         self.hist.value_at_quantile(p / 100.0)
@@ -90,33 +133,21 @@ impl LatStat {
         self.hist.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect()
     }
 
-    /// Adds another series (for tenant aggregates). Mean and variance combine exactly
-    /// (Chan et al.'s parallel algorithm).
+    /// Adds another series (for tenant aggregates).
     pub fn merge(&mut self, o: &LatStat) {
-        if o.n == 0 {
+        if o.count() == 0 {
             return;
         }
         self.hist.add(&o.hist).expect("auto-resizing histograms of equal precision always merge");
-        if self.n == 0 {
-            self.min = o.min;
-            self.max = o.max;
-        } else {
-            self.min = self.min.min(o.min);
-            self.max = self.max.max(o.max);
-        }
-        let n = self.n + o.n;
-        let delta = o.mean - self.mean;
-        self.mean += delta * o.n as f64 / n as f64;
-        self.m2 += o.m2 + delta * delta * self.n as f64 * o.n as f64 / n as f64;
-        self.n = n;
+        self.moments.merge(&o.moments);
     }
 
     pub fn summary(&self) -> LatSummary {
         LatSummary {
-            n: self.n,
-            min_ns: self.min,
-            max_ns: self.max,
-            mean_ns: self.mean,
+            n: self.count(),
+            min_ns: self.min(),
+            max_ns: self.max(),
+            mean_ns: self.mean(),
             stddev_ns: self.stddev(),
             percentiles_ns: FIO_PERCENTILES.iter().map(|&p| (p, self.percentile(p))).collect(),
         }

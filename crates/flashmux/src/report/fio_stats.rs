@@ -7,7 +7,7 @@
 //! runtime instead; the integer truncations fio applies to the *results* (bytes/s, KiB/s, IOPS in
 //! the text output) are kept.
 
-use crate::metrics::{DirStats, IoStats, JobResult, RunResults};
+use crate::metrics::{DirStats, IoStats, JobResult, Moments, RunResults};
 use std::collections::BTreeMap;
 
 pub(super) const NS_PER_SEC: u64 = 1_000_000_000;
@@ -111,26 +111,9 @@ pub(super) struct SampleStat {
 impl SampleStat {
     /// Accumulates as fio's `add_stat_sample` does (Welford's online algorithm).
     fn from_values(values: impl Iterator<Item = u64>) -> SampleStat {
-        let mut s = SampleStat::default();
-        let mut m2 = 0.0;
-        for v in values {
-            if s.samples == 0 {
-                s.min = v;
-                s.max = v;
-            } else {
-                s.min = s.min.min(v);
-                s.max = s.max.max(v);
-            }
-            let x = v as f64;
-            let delta = x - s.mean;
-            s.mean += delta / (s.samples as f64 + 1.0);
-            m2 += delta * (x - s.mean);
-            s.samples += 1;
-        }
-        if s.samples > 1 {
-            s.dev = (m2 / (s.samples - 1) as f64).sqrt();
-        }
-        s
+        let mut m = Moments::default();
+        values.for_each(|v| m.record(v));
+        SampleStat { min: m.min(), max: m.max(), mean: m.mean(), dev: m.stddev(), samples: m.count() }
     }
 }
 
