@@ -232,3 +232,26 @@ fn interrupted_run_still_reports_what_happened() {
     assert_eq!(r.requests_issued, r.requests_completed + r.requests_in_flight);
     assert!(r.warnings.iter().any(|w| w.contains("interrupted")));
 }
+
+#[test]
+fn group_reporting_merges_a_groups_jobs_into_one_entry() {
+    let job = |gr: &str| {
+        format!(
+            "[[tenant]]\nname = \"t\"\nfio = \"\"\"\n[global]\nbs=4k\n{gr}\n[a]\nrw=randread\nnumber_ios=300\nnumjobs=3\n[b]\nrw=randwrite\nnumber_ios=200\n[c]\nstonewall\nrw=read\nnumber_ios=100\n\"\"\"\n"
+        )
+    };
+    let separate = run(&with_tenants("", &job("")));
+    assert_eq!(separate.jobs.len(), 5);
+    let merged = run(&with_tenants("", &job("group_reporting")));
+    // Group 0 (a ×3, b) becomes one entry named after its first job; group 1 (c) stays itself.
+    assert_eq!(merged.jobs.len(), 2);
+    let g0 = &merged.jobs[0];
+    assert_eq!((g0.name.as_str(), g0.members, g0.groupid), ("a", 4, 0));
+    assert_eq!(g0.io.read.ios, 900);
+    assert_eq!(g0.io.write.ios, 200);
+    assert_eq!((merged.jobs[1].name.as_str(), merged.jobs[1].members), ("c", 1));
+    assert_eq!(merged.tenants[0].jobs, vec![0, 1]);
+    assert_eq!(merged.tenants[0].io.ios(), separate.tenants[0].io.ios());
+    let depth_total: f64 = g0.iodepth_levels.iter().map(|l| l.1).sum();
+    assert!((depth_total - 1.0).abs() < 1e-9, "{depth_total}");
+}

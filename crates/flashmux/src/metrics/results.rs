@@ -53,8 +53,10 @@ pub struct RunResults {
 #[derive(Clone, Debug)]
 pub struct JobResult {
     pub name: String,
-    /// Clone number within `numjobs` (0-based).
+    /// Clone number within `numjobs` (0-based); the first member's for a merged group.
     pub clone: u32,
+    /// Job clones reported in this entry: 1, or more under fio's `group_reporting`.
+    pub members: u32,
     /// fio group (stonewall / new_group).
     pub groupid: u32,
     pub tenant: String,
@@ -72,6 +74,39 @@ pub struct JobResult {
     pub sample_interval_ns: u64,
     /// What the job completed in each whole sample window of its measured period.
     pub samples: Vec<JobSample>,
+}
+
+impl JobResult {
+    /// Adds another job's results to this entry (fio's `group_reporting`): I/O statistics add
+    /// up, sample windows add up position by position, the runtime is the longest, the depth
+    /// distribution is weighted by completed I/Os.
+    pub fn absorb(&mut self, o: &JobResult) {
+        let (w_self, w_o) = (self.io.ios() as f64, o.io.ios() as f64);
+        let total = w_self + w_o;
+        if total > 0.0 {
+            let frac = |levels: &[(u32, f64)], d: u32| levels.iter().find(|e| e.0 == d).map_or(0.0, |e| e.1);
+            let mut depths: Vec<u32> = self.iodepth_levels.iter().chain(&o.iodepth_levels).map(|e| e.0).collect();
+            depths.sort_unstable();
+            depths.dedup();
+            self.iodepth_levels = depths
+                .into_iter()
+                .map(|d| (d, (frac(&self.iodepth_levels, d) * w_self + frac(&o.iodepth_levels, d) * w_o) / total))
+                .collect();
+        }
+        self.io.merge(&o.io);
+        self.members += o.members;
+        self.runtime_ns = self.runtime_ns.max(o.runtime_ns);
+        self.iodepth = self.iodepth.max(o.iodepth);
+        if self.samples.len() < o.samples.len() {
+            self.samples.resize(o.samples.len(), JobSample::default());
+        }
+        for (a, b) in self.samples.iter_mut().zip(&o.samples) {
+            for d in 0..3 {
+                a.bytes[d] += b.bytes[d];
+                a.ios[d] += b.ios[d];
+            }
+        }
+    }
 }
 
 /// Completions of one job in one sample window, per direction (read, write, trim).

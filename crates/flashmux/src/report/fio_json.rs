@@ -53,8 +53,8 @@ pub fn fio_json(r: &RunResults, plus: bool) -> Value {
     Value::Object(top)
 }
 
-/// `show_thread_status_json`: one fio job (one clone of a `numjobs` job: flashmux does not do
-/// `group_reporting`, so every clone reports on its own).
+/// `show_thread_status_json`: one fio job entry — a job clone, or under `group_reporting` a whole
+/// reporting group merged by the simulator (`JobResult::members` clones).
 fn job_json(r: &RunResults, job: &JobResult, group: &[GroupDir; 3], plus: bool) -> Value {
     let mut o = Map::new();
     o.insert("jobname".into(), json!(job.name));
@@ -91,7 +91,7 @@ fn job_json(r: &RunResults, job: &JobResult, group: &[GroupDir; 3], plus: bool) 
     o.insert("latency_window".into(), json!(0));
     o.insert(
         "flashmux".into(),
-        json!({ "tenant": job.tenant, "tenant_index": job.tenant_index, "clone": job.clone }),
+        json!({ "tenant": job.tenant, "tenant_index": job.tenant_index, "clone": job.clone, "members": job.members }),
     );
     Value::Object(o)
 }
@@ -372,7 +372,7 @@ mod tests {
         assert_eq!(job["latency_depth"], 16);
         assert_eq!(v["jobs"][1]["latency_depth"], 1);
         assert_eq!(job["latency_percentile"], 100.0);
-        assert_eq!(job["flashmux"], json!({ "tenant": "vm0", "tenant_index": 0, "clone": 0 }));
+        assert_eq!(job["flashmux"], json!({ "tenant": "vm0", "tenant_index": 0, "clone": 0, "members": 1 }));
         assert_eq!(v["jobs"][1]["flashmux"]["clone"], 1);
         assert_eq!(job["iodepth_level"]["1"], 0.1);
         assert_eq!(job["iodepth_level"]["16"], 99.9);

@@ -67,6 +67,7 @@ pub(crate) mod test_fixture {
         JobResult {
             name: name.into(),
             clone,
+            members: 1,
             groupid,
             tenant: String::new(),
             tenant_index: 0,

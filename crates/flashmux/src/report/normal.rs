@@ -43,7 +43,7 @@ fn write_normal(out: &mut String, r: &RunResults) -> fmt::Result {
 
 /// `show_thread_status_normal`.
 fn job_status(out: &mut String, job: &JobResult, group: &[GroupDir; 3]) -> fmt::Result {
-    writeln!(out, "{}: (groupid={}, jobs=1): err={:2}: pid=0: {}", job.name, job.groupid, 0, EPOCH_CTIME)?;
+    writeln!(out, "{}: (groupid={}, jobs={}): err={:2}: pid=0: {}", job.name, job.groupid, job.members, 0, EPOCH_CTIME)?;
     for d in DIRS {
         if d.of(&job.io).bytes > 0 {
             ddir_status(out, job, d, &group[d.index()])?;

@@ -247,6 +247,7 @@ impl JobRt {
         JobResult {
             name: self.spec.name.clone(),
             clone: self.clone,
+            members: 1,
             groupid: self.groupid,
             tenant: scenario.tenants[self.tenant.index()].name.clone(),
             tenant_index: self.tenant.index(),

@@ -559,6 +559,7 @@ impl Simulator {
                 }
             })
             .collect();
+        let (jobs, tenants) = self.apply_group_reporting(jobs, tenants);
         let device = self.device_result(now);
         let mut warnings: Vec<String> = self.scenario.warnings.clone();
         let host_writes = device.ftl.host_units_programmed;
@@ -593,6 +594,53 @@ impl Simulator {
             timeline: self.timeline.into_rows(&self.scenario),
             warnings,
         }
+    }
+
+    /// fio's `group_reporting`: the jobs of a reporting group in which any job sets it are
+    /// reported as one entry (named after the group's first job). Tenant statistics are not
+    /// affected; a tenant's `jobs` then point at the merged entries.
+    fn apply_group_reporting(
+        &self,
+        clones: Vec<JobResult>,
+        mut tenants: Vec<TenantResult>,
+    ) -> (Vec<JobResult>, Vec<TenantResult>) {
+        let key = |j: usize| (self.scenario.tenants[self.jobs[j].tenant.index()].domain, self.jobs[j].groupid);
+        let merged_groups: Vec<(usize, u32)> = {
+            let mut g: Vec<(usize, u32)> =
+                (0..clones.len()).filter(|&j| self.jobs[j].spec.group_reporting).map(key).collect();
+            g.sort_unstable();
+            g.dedup();
+            g
+        };
+        let mut out: Vec<JobResult> = Vec::new();
+        // Reported entry of each clone; the first clone of a merged group opens its entry.
+        let mut entry_of: Vec<usize> = Vec::with_capacity(clones.len());
+        let mut group_entry: Vec<((usize, u32), usize)> = Vec::new();
+        for (j, clone) in clones.into_iter().enumerate() {
+            let k = key(j);
+            if merged_groups.binary_search(&k).is_err() {
+                entry_of.push(out.len());
+                out.push(clone);
+                continue;
+            }
+            match group_entry.iter().find(|(g, _)| *g == k) {
+                Some(&(_, e)) => {
+                    out[e].absorb(&clone);
+                    entry_of.push(e);
+                }
+                None => {
+                    group_entry.push((k, out.len()));
+                    entry_of.push(out.len());
+                    out.push(clone);
+                }
+            }
+        }
+        for t in &mut tenants {
+            let mut entries: Vec<usize> = t.jobs.iter().map(|&j| entry_of[j]).collect();
+            entries.dedup();
+            t.jobs = entries;
+        }
+        (out, tenants)
     }
 
     fn device_result(&self, now: SimTime) -> DeviceResult {
