@@ -31,7 +31,7 @@ fn greedy_waf_is_bounded_by_the_lrw_model() {
     for op in [0.07, 0.15, 0.3] {
         let stripe = geo.planes() as u64;
         let logical = (geo.total_units() as f64 / (1.0 + op)) as u64 / stripe * stripe;
-        let params = FtlParams { logical_units: logical, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2 };
+        let params = FtlParams { logical_units: logical, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: None };
         let mut ftl = Ftl::new(&geo, params).unwrap();
         let segs = owner_segments(logical as u32, &[(0, logical as u32, 0)]);
         let r = precondition(

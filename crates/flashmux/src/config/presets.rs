@@ -163,7 +163,7 @@ fn null() -> Preset {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ftl::{Ftl, FtlParams};
+    use crate::ftl::Ftl;
 
     #[test]
     fn every_preset_is_valid_and_gc_can_progress() {
@@ -172,14 +172,7 @@ mod tests {
             assert_eq!(p.name, name);
             if let DeviceKind::Ssd(c) = &p.kind {
                 c.geometry.validate().unwrap();
-                let f = Ftl::new(
-                    &c.geometry,
-                    FtlParams {
-                        logical_units: c.logical_units(),
-                        victim_policy: c.victim_policy,
-                        gc_threshold_blocks: c.gc_threshold_blocks,
-                    },
-                );
+                let f = Ftl::new(&c.geometry, c.ftl_params());
                 assert!(f.is_ok(), "{name}: {:?}", f.err());
                 assert!(c.buffer_units >= 2 * c.geometry.planes() * c.geometry.units_per_page());
             }

@@ -6,7 +6,7 @@ use super::{
 };
 use crate::device::precondition::{PreconditionSpec, PreconditionState};
 use crate::device::FlushPolicy;
-use crate::ftl::{Ftl, FtlParams, VictimPolicy};
+use crate::ftl::{Ftl, VictimPolicy};
 use crate::host::{HostConfig, SchedulerKind};
 use crate::units::{parse_duration, parse_rate, parse_size, Nanos};
 use crate::virt::VirtMode;
@@ -417,14 +417,7 @@ fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigErro
                     "device: the drive's capacity is smaller than one flash page per plane after over-provisioning",
                 ));
             }
-            Ftl::check_params(
-                &c.geometry,
-                &FtlParams {
-                    logical_units: c.logical_units(),
-                    victim_policy: c.victim_policy,
-                    gc_threshold_blocks: c.gc_threshold_blocks,
-                },
-            )
+            Ftl::check_params(&c.geometry, &c.ftl_params())
             .map_err(|e| ctx.err(format!("device.ftl: {e}")))?;
             DeviceKind::Ssd(c)
         }

@@ -202,7 +202,7 @@ mod tests {
             unit_bytes: 4096,
         };
         let logical = (g.total_units() as f64 / 1.1) as u64 / 4 * 4;
-        Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2 })
+        Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: None })
             .unwrap()
     }
 

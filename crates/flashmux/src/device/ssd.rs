@@ -52,6 +52,16 @@ impl SsdConfig {
         let raw = (g.total_units() as f64 / (1.0 + self.overprovisioning)).floor() as u64;
         raw / stripe * stripe
     }
+
+    /// The FTL's parameters for this drive.
+    pub fn ftl_params(&self) -> FtlParams {
+        FtlParams {
+            logical_units: self.logical_units(),
+            victim_policy: self.victim_policy,
+            gc_threshold_blocks: self.gc_threshold_blocks,
+            map_entries_per_page: None,
+        }
+    }
 }
 
 /// When dirty data leaves the write buffer.
@@ -177,14 +187,7 @@ pub struct Ssd {
 impl Ssd {
     pub fn new(cfg: SsdConfig, map: Box<dyn MapCache>) -> Result<Ssd, crate::ftl::FtlError> {
         let geo = cfg.geometry.clone();
-        let ftl = Ftl::new(
-            &geo,
-            FtlParams {
-                logical_units: cfg.logical_units(),
-                victim_policy: cfg.victim_policy,
-                gc_threshold_blocks: cfg.gc_threshold_blocks,
-            },
-        )?;
+        let ftl = Ftl::new(&geo, cfg.ftl_params())?;
         let dies = (0..geo.dies()).map(|_| Die::default()).collect();
         let planes = geo.planes() as usize;
         Ok(Ssd {

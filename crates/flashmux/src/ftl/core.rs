@@ -7,12 +7,17 @@ use std::collections::VecDeque;
 
 /// Marks "no tenant" in the ownership ledger (padding, never-written units).
 pub const NO_OWNER: u16 = u16::MAX;
+/// Marks translation (map) pages in the ownership ledger: they belong to the FTL, not a tenant.
+pub const MAP_OWNER: u16 = u16::MAX - 1;
 /// L2P value of a logical page that holds no data.
 const UNMAPPED: u32 = u32::MAX;
 /// L2P values with this bit set name a write-buffer slot, not a flash address.
 const BUF_FLAG: u32 = 1 << 31;
 /// P2L value of a physical unit that holds no valid data.
 const NO_LPN: u32 = u32::MAX;
+/// P2L values with this bit set (and not `NO_LPN`) hold unit `v & !MAP_BIT` of the translation
+/// space (map page × units per page + unit), not a logical page.
+const MAP_BIT: u32 = 1 << 31;
 
 /// Where a logical page's latest data is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +47,16 @@ pub struct FtlParams {
     /// GC starts in a plane when its free (or being-erased) blocks fall to this many (at least 2:
     /// one for the next host block, one kept back for GC's own copies).
     pub gc_threshold_blocks: u32,
+    /// DFTL: the L2P table itself is stored on flash in translation pages of this many entries
+    /// (one flash page each). `None`: the whole table lives in controller DRAM.
+    pub map_entries_per_page: Option<u32>,
+}
+
+impl FtlParams {
+    /// Translation pages needed for the L2P table (0 without DFTL).
+    pub fn map_pages(&self) -> u32 {
+        self.map_entries_per_page.map_or(0, |e| self.logical_units.div_ceil(e as u64) as u32)
+    }
 }
 
 /// One block's worth of garbage collection, for the device to time: read the victim's pages that
@@ -73,6 +88,10 @@ pub struct FtlStats {
     pub gc_runs: u64,
     pub erases: u64,
     pub trimmed_units: u64,
+    /// Units of translation pages programmed: map flushes and GC's map updates (DFTL).
+    pub map_units_programmed: u64,
+    /// Units of translation pages GC copied out of victim blocks (included in `gc_units_programmed`).
+    pub gc_map_units_moved: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,6 +112,8 @@ struct Block {
     erase_count: u32,
     /// `write_seq` at the block's last program, for cost-benefit's age.
     last_write_seq: u64,
+    /// Holds translation pages (DFTL keeps them in their own blocks).
+    map: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -100,6 +121,8 @@ struct Plane {
     free: VecDeque<u32>,
     user_active: Option<u32>,
     gc_active: Option<u32>,
+    /// Open block for translation pages (map flushes and their GC copies).
+    map_active: Option<u32>,
     erasing: u32,
 }
 
@@ -107,6 +130,20 @@ struct Plane {
 enum Stream {
     Host,
     Gc,
+    /// Translation pages written by map flushes: like host writes, they leave GC's reserve alone.
+    Map,
+    /// Translation pages copied by GC: into the map block, allowed to use the reserve.
+    MapGc,
+}
+
+impl Stream {
+    /// Free blocks this stream must leave for others when it opens a block.
+    fn reserve(self) -> usize {
+        match self {
+            Stream::Host | Stream::Map => GC_RESERVE_BLOCKS,
+            Stream::Gc | Stream::MapGc => 0,
+        }
+    }
 }
 
 /// Free blocks always kept back for GC's own copies, so a full plane can still be cleaned.
@@ -136,6 +173,15 @@ pub struct Ftl {
     pending_gc: VecDeque<GcJob>,
     /// Reused by `relocate`: (physical unit, logical page, owner) of a victim's valid units.
     gc_scratch: Vec<(u32, u32, u16)>,
+    /// DFTL: entries per translation page (0 without DFTL).
+    map_entries: u32,
+    /// Global translation directory: first physical unit of each translation page.
+    gtd: Vec<u32>,
+    /// Translation pages whose entries GC changed by moving data, with the data's owner, in the
+    /// order GC moved them (one per page per victim); the device turns them into map updates.
+    gc_map_updates: Vec<(u32, u16)>,
+    /// GC work on translation pages.
+    map_gc: TenantGc,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -149,6 +195,8 @@ pub enum FtlError {
     OverprovisioningTooLow { logical_blocks: u64, blocks: u32, needed: u32, threshold: u32 },
     #[error("the logical space is empty")]
     NoLogicalSpace,
+    #[error("the drive has 2^31 or more mapping units: use a larger unit size")]
+    TooLarge,
 }
 
 impl Ftl {
@@ -157,12 +205,18 @@ impl Ftl {
         if params.logical_units == 0 {
             return Err(FtlError::NoLogicalSpace);
         }
-        // The most logical units any plane can be asked to hold under static striping.
+        if params.logical_units >= MAP_BIT as u64 || geo.total_units() >= MAP_BIT as u64 {
+            return Err(FtlError::TooLarge);
+        }
+        // The most logical units any plane can be asked to hold under static striping, plus its
+        // share of translation pages (one flash page each, striped the same way).
         let upp = geo.units_per_page() as u64;
         let stripes = params.logical_units.div_ceil(upp);
-        let max_plane_units = stripes.div_ceil(geo.planes() as u64) * upp;
+        let map_pages = params.map_pages() as u64;
+        let max_plane_units = (stripes.div_ceil(geo.planes() as u64) + map_pages.div_ceil(geo.planes() as u64)) * upp;
         let logical_blocks = max_plane_units.div_ceil(geo.units_per_block() as u64);
-        let needed = params.gc_threshold_blocks + 3;
+        // Threshold, the open host and GC blocks, GC's reserve; and the open map block with DFTL.
+        let needed = params.gc_threshold_blocks + 3 + (map_pages > 0) as u32;
         if logical_blocks + needed as u64 > geo.blocks_per_plane as u64 {
             return Err(FtlError::OverprovisioningTooLow {
                 logical_blocks,
@@ -184,7 +238,7 @@ impl Ftl {
         let total_units = geo.total_units() as usize;
         let nblocks = geo.blocks() as usize;
         let blocks = vec![
-            Block { state: BlockState::Free, valid: 0, written: 0, erase_count: 0, last_write_seq: 0 };
+            Block { state: BlockState::Free, valid: 0, written: 0, erase_count: 0, last_write_seq: 0, map: false };
             nblocks
         ];
         let planes_v = (0..planes)
@@ -193,7 +247,8 @@ impl Ftl {
                 ..Plane::default()
             })
             .collect();
-        Ok(Ftl {
+        let map_pages = params.map_pages();
+        let mut ftl = Ftl {
             units_per_page: upp,
             upp_shift: upp.trailing_zeros(),
             units_per_block: upb,
@@ -207,14 +262,25 @@ impl Ftl {
             blocks,
             planes: planes_v,
             buckets: ValidBuckets::new(planes, geo.blocks_per_plane, upb),
-            params,
             write_seq: 0,
             stats: FtlStats::default(),
             tenant_gc: Vec::new(),
             unowned_gc: TenantGc::default(),
             pending_gc: VecDeque::new(),
             gc_scratch: Vec::new(),
-        })
+            map_entries: params.map_entries_per_page.unwrap_or(0),
+            gtd: vec![UNMAPPED; map_pages as usize],
+            gc_map_updates: Vec::new(),
+            map_gc: TenantGc::default(),
+            params,
+        };
+        // A formatted drive holds its whole (empty) translation table on flash.
+        for mp in 0..map_pages {
+            let plane = ftl.map_plane(mp);
+            ftl.program_map(plane, mp);
+        }
+        ftl.stats = FtlStats::default();
+        Ok(ftl)
     }
 
     pub fn logical_units(&self) -> u64 {
@@ -241,6 +307,7 @@ impl Ftl {
     pub fn memory_bytes(&self) -> (u64, u64) {
         let l2p = (self.l2p.len() * 4) as u64;
         let other = (self.p2l.len() * 4
+            + self.gtd.len() * 4
             + self.owner.len() * 2
             + self.blocks.len() * std::mem::size_of::<Block>()) as u64;
         (l2p, other)
@@ -300,14 +367,18 @@ impl Ftl {
     fn invalidate_flash_copy(&mut self, lpn: Lpn) {
         if let Loc::Flash(ppa) = self.lookup(lpn) {
             debug_assert_eq!(self.p2l[ppa.index()], lpn.0);
-            self.p2l[ppa.index()] = NO_LPN;
-            let b = self.block_of(ppa);
-            let blk = &mut self.blocks[b as usize];
-            if blk.state == BlockState::Full {
-                self.buckets.decrement(b, blk.valid);
-            }
-            blk.valid -= 1;
+            self.invalidate_unit(ppa);
         }
+    }
+
+    fn invalidate_unit(&mut self, ppa: Ppa) {
+        self.p2l[ppa.index()] = NO_LPN;
+        let b = self.block_of(ppa);
+        let blk = &mut self.blocks[b as usize];
+        if blk.state == BlockState::Full {
+            self.buckets.decrement(b, blk.valid);
+        }
+        blk.valid -= 1;
     }
 
     /// Whether `plane` can take `units` more host units now without eating into GC's reserve.
@@ -347,7 +418,11 @@ impl Ftl {
 
     fn place(&mut self, ppa: Ppa, lpn: Lpn, owner: u16) {
         self.l2p[lpn.index()] = ppa.0;
-        self.p2l[ppa.index()] = lpn.0;
+        self.place_raw(ppa, lpn.0, owner);
+    }
+
+    fn place_raw(&mut self, ppa: Ppa, p2l: u32, owner: u16) {
+        self.p2l[ppa.index()] = p2l;
         self.owner[ppa.index()] = owner;
         let b = self.block_of(ppa) as usize;
         self.blocks[b].valid += 1;
@@ -356,28 +431,27 @@ impl Ftl {
     /// Next free unit of `plane`'s open block for `stream`, opening a block when needed.
     fn alloc(&mut self, plane: u32, stream: Stream) -> Ppa {
         let upb = self.units_per_block;
-        let current = match stream {
-            Stream::Host => self.planes[plane as usize].user_active,
-            Stream::Gc => self.planes[plane as usize].gc_active,
-        };
+        let current = *self.active_mut(plane, stream);
         // A block that fills is closed below, so an open block always has room.
         let block = match current {
             Some(b) => b,
             None => {
                 let p = &mut self.planes[plane as usize];
-                let reserve = if stream == Stream::Host { GC_RESERVE_BLOCKS } else { 0 };
                 assert!(
-                    p.free.len() > reserve,
-                    "plane {plane}: no free block for {} writes (caller must check can_program_host)",
-                    if stream == Stream::Host { "host" } else { "GC" }
+                    p.free.len() > stream.reserve(),
+                    "plane {plane}: no free block for {} writes (caller must check can_program_host/can_program_map)",
+                    match stream {
+                        Stream::Host => "host",
+                        Stream::Gc => "GC",
+                        Stream::Map | Stream::MapGc => "translation-page",
+                    }
                 );
                 let b = p.free.pop_front().expect("checked above");
-                match stream {
-                    Stream::Host => p.user_active = Some(b),
-                    Stream::Gc => p.gc_active = Some(b),
-                }
-                self.blocks[b as usize].state = BlockState::Active;
-                if stream == Stream::Host {
+                *self.active_mut(plane, stream) = Some(b);
+                let blk = &mut self.blocks[b as usize];
+                blk.state = BlockState::Active;
+                blk.map = matches!(stream, Stream::Map | Stream::MapGc);
+                if matches!(stream, Stream::Host | Stream::Map) {
                     self.collect_garbage(plane);
                 }
                 b
@@ -402,10 +476,97 @@ impl Ftl {
         blk.state = BlockState::Full;
         let valid = blk.valid;
         self.buckets.insert(block, valid);
+        *self.active_mut(plane, stream) = None;
+    }
+
+    fn active_mut(&mut self, plane: u32, stream: Stream) -> &mut Option<u32> {
+        let p = &mut self.planes[plane as usize];
         match stream {
-            Stream::Host => self.planes[plane as usize].user_active = None,
-            Stream::Gc => self.planes[plane as usize].gc_active = None,
+            Stream::Host => &mut p.user_active,
+            Stream::Gc => &mut p.gc_active,
+            Stream::Map | Stream::MapGc => &mut p.map_active,
         }
+    }
+
+    fn room(&self, block: Option<u32>) -> u32 {
+        block.map_or(0, |b| self.units_per_block - self.blocks[b as usize].written)
+    }
+
+    /// Translation pages of the L2P table (0 without DFTL).
+    pub fn map_pages(&self) -> u32 {
+        self.gtd.len() as u32
+    }
+    /// L2P entries per translation page (0 without DFTL).
+    pub fn map_entries_per_page(&self) -> u32 {
+        self.map_entries
+    }
+    /// The translation page holding `lpn`'s entry (DFTL only).
+    pub fn map_page_of(&self, lpn: Lpn) -> u32 {
+        debug_assert!(self.map_entries > 0, "no translation pages without DFTL");
+        lpn.0 / self.map_entries
+    }
+    /// The plane that stores translation page `mp` (striped like data, by page).
+    pub fn map_plane(&self, mp: u32) -> u32 {
+        self.stripe_to_plane[mp as usize % self.stripe_to_plane.len()]
+    }
+    /// The global flash page that holds translation page `mp` now.
+    pub fn map_location(&self, mp: u32) -> u32 {
+        let first = self.gtd[mp as usize];
+        debug_assert_ne!(first, UNMAPPED, "translation page {mp} was never written");
+        self.page_of(Ppa(first))
+    }
+
+    /// Whether a map flush can be programmed in `plane` now without eating into GC's reserve.
+    pub fn can_program_map(&self, plane: u32) -> bool {
+        let p = &self.planes[plane as usize];
+        self.room(p.map_active) >= self.units_per_page || p.free.len() > GC_RESERVE_BLOCKS
+    }
+
+    /// Programs translation page `mp` (a whole flash page) into `plane`'s open map block and
+    /// points the translation directory at it; the old copy becomes invalid. May start GC.
+    pub fn program_map(&mut self, plane: u32, mp: u32) -> Ppa {
+        debug_assert_eq!(self.map_plane(mp), plane);
+        self.invalidate_map_copy(mp);
+        let first = self.place_map_page(plane, mp, Stream::Map);
+        self.stats.map_units_programmed += self.units_per_page as u64;
+        first
+    }
+
+    fn place_map_page(&mut self, plane: u32, mp: u32, stream: Stream) -> Ppa {
+        let upp = self.units_per_page;
+        let mut first = None;
+        for k in 0..upp {
+            let ppa = self.alloc(plane, stream);
+            debug_assert!(k > 0 || ppa.0 % upp == 0, "translation pages start on a page boundary");
+            first.get_or_insert(ppa);
+            self.place_raw(ppa, MAP_BIT | (mp * upp + k), MAP_OWNER);
+            self.close_if_full(plane, stream, ppa);
+        }
+        let first = first.expect("a page has at least one unit");
+        self.gtd[mp as usize] = first.0;
+        first
+    }
+
+    fn invalidate_map_copy(&mut self, mp: u32) {
+        let first = self.gtd[mp as usize];
+        if first == UNMAPPED {
+            return;
+        }
+        for k in 0..self.units_per_page {
+            self.invalidate_unit(Ppa(first + k));
+        }
+        self.gtd[mp as usize] = UNMAPPED;
+    }
+
+    /// Translation pages whose entries GC changed since the last call, with the owner of the
+    /// moved data (one entry per page per victim block).
+    pub fn take_gc_map_updates(&mut self, into: &mut Vec<(u32, u16)>) {
+        into.append(&mut self.gc_map_updates);
+    }
+
+    /// GC work spent on translation pages.
+    pub fn map_gc(&self) -> &TenantGc {
+        &self.map_gc
     }
 
     /// Cleans victims in `plane` while its free-or-erasing blocks are at or below the threshold.
@@ -431,11 +592,10 @@ impl Ftl {
                 return run > 0;
             }
             let Some(victim) = self.pick_victim(plane) else { return run > 0 };
-            let valid = self.blocks[victim as usize].valid;
-            let gc_room = self.planes[plane as usize]
-                .gc_active
-                .map_or(0, |b| self.units_per_block - self.blocks[b as usize].written);
-            if valid > gc_room && self.planes[plane as usize].free.is_empty() {
+            let blk = &self.blocks[victim as usize];
+            let p = &self.planes[plane as usize];
+            let gc_room = self.room(if blk.map { p.map_active } else { p.gc_active });
+            if blk.valid > gc_room && p.free.is_empty() {
                 // Wait for an erase to finish before copying more.
                 return run > 0;
             }
@@ -509,20 +669,50 @@ impl Ftl {
             }
             read_pages += page_had_valid as u32;
         }
-        for &(_, lpn, _) in &valid {
-            prefetch(&self.l2p[lpn as usize]);
+        let map_block = self.blocks[victim as usize].map;
+        if !map_block {
+            for &(_, lpn, _) in &valid {
+                prefetch(&self.l2p[lpn as usize]);
+            }
         }
+        let stream = if map_block { Stream::MapGc } else { Stream::Gc };
+        let updates_from = self.gc_map_updates.len();
         for &(old, lpn, owner) in &valid {
-            let new = self.alloc(plane, Stream::Gc);
+            let new = self.alloc(plane, stream);
             // A GC page is programmed when its last unit is filled; a partly filled page waits
             // for the next run.
             program_pages += ((new.0 + 1) & (upp - 1) == 0) as u32;
             self.p2l[old as usize] = NO_LPN;
             self.blocks[victim as usize].valid -= 1;
-            self.place(new, Lpn(lpn), owner);
-            self.close_if_full(plane, Stream::Gc, new);
+            if map_block {
+                // Whole translation pages move in order into a page-aligned map block.
+                debug_assert!(lpn & MAP_BIT != 0 && lpn != NO_LPN, "data in a translation block");
+                let unit = lpn & !MAP_BIT;
+                self.place_raw(new, lpn, owner);
+                if unit % upp == 0 {
+                    self.gtd[(unit / upp) as usize] = new.0;
+                }
+                self.stats.gc_map_units_moved += 1;
+            } else {
+                self.place(new, Lpn(lpn), owner);
+                if self.map_entries > 0 {
+                    self.gc_map_updates.push((lpn / self.map_entries, owner));
+                }
+            }
+            self.close_if_full(plane, stream, new);
             self.attribute(owner).units_moved += 1;
         }
+        // One map update per translation page per victim (DFTL's batched update).
+        let updates = &mut self.gc_map_updates[updates_from..];
+        updates.sort_unstable();
+        let mut kept = updates_from;
+        for i in updates_from..self.gc_map_updates.len() {
+            if kept == updates_from || self.gc_map_updates[kept - 1].0 != self.gc_map_updates[i].0 {
+                self.gc_map_updates[kept] = self.gc_map_updates[i];
+                kept += 1;
+            }
+        }
+        self.gc_map_updates.truncate(kept);
         let moved = valid.len() as u32;
         self.gc_scratch = valid;
         debug_assert_eq!(self.blocks[victim as usize].valid, 0);
@@ -534,6 +724,9 @@ impl Ftl {
     fn attribute(&mut self, owner: u16) -> &mut TenantGc {
         if owner == NO_OWNER {
             return &mut self.unowned_gc;
+        }
+        if owner == MAP_OWNER {
+            return &mut self.map_gc;
         }
         let i = owner as usize;
         if i >= self.tenant_gc.len() {
@@ -549,6 +742,8 @@ impl Ftl {
         while let Some(job) = self.pending_gc.pop_front() {
             self.finish_erase(job.victim);
         }
+        // Untimed writes leave the translation pages as they are (see docs/MODEL.md).
+        self.gc_map_updates.clear();
     }
 
     /// Zeroes the counters and GC attribution (not the state): the measured run counts from here.
@@ -556,6 +751,7 @@ impl Ftl {
         self.stats = FtlStats::default();
         self.tenant_gc.clear();
         self.unowned_gc = TenantGc::default();
+        self.map_gc = TenantGc::default();
     }
 
     /// Prefetches the table entries that writing `lpns` will touch (two steps: the L2P entries,
@@ -622,6 +818,16 @@ impl Ftl {
                 assert_eq!(self.p2l[v as usize], lpn as u32, "L2P[{lpn}]={v} but P2L disagrees");
             }
         }
+        for (mp, &first) in self.gtd.iter().enumerate() {
+            assert_ne!(first, UNMAPPED, "translation page {mp} has no copy on flash");
+            assert_eq!(first % self.units_per_page, 0, "translation page {mp} not page-aligned");
+            for k in 0..self.units_per_page {
+                let want = MAP_BIT | (mp as u32 * self.units_per_page + k);
+                assert_eq!(self.p2l[(first + k) as usize], want, "GTD[{mp}] unit {k}: P2L disagrees");
+                assert!(self.blocks[self.block_of(Ppa(first)) as usize].map, "translation page {mp} in a data block");
+            }
+            mapped_to_flash += self.units_per_page as u64;
+        }
         let mut total_valid = 0u64;
         for (b, blk) in self.blocks.iter().enumerate() {
             let units = &self.p2l[b * upb as usize..(b + 1) * upb as usize];
@@ -633,8 +839,18 @@ impl Ftl {
                 "block {b}: data beyond the write pointer"
             );
             for (u, &lpn) in units.iter().enumerate() {
-                if lpn != NO_LPN {
-                    assert_eq!(self.l2p[lpn as usize], (b * upb as usize + u) as u32, "stale P2L entry");
+                if lpn == NO_LPN {
+                    continue;
+                }
+                let ppa = (b * upb as usize + u) as u32;
+                if lpn & MAP_BIT != 0 {
+                    let unit = lpn & !MAP_BIT;
+                    let mp = (unit / self.units_per_page) as usize;
+                    assert!(blk.map, "block {b}: translation unit in a data block");
+                    assert_eq!(self.gtd[mp] + unit % self.units_per_page, ppa, "stale translation unit");
+                } else {
+                    assert!(!blk.map, "block {b}: data in a translation block");
+                    assert_eq!(self.l2p[lpn as usize], ppa, "stale P2L entry");
                 }
             }
             match blk.state {
@@ -668,7 +884,7 @@ impl Ftl {
             let count = |s| range.clone().filter(|&b| self.blocks[b as usize].state == s).count();
             assert_eq!(count(BlockState::Free), plane.free.len(), "plane {p}: free list out of sync");
             assert_eq!(count(BlockState::Erasing), plane.erasing as usize, "plane {p}: erasing count");
-            let actives = plane.user_active.iter().chain(plane.gc_active.iter());
+            let actives = plane.user_active.iter().chain(plane.gc_active.iter()).chain(plane.map_active.iter());
             assert_eq!(count(BlockState::Active), actives.clone().count(), "plane {p}: active blocks");
             for &b in actives {
                 assert!(range.contains(&b) && self.blocks[b as usize].state == BlockState::Active);

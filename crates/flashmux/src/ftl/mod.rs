@@ -12,7 +12,7 @@ mod core;
 mod mapping;
 
 pub use self::core::{
-    Ftl, FtlError, FtlParams, FtlStats, GcJob, Loc, TenantGc, VictimPolicy, NO_OWNER,
+    Ftl, FtlError, FtlParams, FtlStats, GcJob, Loc, TenantGc, VictimPolicy, MAP_OWNER, NO_OWNER,
 };
 pub use mapping::{FullMap, MapCache, MapOutcome, MapStats};
 

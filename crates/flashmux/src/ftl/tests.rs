@@ -23,7 +23,15 @@ fn ftl(units_per_page: u32, policy: VictimPolicy) -> Ftl {
     let g = geo(units_per_page);
     // 4 planes × 16 blocks × 4 pages × upp units; keep 5 blocks per plane spare.
     let logical = 4 * 11 * 4 * units_per_page as u64;
-    Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2 }).unwrap()
+    Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2, map_entries_per_page: None }).unwrap()
+}
+
+/// A DFTL drive: 9 blocks of data per plane and translation pages of 32 entries (2 per plane).
+fn dftl(units_per_page: u32, policy: VictimPolicy) -> Ftl {
+    let g = geo(units_per_page);
+    let logical = 4 * 9 * 4 * units_per_page as u64;
+    Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2, map_entries_per_page: Some(32) })
+        .unwrap()
 }
 
 /// A timed-mode driver: writes go through `program_host`, GC jobs queue up and finish in FIFO
@@ -35,6 +43,18 @@ struct Lagged {
 }
 
 impl Lagged {
+    /// Programs translation page `mp` as a map flush would, waiting for erases when the plane
+    /// has no room.
+    fn flush_map(&mut self, mp: u32) {
+        let plane = self.ftl.map_plane(mp);
+        while !self.ftl.can_program_map(plane) {
+            let job = self.queued.pop_front().expect("map flush blocked with no erase pending: deadlock");
+            self.ftl.finish_erase(job.victim);
+            self.drain();
+        }
+        self.ftl.program_map(plane, mp);
+        self.drain();
+    }
     fn write(&mut self, lpn: Lpn, owner: u16) {
         let plane = self.ftl.plane_of(lpn);
         let mut spins = 0;
@@ -57,6 +77,13 @@ impl Lagged {
         while let Some(j) = self.ftl.take_gc_job() {
             self.queued.push_back(j);
         }
+        // GC moved data: rewrite the translation pages it changed, as the device does for pages
+        // not in its map cache.
+        let mut updates = Vec::new();
+        self.ftl.take_gc_map_updates(&mut updates);
+        for (mp, _) in updates {
+            self.flush_map(mp);
+        }
     }
 }
 
@@ -64,6 +91,7 @@ impl Lagged {
 enum Op {
     Write(u32, u16),
     Trim(u32),
+    MapFlush(u32),
 }
 
 fn ops(logical: u32) -> impl Strategy<Value = Vec<Op>> {
@@ -71,6 +99,7 @@ fn ops(logical: u32) -> impl Strategy<Value = Vec<Op>> {
         prop_oneof![
             8 => (0..logical, 0u16..3).prop_map(|(l, t)| Op::Write(l, t)),
             1 => (0..logical).prop_map(Op::Trim),
+            1 => (0..64u32).prop_map(Op::MapFlush),
         ],
         1..2500,
     )
@@ -82,9 +111,10 @@ proptest! {
     /// Every logical page resolves to the physical unit holding its latest write, and the
     /// ownership ledger names the tenant that wrote it, through any mix of writes, trims and GC.
     #[test]
-    fn matches_reference_map(upp in 1u32..=2, lag in 0usize..4, cb in any::<bool>(), ops in ops(4 * 11 * 4)) {
+    fn matches_reference_map(upp in 1u32..=2, lag in 0usize..4, cb in any::<bool>(), map in any::<bool>(), ops in ops(4 * 11 * 4)) {
         let policy = if cb { VictimPolicy::CostBenefit } else { VictimPolicy::Greedy };
-        let mut f = Lagged { ftl: ftl(upp, policy), queued: Default::default(), lag };
+        let ftl = if map { dftl(upp, policy) } else { ftl(upp, policy) };
+        let mut f = Lagged { ftl, queued: Default::default(), lag };
         let logical = f.ftl.logical_units() as u32;
         let mut reference: BTreeMap<u32, u16> = BTreeMap::new();
         // Unique payload per write: physical unit -> (lpn, owner) as last written.
@@ -98,6 +128,7 @@ proptest! {
                     f.ftl.unmap(Lpn(l));
                     reference.remove(&l);
                 }
+                Op::MapFlush(mp) if mp < f.ftl.map_pages() => f.flush_map(mp),
                 _ => {}
             }
         }
@@ -112,16 +143,18 @@ proptest! {
         // Work conservation: units moved by GC are the GC programs; attribution sums to it.
         let s = f.ftl.stats().clone();
         let attributed: u64 = (0..3).map(|t| f.ftl.tenant_gc(TenantId(t)).units_moved).sum::<u64>()
-            + f.ftl.unowned_gc().units_moved;
+            + f.ftl.unowned_gc().units_moved + f.ftl.map_gc().units_moved;
         prop_assert_eq!(attributed, s.gc_units_programmed);
+        prop_assert_eq!(f.ftl.map_gc().units_moved, s.gc_map_units_moved);
         prop_assert_eq!(s.erases + f.queued.len() as u64, s.gc_runs);
     }
 }
 
 #[test]
 fn full_drive_overwritten_ten_times_never_deadlocks() {
-    for upp in [1, 2] {
-        let mut f = Lagged { ftl: ftl(upp, VictimPolicy::Greedy), queued: Default::default(), lag: 3 };
+    for (upp, map) in [(1, false), (2, false), (1, true), (2, true)] {
+        let ftl = if map { dftl(upp, VictimPolicy::Greedy) } else { ftl(upp, VictimPolicy::Greedy) };
+        let mut f = Lagged { ftl, queued: Default::default(), lag: 3 };
         let logical = f.ftl.logical_units() as u32;
         for l in 0..logical {
             f.write(Lpn(l), 0);
@@ -133,6 +166,10 @@ fn full_drive_overwritten_ten_times_never_deadlocks() {
             x ^= x >> 7;
             x ^= x << 17;
             f.write(Lpn((x % logical as u64) as u32), 1);
+            if map && x % 3 == 0 {
+                // Map flushes from the cache's evictions, between the writes.
+                f.flush_map((x >> 20) as u32 % f.ftl.map_pages());
+            }
         }
         f.ftl.check_invariants();
         let s = f.ftl.stats();
@@ -199,7 +236,7 @@ fn gc_attribution_follows_the_ledger() {
 fn rejects_overprovisioning_too_low_for_gc() {
     let g = geo(1);
     let all = g.total_units();
-    let err = Ftl::new(&g, FtlParams { logical_units: all, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2 })
+    let err = Ftl::new(&g, FtlParams { logical_units: all, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: None })
         .err()
         .unwrap();
     assert!(matches!(err, FtlError::OverprovisioningTooLow { .. }));
@@ -222,4 +259,50 @@ fn trim_and_buffer_states() {
     assert_eq!(f.unmap(Lpn(3)), Loc::Buffer(4));
     assert_eq!(f.lookup(Lpn(3)), Loc::Unmapped);
     f.check_invariants();
+}
+
+#[test]
+fn translation_pages_live_in_their_own_blocks_and_move_with_gc() {
+    let mut f = Lagged { ftl: dftl(2, VictimPolicy::Greedy), queued: Default::default(), lag: 1 };
+    let pages = f.ftl.map_pages();
+    assert_eq!(pages, (4 * 9 * 4 * 2u32).div_ceil(32));
+    // A freshly formatted drive holds every translation page, striped over the planes.
+    f.ftl.check_invariants();
+    for mp in 0..pages {
+        assert_eq!(f.ftl.map_plane(mp), f.ftl.plane_of(Lpn(mp * f.ftl.units_per_page())));
+    }
+    assert_eq!(f.ftl.stats().map_units_programmed, 0, "formatting is not counted");
+    // Rewriting translation pages over and over fills map blocks, which GC must clean.
+    for round in 0..200 {
+        f.flush_map(round % pages);
+    }
+    f.ftl.check_invariants();
+    let s = f.ftl.stats().clone();
+    assert_eq!(s.map_units_programmed, 200 * 2);
+    assert!(s.gc_runs > 0, "rewritten translation pages never triggered GC");
+    // Map blocks hold nothing but translation pages, so their GC moved translation units only.
+    assert_eq!(f.ftl.map_gc().units_moved, s.gc_map_units_moved);
+    assert_eq!(s.gc_units_programmed, s.gc_map_units_moved, "no data was written, yet GC moved data");
+    // Data writes after that: GC of data blocks reports which translation pages it changed.
+    let logical = f.ftl.logical_units() as u32;
+    let mut updates = Vec::new();
+    for i in 0..(6 * logical) {
+        let lpn = Lpn(i.wrapping_mul(2654435761) % logical);
+        let plane = f.ftl.plane_of(lpn);
+        while !f.ftl.can_program_host(plane, 1) {
+            let job = f.queued.pop_front().expect("erase pending");
+            f.ftl.finish_erase(job.victim);
+            while let Some(j) = f.ftl.take_gc_job() {
+                f.queued.push_back(j);
+            }
+        }
+        f.ftl.program_host(plane, lpn, 0);
+        while let Some(j) = f.ftl.take_gc_job() {
+            f.queued.push_back(j);
+        }
+        f.ftl.take_gc_map_updates(&mut updates);
+    }
+    assert!(!updates.is_empty(), "GC moved data without reporting translation updates");
+    assert!(updates.iter().all(|&(mp, owner)| mp < pages && owner == 0));
+    f.ftl.check_invariants();
 }

@@ -165,6 +165,7 @@ pub(crate) mod test_fixture {
                     gc_runs: 4,
                     erases: 5,
                     trimmed_units: 0,
+                    ..Default::default()
                 },
                 ssd: SsdStats::default(),
                 waf: Some(2.0),
