@@ -2,7 +2,7 @@
 
 use crate::device::{FlushPolicy, NullConfig, NvmeConfig, SsdConfig};
 use crate::flash::{Geometry, Timing};
-use crate::ftl::VictimPolicy;
+use crate::ftl::{MappingConfig, VictimPolicy};
 use crate::units::Nanos;
 
 /// A device as a preset describes it.
@@ -69,6 +69,7 @@ fn paper_c() -> Preset {
             program_queue_depth: 2,
             flush: FlushPolicy::Page,
             host_link_bytes_per_sec: 3_200_000_000,
+            mapping: MappingConfig::Full,
         }),
         nvme: NvmeConfig { queues: 8, queue_depth: 1024, controller_cores: 4, command_overhead: Nanos(500) },
     }
@@ -106,6 +107,7 @@ fn x25e() -> Preset {
             program_queue_depth: 2,
             flush: FlushPolicy::Page,
             host_link_bytes_per_sec: 250_000_000,
+            mapping: MappingConfig::Full,
         }),
         nvme: NvmeConfig { queues: 1, queue_depth: 32, controller_cores: 1, command_overhead: Nanos::from_us(5) },
     }
@@ -144,6 +146,7 @@ fn tlc_nvme() -> Preset {
             program_queue_depth: 2,
             flush: FlushPolicy::Page,
             host_link_bytes_per_sec: 7_000_000_000,
+            mapping: MappingConfig::Full,
         }),
         nvme: NvmeConfig { queues: 16, queue_depth: 1024, controller_cores: 8, command_overhead: Nanos(1000) },
     }

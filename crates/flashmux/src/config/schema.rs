@@ -6,7 +6,9 @@ use super::{
 };
 use crate::device::precondition::{PreconditionSpec, PreconditionState};
 use crate::device::FlushPolicy;
-use crate::ftl::{Ftl, VictimPolicy};
+use crate::device::SsdConfig;
+use crate::flash::Geometry;
+use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, MappingConfig, VictimPolicy};
 use crate::host::{HostConfig, SchedulerKind};
 use crate::units::{parse_duration, parse_rate, parse_size, Nanos};
 use crate::virt::VirtMode;
@@ -84,6 +86,24 @@ struct FtlSection {
     mapping: Option<String>,
     gc_victim: Option<String>,
     gc_threshold_blocks: Option<u32>,
+    /// DFTL: bytes per L2P entry in a translation page.
+    entry_size: Option<u32>,
+    cmt: Option<CmtSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct CmtSection {
+    /// Bytes ("256KiB") or a percentage of the whole translation table ("1%").
+    size: Option<String>,
+    /// The same in translation pages.
+    pages: Option<u32>,
+    policy: Option<String>,
+    /// Percent per tenant, summing to 100.
+    shares: Option<Vec<f64>>,
+    period: Option<String>,
+    step: Option<u32>,
+    floor: Option<u32>,
 }
 
 #[derive(Deserialize, Default)]
@@ -235,6 +255,10 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path) -> Result<Scenario, C
         ));
     }
     let tenants = resolve_tenants(&ctx, &f.tenants, base, device.capacity_bytes(), &mut collected)?;
+    let mut device = device;
+    if let DeviceKind::Ssd(c) = &mut device.kind {
+        finish_mapping(&ctx, &f.device.ftl, c, tenants.len())?;
+    }
     Ok(Scenario {
         name: f.name.unwrap_or_else(|| Path::new(file).file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into())),
         seed: f.seed.unwrap_or(DEFAULT_SEED),
@@ -342,11 +366,7 @@ fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigErro
                 }
                 c.overprovisioning = op;
             }
-            if let Some(m) = &f.mapping {
-                if m != "full" {
-                    return Err(ctx.err(format!("device.ftl.mapping: unknown mapping '{m}': expected one of full")));
-                }
-            }
+            c.mapping = resolve_mapping(ctx, f, &c.geometry)?;
             if let Some(v) = &f.gc_victim {
                 c.victim_policy = match v.as_str() {
                     "greedy" => VictimPolicy::Greedy,
@@ -425,6 +445,129 @@ fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigErro
     Ok(DeviceSpec { preset: name.to_string(), kind, nvme })
 }
 
+/// Default map-cache size with DFTL: 1% of the translation table.
+const DEFAULT_CMT_PERCENT: f64 = 1.0;
+const DEFAULT_CMT_PERIOD: Nanos = Nanos::from_secs(10);
+
+/// `device.ftl.mapping` and its DFTL keys. The CMT's size in pages is set later, once the
+/// drive's size is known ([`finish_mapping`]); here it holds 0 and `cmt_size` what was asked.
+fn resolve_mapping(ctx: &Ctx, f: &FtlSection, geo: &Geometry) -> Result<MappingConfig, ConfigError> {
+    let mode = f.mapping.as_deref().unwrap_or("full");
+    match mode {
+        "full" => {
+            if f.entry_size.is_some() || f.cmt.is_some() {
+                return Err(ctx.err(
+                    "device.ftl: entry_size and [device.ftl.cmt] apply only with mapping = \"dftl\"",
+                ));
+            }
+            Ok(MappingConfig::Full)
+        }
+        "dftl" => {
+            let entry_bytes = f.entry_size.unwrap_or(4);
+            if entry_bytes == 0 || entry_bytes > geo.page_bytes {
+                return Err(ctx.err(format!(
+                    "device.ftl.entry_size: {entry_bytes} bytes: expected 1 to the page size ({} bytes)",
+                    geo.page_bytes
+                )));
+            }
+            let empty = CmtSection::default();
+            let s = f.cmt.as_ref().unwrap_or(&empty);
+            let policy = match s.policy.as_deref() {
+                None => CmtPolicyKind::Shared,
+                Some(p) => CmtPolicyKind::from_name(p).ok_or_else(|| {
+                    ctx.err(format!(
+                        "device.ftl.cmt.policy: unknown policy '{p}': expected one of {}",
+                        CmtPolicyKind::NAMES.join(", ")
+                    ))
+                })?,
+            };
+            let shares = match &s.shares {
+                None => None,
+                Some(v) => {
+                    if let Some(bad) = v.iter().find(|x| !(x.is_finite() && **x > 0.0)) {
+                        return Err(ctx.err(format!("device.ftl.cmt.shares: {bad}: each share must be a percentage above 0")));
+                    }
+                    let sum: f64 = v.iter().sum();
+                    if (sum - 100.0).abs() > 1e-6 {
+                        return Err(ctx.err(format!(
+                            "device.ftl.cmt.shares: the shares sum to {sum}%: expected 100% (one percentage per tenant)"
+                        )));
+                    }
+                    Some(v.iter().map(|x| x / 100.0).collect())
+                }
+            };
+            let period = match &s.period {
+                None => DEFAULT_CMT_PERIOD,
+                Some(p) => match ctx.duration("device.ftl.cmt.period", p)? {
+                    Nanos::ZERO => return Err(ctx.err("device.ftl.cmt.period: must be longer than zero")),
+                    d => d,
+                },
+            };
+            let step = ctx.positive("device.ftl.cmt.step", s.step.unwrap_or(1))?;
+            let floor = ctx.positive("device.ftl.cmt.floor", s.floor.unwrap_or(1))?;
+            if (s.period.is_some() || s.step.is_some() || s.floor.is_some()) && policy != CmtPolicyKind::Balanced {
+                return Err(ctx.err(format!(
+                    "device.ftl.cmt: period, step and floor apply only with policy = \"balanced\" (policy is '{}')",
+                    policy.name()
+                )));
+            }
+            if shares.is_some() && policy == CmtPolicyKind::Shared {
+                return Err(ctx.err("device.ftl.cmt.shares: a shared cache has no shares; use policy = \"partitioned\" or \"balanced\""));
+            }
+            Ok(MappingConfig::Dftl { entry_bytes, cmt: CmtConfig { pages: 0, policy, shares, period, step, floor } })
+        }
+        other => Err(ctx.err(format!(
+            "device.ftl.mapping: unknown mapping '{other}': expected one of {}",
+            MappingConfig::NAMES.join(", ")
+        ))),
+    }
+}
+
+/// Sets the CMT's size in translation pages now that the drive's size is known, and checks it
+/// against the tenants.
+fn finish_mapping(ctx: &Ctx, f: &FtlSection, c: &mut SsdConfig, tenants: usize) -> Result<(), ConfigError> {
+    let map_pages = c.ftl_params().map_pages();
+    let page_bytes = c.geometry.page_bytes as u64;
+    let MappingConfig::Dftl { cmt, .. } = &mut c.mapping else { return Ok(()) };
+    let s = f.cmt.as_ref();
+    let (key, pages) = match (s.and_then(|s| s.size.as_deref()), s.and_then(|s| s.pages)) {
+        (Some(_), Some(_)) => return Err(ctx.err("device.ftl.cmt: size and pages both set the cache's size: give one")),
+        (None, Some(p)) => ("device.ftl.cmt.pages", p as u64),
+        (Some(v), None) => {
+            let pages = match v.trim().strip_suffix('%') {
+                Some(p) => {
+                    let pct: f64 = p.trim().parse().map_err(|_| ctx.err(format!("device.ftl.cmt.size: invalid percentage '{v}'")))?;
+                    if !(pct > 0.0 && pct <= 100.0) {
+                        return Err(ctx.err(format!("device.ftl.cmt.size: {pct}% is out of range: expected (0, 100]% of the translation table")));
+                    }
+                    (map_pages as f64 * pct / 100.0).round() as u64
+                }
+                None => ctx.size("device.ftl.cmt.size", v)? / page_bytes,
+            };
+            ("device.ftl.cmt.size", pages)
+        }
+        (None, None) => ("device.ftl.cmt.size", (map_pages as f64 * DEFAULT_CMT_PERCENT / 100.0).round() as u64),
+    };
+    let pages = pages.min(map_pages as u64) as u32;
+    if (pages as usize) < tenants.max(1) {
+        return Err(ctx.err(format!(
+            "{key}: a cache of {pages} translation pages ({} bytes) is smaller than one translation page per tenant ({tenants} tenants, {page_bytes}-byte pages)",
+            pages as u64 * page_bytes
+        )));
+    }
+    if let Some(sh) = &cmt.shares {
+        if sh.len() != tenants {
+            return Err(ctx.err(format!(
+                "device.ftl.cmt.shares: {} shares for {tenants} tenants: expected one per tenant",
+                sh.len()
+            )));
+        }
+    }
+    cmt.pages = pages;
+    crate::ftl::cmt::build(cmt, tenants, map_pages).map_err(|e| ctx.err(format!("device.ftl.cmt: {e}")))?;
+    Ok(())
+}
+
 fn resolve_flush(ctx: &Ctx, b: &BufferSection, preset: FlushPolicy) -> Result<FlushPolicy, ConfigError> {
     let watermarks = b.high_watermark.is_some() || b.low_watermark.is_some();
     match b.flush.as_deref() {
@@ -457,7 +600,8 @@ fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Result<(), Con
             || g.planes_per_die.is_some() || g.blocks_per_plane.is_some() || g.pages_per_block.is_some()
             || g.page_size.is_some() || g.unit_size.is_some()),
         ("timing", t.read.is_some() || t.program.is_some() || t.erase.is_some() || t.channel_rate.is_some() || t.command.is_some()),
-        ("ftl", f.overprovisioning.is_some() || f.mapping.is_some() || f.gc_victim.is_some() || f.gc_threshold_blocks.is_some()),
+        ("ftl", f.overprovisioning.is_some() || f.mapping.is_some() || f.gc_victim.is_some() || f.gc_threshold_blocks.is_some()
+            || f.entry_size.is_some() || f.cmt.is_some()),
         ("buffer", b.size.is_some() || b.program_queue_depth.is_some() || b.flush.is_some()
             || b.high_watermark.is_some() || b.low_watermark.is_some()),
     ];
@@ -515,8 +659,8 @@ fn resolve_tenants(
     if ts.is_empty() {
         return Err(ctx.err("no tenants: add at least one [[tenant]] with a fio job (fio = \"...\" or job_file = \"...\")"));
     }
-    if ts.len() >= crate::ftl::NO_OWNER as usize {
-        return Err(ctx.err(format!("{} tenants: at most {} are supported", ts.len(), crate::ftl::NO_OWNER - 1)));
+    if ts.len() >= crate::ftl::MAP_OWNER as usize {
+        return Err(ctx.err(format!("{} tenants: at most {} are supported", ts.len(), crate::ftl::MAP_OWNER)));
     }
     let n = ts.len() as u64;
     let mut out: Vec<TenantSpec> = Vec::new();

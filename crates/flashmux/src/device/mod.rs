@@ -9,7 +9,7 @@ mod buffer;
 pub mod precondition;
 mod ssd;
 
-pub use ssd::{FlushPolicy, Ssd, SsdConfig, SsdStats, TenantDeviceStats};
+pub use ssd::{FlushPolicy, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats};
 
 use crate::units::{Nanos, QueueId, ReqId, SimTime, TenantId};
 use serde::Serialize;

@@ -19,8 +19,8 @@
 use super::buffer::WriteBuffer;
 use super::{CmdState, Command, DeviceEvent, IoOp, Outbox};
 use crate::flash::{Geometry, Timeline, Timing};
-use crate::ftl::{Ftl, FtlParams, GcJob, Loc, MapCache, VictimPolicy};
-use crate::units::{Lpn, Nanos, SimTime};
+use crate::ftl::{cmt, CmtPolicy, Eviction, Ftl, FtlParams, FullMap, GcJob, Loc, MapStats, MappingConfig, VictimPolicy};
+use crate::units::{Lpn, Nanos, SimTime, TenantId};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -41,6 +41,8 @@ pub struct SsdConfig {
     pub flush: FlushPolicy,
     /// Host link (PCIe/SATA) bandwidth per direction, bytes per second.
     pub host_link_bytes_per_sec: u64,
+    /// How the controller holds the L2P table.
+    pub mapping: MappingConfig,
 }
 
 impl SsdConfig {
@@ -59,7 +61,7 @@ impl SsdConfig {
             logical_units: self.logical_units(),
             victim_policy: self.victim_policy,
             gc_threshold_blocks: self.gc_threshold_blocks,
-            map_entries_per_page: None,
+            map_entries_per_page: self.mapping.entries_per_page(self.geometry.page_bytes),
         }
     }
 }
@@ -104,6 +106,17 @@ pub struct SsdStats {
     pub gc_serial_ns: u64,
     /// Writes that had to wait for buffer space.
     pub writes_stalled: u64,
+    /// DFTL: translation pages read for map misses.
+    pub map_reads: u64,
+    /// DFTL: translation pages programmed when dirty ones left the map cache (map flushes).
+    pub map_programs: u64,
+    /// DFTL: translation pages GC had to read and rewrite because it moved data whose entries
+    /// were not in the map cache (one read and one program each).
+    pub gc_map_updates: u64,
+    /// DFTL: translation pages GC's moves dirtied in the map cache (written back on eviction).
+    pub gc_map_updates_cached: u64,
+    /// DFTL: map programs that waited for a free block in their plane.
+    pub map_programs_deferred: u64,
 }
 
 struct GcRun {
@@ -160,12 +173,31 @@ struct Die {
     in_ready_queue: bool,
 }
 
+/// Per-tenant translation costs the map cache does not count itself.
+#[derive(Clone, Debug, Default)]
+struct MapWait {
+    commands_delayed: u64,
+    wait_ns: u64,
+}
+
 pub struct Ssd {
     geo: Geometry,
     timing: Timing,
     cfg: SsdConfig,
     ftl: Ftl,
-    map: Box<dyn MapCache>,
+    map: Box<dyn CmtPolicy>,
+    /// Translation pages are on flash (DFTL): misses cost flash reads, evictions programs.
+    dftl: bool,
+    /// L2P entries per translation page (for `full`, what DFTL would use with 4-byte entries, so
+    /// lookups are counted alike).
+    map_entries: u32,
+    /// When each translation page's load from flash completes (DFTL).
+    map_ready: Vec<SimTime>,
+    map_wait: Vec<MapWait>,
+    /// Map programs waiting for room in their plane, per plane.
+    map_pending: Vec<VecDeque<u32>>,
+    evicted: Vec<Eviction>,
+    gc_updates: Vec<(u32, u16)>,
     buf: WriteBuffer,
     dies: Vec<Die>,
     channels: Vec<Timeline>,
@@ -184,10 +216,27 @@ pub struct Ssd {
     draining: bool,
 }
 
+/// An SSD configuration that cannot be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SsdError {
+    #[error(transparent)]
+    Ftl(#[from] crate::ftl::FtlError),
+    #[error("map cache: {0}")]
+    Cmt(#[from] crate::ftl::cmt::CmtError),
+}
+
 impl Ssd {
-    pub fn new(cfg: SsdConfig, map: Box<dyn MapCache>) -> Result<Ssd, crate::ftl::FtlError> {
+    /// Builds the drive for `tenants` tenants (the map cache keeps per-tenant state).
+    pub fn new(cfg: SsdConfig, tenants: usize) -> Result<Ssd, SsdError> {
         let geo = cfg.geometry.clone();
         let ftl = Ftl::new(&geo, cfg.ftl_params())?;
+        let (map, dftl, map_entries): (Box<dyn CmtPolicy>, bool, u32) = match &cfg.mapping {
+            MappingConfig::Full => (Box::new(FullMap::new(tenants)), false, geo.page_bytes / 4),
+            MappingConfig::Dftl { cmt: c, .. } => {
+                (cmt::build(c, tenants, ftl.map_pages())?, true, ftl.map_entries_per_page())
+            }
+        };
+        let map_pages = ftl.map_pages() as usize;
         let dies = (0..geo.dies()).map(|_| Die::default()).collect();
         let planes = geo.planes() as usize;
         Ok(Ssd {
@@ -199,6 +248,13 @@ impl Ssd {
             dies,
             ftl,
             map,
+            dftl,
+            map_entries: map_entries.max(1),
+            map_ready: vec![SimTime::ZERO; map_pages],
+            map_wait: vec![MapWait::default(); tenants],
+            map_pending: vec![VecDeque::new(); planes],
+            evicted: Vec::new(),
+            gc_updates: Vec::new(),
             geo,
             cfg,
             waiting: VecDeque::new(),
@@ -217,8 +273,38 @@ impl Ssd {
     pub fn ftl_mut(&mut self) -> &mut Ftl {
         &mut self.ftl
     }
-    pub fn map_cache(&self) -> &dyn MapCache {
+    pub fn map_cache(&self) -> &dyn CmtPolicy {
         self.map.as_ref()
+    }
+    /// The name of the mapping mode and, for DFTL, the map-cache policy (`full`, `dftl/shared`, ...).
+    pub fn mapping_name(&self) -> String {
+        if self.dftl {
+            format!("dftl/{}", self.map.name())
+        } else {
+            "full".into()
+        }
+    }
+    /// `tenant`'s translation counters.
+    pub fn map_stats(&self, tenant: TenantId) -> MapStats {
+        let c = self.map.stats(tenant);
+        let w = self.map_wait.get(tenant.index()).cloned().unwrap_or_default();
+        MapStats {
+            lookups: c.lookups,
+            hits: c.hits,
+            misses: c.misses,
+            miss_ratio: if c.lookups > 0 { c.misses as f64 / c.lookups as f64 } else { 0.0 },
+            map_loads: if self.dftl { c.misses } else { 0 },
+            map_flushes: c.dirty_evictions,
+            commands_delayed: w.commands_delayed,
+            map_wait_ns: w.wait_ns,
+            cmt_pages: self.map.held(tenant),
+            cmt_allocation: self.map.allocation(tenant),
+        }
+    }
+    /// Zeroes the map cache's counters (after preconditioning).
+    pub fn reset_map_stats(&mut self) {
+        self.map.reset_stats();
+        self.map_wait.iter_mut().for_each(|w| *w = MapWait::default());
     }
     pub fn stats(&self) -> &SsdStats {
         &self.stats
@@ -257,14 +343,27 @@ impl Ssd {
         let cmd = cmds[slot as usize].cmd;
         match cmd.op {
             IoOp::Read => {
-                let done = self.read(now, &cmd);
+                let (first, last) = self.unit_range(&cmd);
+                let mapped = self.translate(now, cmd.tenant, first, last, false, out);
+                let done = self.read(now, mapped, &cmd);
                 out.events.push((done, DeviceEvent::Complete(slot)));
             }
             IoOp::Trim => {
+                let unit = self.geo.unit_bytes as u64;
+                let (first, end) = (cmd.offset.div_ceil(unit), (cmd.offset + cmd.len) / unit);
+                let mapped = if end > first {
+                    self.translate(now, cmd.tenant, first as u32, end as u32 - 1, true, out)
+                } else {
+                    now
+                };
                 self.trim(&cmd);
-                out.events.push((now, DeviceEvent::Complete(slot)));
+                out.events.push((mapped, DeviceEvent::Complete(slot)));
             }
             IoOp::Write => {
+                let (first, last) = self.unit_range(&cmd);
+                let mapped = self.translate(now, cmd.tenant, first, last, true, out);
+                let st = &mut cmds[slot as usize];
+                st.done_at = st.done_at.max(mapped);
                 if !self.waiting.is_empty() || !self.admit(now, slot, cmds, out) {
                     self.stats.writes_stalled += 1;
                     self.waiting.push_back(slot);
@@ -279,7 +378,107 @@ impl Ssd {
         ((cmd.offset / unit) as u32, ((cmd.offset + cmd.len - 1) / unit) as u32)
     }
 
-    fn read(&mut self, now: SimTime, cmd: &Command) -> SimTime {
+    /// Looks up the L2P entries of units `first..=last` for `tenant` (`dirty`: the command
+    /// changes them) and returns when all of them are in the controller. Each translation page
+    /// the command spans is one map-cache lookup; a miss reads the page from flash (queued on its
+    /// die like any read), and dirty pages the cache evicts are programmed back.
+    fn translate(&mut self, now: SimTime, tenant: TenantId, first: u32, last: u32, dirty: bool, out: &mut Outbox) -> SimTime {
+        let mut ready = now;
+        for mp in first / self.map_entries..=last / self.map_entries {
+            let hit = self.map.access(now, tenant, mp, dirty, &mut self.evicted);
+            if !self.dftl {
+                continue;
+            }
+            if hit {
+                // Still arriving for an earlier command?
+                ready = ready.max(self.map_ready[mp as usize]);
+            } else {
+                let page = self.ftl.map_location(mp);
+                let end = self.read_page(now, now, page, self.geo.page_bytes as u64);
+                self.stats.map_reads += 1;
+                self.map_ready[mp as usize] = end;
+                ready = ready.max(end);
+            }
+            self.flush_evicted(now);
+        }
+        if ready > now {
+            let w = &mut self.map_wait[tenant.index()];
+            w.commands_delayed += 1;
+            w.wait_ns += ready.0 - now.0;
+        }
+        self.schedule_new_gc(now, out);
+        ready
+    }
+
+    /// Programs the dirty translation pages the map cache has evicted.
+    fn flush_evicted(&mut self, now: SimTime) {
+        for i in 0..self.evicted.len() {
+            let e = self.evicted[i];
+            if e.dirty {
+                self.program_map_page(now, now, e.page);
+                self.stats.map_programs += 1;
+            }
+        }
+        self.evicted.clear();
+    }
+
+    /// Writes translation page `mp` to flash once `ready` (its contents are in the controller):
+    /// channel transfer, then tPROG on its die. Without a free block in its plane it waits
+    /// (in the controller's SRAM) for GC to free one. The caller schedules any GC it starts.
+    fn program_map_page(&mut self, now: SimTime, ready: SimTime, mp: u32) {
+        let plane = self.ftl.map_plane(mp);
+        if !self.ftl.can_program_map(plane) {
+            self.stats.map_programs_deferred += 1;
+            self.map_pending[plane as usize].push_back(mp);
+            return;
+        }
+        self.ftl.program_map(plane, mp);
+        let die = self.geo.die_of_plane(plane);
+        let ch = self.geo.channel_of_die(die) as usize;
+        let xfer = Nanos::for_transfer(self.geo.page_bytes as u64, self.timing.channel_bytes_per_sec) + self.timing.command;
+        let (_, loaded) = self.channels[ch].reserve(now, ready, xfer);
+        self.catch_up_gc(die, loaded);
+        let d = &mut self.dies[die as usize];
+        d.busy_until = loaded.max(d.busy_until) + self.timing.program;
+    }
+
+    /// Map programs that were waiting for room: those whose plane has room now.
+    fn retry_map_programs(&mut self, now: SimTime) {
+        for plane in 0..self.map_pending.len() {
+            while let Some(&mp) = self.map_pending[plane].front() {
+                if !self.ftl.can_program_map(plane as u32) {
+                    break;
+                }
+                self.map_pending[plane].pop_front();
+                self.program_map_page(now, now, mp);
+            }
+        }
+    }
+
+    /// GC moved data: its entries changed. Cached translation pages just become dirty; the
+    /// others are read, updated and written back (one read and one program per page per victim).
+    fn apply_gc_map_updates(&mut self, now: SimTime) -> bool {
+        self.ftl.take_gc_map_updates(&mut self.gc_updates);
+        if self.gc_updates.is_empty() {
+            return false;
+        }
+        let updates = std::mem::take(&mut self.gc_updates);
+        for &(mp, _owner) in &updates {
+            if self.map.update_if_cached(mp) {
+                self.stats.gc_map_updates_cached += 1;
+                continue;
+            }
+            let page = self.ftl.map_location(mp);
+            let end = self.read_page(now, now, page, self.geo.page_bytes as u64);
+            self.program_map_page(now, end, mp);
+            self.stats.gc_map_updates += 1;
+        }
+        self.gc_updates = updates;
+        self.gc_updates.clear();
+        true
+    }
+
+    fn read(&mut self, now: SimTime, mapped: SimTime, cmd: &Command) -> SimTime {
         let (first, last) = self.unit_range(cmd);
         let unit_bytes = self.geo.unit_bytes as u64;
         let t = cmd.tenant.index();
@@ -287,7 +486,6 @@ impl Ssd {
         pages.clear();
         let mut dram_units = 0u64;
         for lpn in first..=last {
-            self.map.access(cmd.tenant, Lpn(lpn), false);
             match self.ftl.lookup(Lpn(lpn)) {
                 Loc::Unmapped => self.tenant(t).read_units_unmapped += 1,
                 Loc::Buffer(_) => {
@@ -304,20 +502,20 @@ impl Ssd {
                 }
             }
         }
-        let mut done = now;
+        let mut done = mapped;
         if dram_units > 0 {
-            done = done.max(self.link_out.reserve(now, now, self.link_time(dram_units * unit_bytes)).1);
+            done = done.max(self.link_out.reserve(now, mapped, self.link_time(dram_units * unit_bytes)).1);
         }
         for &(page, units) in &pages {
             let bytes = units as u64 * unit_bytes;
-            let at_controller = self.read_page(now, now, page, bytes);
+            let at_controller = self.read_page(now, mapped, page, bytes);
             let (_, end) = self.link_out.reserve(now, at_controller, self.link_time(bytes));
             done = done.max(end);
         }
         // Unmapped units (zeros) still cross the link.
         let zero_units = (last - first + 1) as u64 - dram_units - pages.iter().map(|p| p.1 as u64).sum::<u64>();
         if zero_units > 0 {
-            done = done.max(self.link_out.reserve(now, now, self.link_time(zero_units * unit_bytes)).1);
+            done = done.max(self.link_out.reserve(now, mapped, self.link_time(zero_units * unit_bytes)).1);
         }
         self.pages_scratch = pages;
         done
@@ -378,7 +576,6 @@ impl Ssd {
                     self.mark_die(self.geo.die_of_plane(plane));
                 }
             }
-            self.map.access(cmd.tenant, l, true);
             self.tenant(t).write_units += 1;
             let unit_end = (lpn as u64 + 1) * unit;
             admitted_bytes += unit_end.min(cmd.offset + cmd.len) - (lpn as u64 * unit).max(cmd.offset);
@@ -405,7 +602,6 @@ impl Ssd {
         let end = (cmd.offset + cmd.len) / unit;
         for lpn in first..end {
             let l = Lpn(lpn as u32);
-            self.map.access(cmd.tenant, l, true);
             if let Loc::Buffer(s) = self.ftl.unmap(l) {
                 self.buf.discard(s);
             }
@@ -522,8 +718,18 @@ impl Ssd {
         }
     }
 
-    /// Queues GC jobs the FTL has started on their dies.
+    /// Queues GC jobs the FTL has started on their dies, and the map updates their moves need
+    /// (whose programs may start more GC: repeated until there is none).
     fn schedule_new_gc(&mut self, now: SimTime, out: &mut Outbox) {
+        loop {
+            self.schedule_gc_jobs(now, out);
+            if !self.apply_gc_map_updates(now) {
+                break;
+            }
+        }
+    }
+
+    fn schedule_gc_jobs(&mut self, now: SimTime, out: &mut Outbox) {
         while let Some(job) = self.ftl.take_gc_job() {
             let die = self.geo.die_of_plane(job.plane);
             let run = GcRun { job, reads_done: 0, progs_done: 0, erased: false, end: None };
@@ -617,7 +823,9 @@ impl Ssd {
                 _ => i += 1,
             }
         }
-        // Finishing an erase may let GC continue elsewhere in the plane.
+        // Finishing an erase may let GC continue elsewhere in the plane, and map programs that
+        // were waiting for a free block go now.
+        self.retry_map_programs(now);
         self.schedule_new_gc(now, out);
         self.schedule_gc_check(now, die, out);
         self.mark_die(die);

@@ -3,7 +3,7 @@
 use super::*;
 use crate::engine::EventQueue;
 use crate::flash::{Geometry, Timing};
-use crate::ftl::{FullMap, Loc, VictimPolicy};
+use crate::ftl::{Loc, MappingConfig, VictimPolicy};
 use crate::units::{Lpn, Nanos, QueueId, ReqId, SimTime, TenantId};
 use std::collections::BTreeMap;
 
@@ -37,6 +37,7 @@ fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) -> SsdConfig 
         program_queue_depth: 2,
         flush: FlushPolicy::Page,
         host_link_bytes_per_sec: 4_000_000_000,
+        mapping: MappingConfig::Full,
     }
 }
 
@@ -55,7 +56,7 @@ struct Harness {
 
 impl Harness {
     fn new_ssd(cfg: SsdConfig) -> Harness {
-        let ssd = Ssd::new(cfg, Box::new(FullMap::new(2))).unwrap();
+        let ssd = Ssd::new(cfg, 2).unwrap();
         Harness::with(Device::new(nvme(), Backend::Ssd(Box::new(ssd))))
     }
     fn with(dev: Device) -> Harness {

@@ -8,13 +8,15 @@
 //! runs without timing to precondition a drive in seconds.
 
 mod buckets;
+pub mod cmt;
 mod core;
 mod mapping;
 
 pub use self::core::{
     Ftl, FtlError, FtlParams, FtlStats, GcJob, Loc, TenantGc, VictimPolicy, MAP_OWNER, NO_OWNER,
 };
-pub use mapping::{FullMap, MapCache, MapOutcome, MapStats};
+pub use cmt::{CmtConfig, CmtPolicy, CmtPolicyKind, CmtStats, Eviction, PeriodRecord};
+pub use mapping::{FullMap, MapStats, MappingConfig};
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,7 @@
 use super::{IoStats, LatSummary};
 use crate::device::precondition::PreconditionReport;
 use crate::device::{SsdStats, TenantDeviceStats};
-use crate::ftl::{FtlStats, MapStats};
+use crate::ftl::{FtlStats, MapStats, PeriodRecord};
 use serde::Serialize;
 
 /// Why the run ended.
@@ -157,6 +157,22 @@ pub struct DeviceResult {
     pub channel_utilisation: f64,
     /// Writes of units still dirty in the write buffer (all tenants).
     pub write_buffer_hits: u64,
+    /// The map cache, with DFTL.
+    pub cmt: Option<CmtReport>,
+}
+
+/// The DFTL map cache as configured, and the balanced policy's periods.
+#[derive(Clone, Debug, Serialize)]
+pub struct CmtReport {
+    pub policy: String,
+    /// Capacity in translation pages.
+    pub pages: u32,
+    pub page_bytes: u32,
+    /// Translation pages of the whole table, and entries per page.
+    pub map_pages: u32,
+    pub entries_per_page: u32,
+    /// `balanced`: every closed period (distinct pages per tenant, rECS, ΔrECS, allocations).
+    pub periods: Vec<PeriodRecord>,
 }
 
 /// One tenant's activity in one timeline interval.
@@ -176,6 +192,11 @@ pub struct TimelineRow {
     pub lat_p99_us: f64,
     /// Units GC moved from this tenant's data during the interval.
     pub gc_units_moved: u64,
+    /// Translation-page lookups and misses during the interval.
+    pub map_lookups: u64,
+    pub map_misses: u64,
+    /// Map-cache pages held on the tenant's behalf at the interval's end.
+    pub cmt_pages: u32,
 }
 
 impl TenantResult {

@@ -217,6 +217,13 @@ fn tenant_json(r: &RunResults, t: &TenantResult, gc_total: u64) -> Value {
             "hits": t.map.hits,
             "misses": t.map.misses,
             "miss_ratio": ratio(t.map.misses as f64, t.map.lookups as f64),
+            "map_loads": t.map.map_loads,
+            "map_flushes": t.map.map_flushes,
+            "commands_delayed": t.map.commands_delayed,
+            "map_wait_ns": t.map.map_wait_ns,
+            "map_wait_mean_ns": ratio(t.map.map_wait_ns as f64, t.map.commands_delayed as f64),
+            "cmt_pages": t.map.cmt_pages,
+            "cmt_allocation": t.map.cmt_allocation,
         }),
     );
     o.insert("device".into(), json!(t.device));
@@ -520,11 +527,17 @@ mod tests {
                 let v = fio_json(&r, plus);
                 let mut found = Vec::new();
                 nulls(&v, "", &mut found);
-                let mut expected =
-                    vec!["/flashmux/device/waf".to_owned(), "/flashmux/device/precondition/state".to_owned()];
+                // `cmt` and `cmt_allocation`: no map cache with full mapping.
+                let mut expected = vec![
+                    "/flashmux/device/waf".to_owned(),
+                    "/flashmux/device/precondition/state".to_owned(),
+                    "/flashmux/device/cmt".to_owned(),
+                ];
                 for t in 0..tenants {
                     expected.push(format!("/flashmux/tenants/{t}/gc_share"));
                     expected.push(format!("/flashmux/tenants/{t}/map/miss_ratio"));
+                    expected.push(format!("/flashmux/tenants/{t}/map/map_wait_mean_ns"));
+                    expected.push(format!("/flashmux/tenants/{t}/map/cmt_allocation"));
                 }
                 found.sort();
                 expected.sort();

@@ -130,7 +130,7 @@ pub(crate) mod test_fixture {
                 io,
                 gc_units_moved: gc,
                 gc_erases: gc as f64 / 64.0,
-                map: MapStats { lookups: 100, hits: 90, misses: 10 },
+                map: MapStats { lookups: 100, hits: 90, misses: 10, miss_ratio: 0.1, ..Default::default() },
                 device: TenantDeviceStats { write_units: 7, write_buffer_hits: 3, ..Default::default() },
             }
         };
@@ -170,6 +170,7 @@ pub(crate) mod test_fixture {
                 ssd: SsdStats::default(),
                 waf: Some(2.0),
                 unowned_gc_units_moved: 10,
+                cmt: None,
                 precondition: PreconditionReport {
                     state: Some(PreconditionState::Aged),
                     fill: 0.9,
@@ -195,6 +196,9 @@ pub(crate) mod test_fixture {
                     lat_mean_us: 35.25,
                     lat_p99_us: 1.0 / 3.0,
                     gc_units_moved: 12,
+                    map_lookups: 0,
+                    map_misses: 0,
+                    cmt_pages: 0,
                 },
                 TimelineRow {
                     time_s: 0.0,
@@ -207,6 +211,9 @@ pub(crate) mod test_fixture {
                     lat_mean_us: f64::NAN,
                     lat_p99_us: 6000.0,
                     gc_units_moved: 0,
+                    map_lookups: 0,
+                    map_misses: 0,
+                    cmt_pages: 0,
                 },
             ],
             warnings: vec!["GC never ran during the measured period".into()],

@@ -9,17 +9,36 @@ use crate::metrics::{RunResults, TenantResult};
 const HEADERS: [&str; 10] =
     ["tenant", "IOPS", "MB/s", "mean us", "p50 us", "p99 us", "p99.9 us", "GC pages", "GC share", "erases"];
 
+/// Extra columns with DFTL: map-cache lookups, miss ratio, translation pages read and written
+/// back, mean wait of the commands that waited for a translation page, cache pages held.
+const MAP_HEADERS: [&str; 6] = ["map lookups", "map miss", "map loads", "map flushes", "map wait us", "CMT pages"];
+
 /// The per-tenant table and the device summary. Throughput is decimal MB/s over each tenant's
 /// runtime; latencies are total latency (submission + completion) over all directions.
 pub fn tenant_table(r: &RunResults) -> String {
     // GC shares are of all units GC moved, including data no single tenant owns.
     let gc_total = r.tenants.iter().map(|t| t.gc_units_moved).sum::<u64>() + r.device.unowned_gc_units_moved;
-    let rows: Vec<Vec<String>> = r.tenants.iter().map(|t| tenant_row(t, gc_total)).collect();
-    let mut out = render(&HEADERS, &rows);
+    let dftl = r.device.cmt.is_some();
+    let mut headers = HEADERS.to_vec();
+    if dftl {
+        headers.extend(MAP_HEADERS);
+    }
+    let rows: Vec<Vec<String>> = r
+        .tenants
+        .iter()
+        .map(|t| {
+            let mut row = tenant_row(t, gc_total);
+            if dftl {
+                row.extend(map_cells(t));
+            }
+            row
+        })
+        .collect();
+    let mut out = render(&headers, &rows);
     out.push('\n');
 
     let d = &r.device;
-    let lines: [(&str, String); 10] = [
+    let mut lines: Vec<(&str, String)> = vec![
         ("device", format!("{} ({}), mapping {}", d.kind, d.preset, d.mapping)),
         (
             "write amplification",
@@ -43,6 +62,23 @@ pub fn tenant_table(r: &RunResults) -> String {
             ),
         ),
     ];
+    if let Some(c) = &d.cmt {
+        lines.insert(
+            1,
+            (
+                "map cache",
+                format!(
+                    "{} pages of {} ({:.2}% of the table), {} map reads, {} map programs, {} GC map updates",
+                    c.pages,
+                    c.map_pages,
+                    c.pages as f64 * 100.0 / c.map_pages.max(1) as f64,
+                    d.ssd.map_reads,
+                    d.ssd.map_programs,
+                    d.ssd.gc_map_updates
+                ),
+            ),
+        );
+    }
     let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0) + 1;
     for (label, value) in &lines {
         out.push_str(&format!("{:<width$} {value}\n", format!("{label}:")));
@@ -77,6 +113,21 @@ fn tenant_row(t: &TenantResult, gc_total: u64) -> Vec<String> {
         ratio(t.gc_units_moved as f64, gc_total as f64)
             .map_or_else(|| "-".into(), |s| format!("{:.1}%", s * 100.0)),
         if t.gc_erases.is_finite() { format!("{:.1}", t.gc_erases) } else { "-".into() },
+    ]
+}
+
+fn map_cells(t: &TenantResult) -> Vec<String> {
+    let m = &t.map;
+    vec![
+        m.lookups.to_string(),
+        ratio(m.misses as f64, m.lookups as f64).map_or_else(|| "-".into(), |s| format!("{:.1}%", s * 100.0)),
+        m.map_loads.to_string(),
+        m.map_flushes.to_string(),
+        ratio(m.map_wait_ns as f64, m.commands_delayed as f64).map_or_else(|| "-".into(), |w| format!("{:.1}", w / 1e3)),
+        match m.cmt_allocation {
+            Some(a) => format!("{}/{a}", m.cmt_pages),
+            None => m.cmt_pages.to_string(),
+        },
     ]
 }
 

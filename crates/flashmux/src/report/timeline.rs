@@ -3,7 +3,7 @@
 use crate::metrics::RunResults;
 use std::io;
 
-const HEADER: [&str; 10] = [
+const HEADER: [&str; 13] = [
     "time_s",
     "interval_s",
     "tenant",
@@ -14,6 +14,9 @@ const HEADER: [&str; 10] = [
     "lat_mean_us",
     "lat_p99_us",
     "gc_pages_moved",
+    "map_lookups",
+    "map_misses",
+    "cmt_pages",
 ];
 
 /// Writes [`RunResults::timeline`] as CSV with a header row. Floats have six decimal places
@@ -34,6 +37,9 @@ pub fn write_timeline_csv<W: io::Write>(r: &RunResults, w: W) -> io::Result<()> 
             num(row.lat_mean_us),
             num(row.lat_p99_us),
             row.gc_units_moved.to_string(),
+            row.map_lookups.to_string(),
+            row.map_misses.to_string(),
+            row.cmt_pages.to_string(),
         ])?;
     }
     out.flush()
@@ -62,13 +68,13 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "time_s,interval_s,tenant,read_iops,write_iops,read_mbps,write_mbps,lat_mean_us,lat_p99_us,gc_pages_moved"
+            "time_s,interval_s,tenant,read_iops,write_iops,read_mbps,write_mbps,lat_mean_us,lat_p99_us,gc_pages_moved,map_lookups,map_misses,cmt_pages"
         );
         assert_eq!(
             lines[1],
-            "0.000000,1.000000,\"vm,0\",750.000000,0.000000,3.072000,0.000000,35.250000,0.333333,12"
+            "0.000000,1.000000,\"vm,0\",750.000000,0.000000,3.072000,0.000000,35.250000,0.333333,12,0,0,0"
         );
-        assert_eq!(lines[2], "0.000000,1.000000,vm1,0.000000,100.000000,0.000000,0.409600,,6000.000000,0");
+        assert_eq!(lines[2], "0.000000,1.000000,vm1,0.000000,100.000000,0.000000,0.409600,,6000.000000,0,0,0,0");
         assert_eq!(lines.len(), 3);
     }
 

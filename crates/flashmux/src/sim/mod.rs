@@ -15,9 +15,9 @@ use crate::config::{DeviceKind, Scenario};
 use crate::device::precondition::{owner_segments, precondition, PreconditionReport, PreconditionState};
 use crate::device::{Backend, Command, Device, DeviceEvent, IoOp, Outbox, Ssd};
 use crate::engine::{rng_for, EventQueue};
-use crate::ftl::FullMap;
 use crate::host::{SchedReq, Scheduler};
-use crate::metrics::{DeviceResult, JobResult, RunResults, StopReason, TenantResult};
+use crate::ftl::MappingConfig;
+use crate::metrics::{CmtReport, DeviceResult, JobResult, RunResults, StopReason, TenantResult};
 use crate::units::{JobId, QueueId, ReqId, SimTime, TenantId};
 use job::{JobRt, JobState};
 use timeline::Timeline;
@@ -205,6 +205,7 @@ impl Simulator {
             ssd.ftl_mut().pad_host_page(p);
         }
         ssd.ftl_mut().reset_stats();
+        ssd.reset_map_stats();
         report
     }
 
@@ -481,15 +482,30 @@ impl Simulator {
     }
 
     fn tick(&mut self) {
-        let gc: Vec<u64> = (0..self.scenario.tenants.len()).map(|t| self.tenant_gc_moved(t)).collect();
-        self.timeline.close_interval(self.now, &gc);
+        let snap = self.snapshots();
+        self.timeline.close_interval(self.now, &snap);
     }
 
-    fn tenant_gc_moved(&self, t: usize) -> u64 {
-        match self.device.backend() {
-            Backend::Ssd(s) => s.ftl().tenant_gc(TenantId(t as u16)).units_moved,
-            Backend::Null(_) => 0,
-        }
+    /// Every tenant's device-side counters now, for the timeline.
+    fn snapshots(&self) -> Vec<timeline::Snapshot> {
+        (0..self.scenario.tenants.len())
+            .map(|t| match self.device.backend() {
+                Backend::Ssd(s) => {
+                    let id = TenantId(t as u16);
+                    let m = s.map_cache();
+                    let c = m.stats(id);
+                    timeline::Snapshot {
+                        totals: timeline::Counters {
+                            gc_moved: s.ftl().tenant_gc(id).units_moved,
+                            map_lookups: c.lookups,
+                            map_misses: c.misses,
+                        },
+                        cmt_pages: m.held(id),
+                    }
+                }
+                Backend::Null(_) => timeline::Snapshot::default(),
+            })
+            .collect()
     }
 
     pub fn check_invariants(&self) {
@@ -518,8 +534,8 @@ impl Simulator {
         for j in &mut self.jobs {
             j.stop(now);
         }
-        let gc: Vec<u64> = (0..self.scenario.tenants.len()).map(|t| self.tenant_gc_moved(t)).collect();
-        self.timeline.close_partial(now, &gc);
+        let snap = self.snapshots();
+        self.timeline.close_partial(now, &snap);
         let jobs: Vec<JobResult> = self.jobs.iter().map(|j| j.result(&self.scenario)).collect();
         let tenants: Vec<TenantResult> = self
             .scenario
@@ -539,7 +555,7 @@ impl Simulator {
                         (
                             g.units_moved,
                             g.erased_units as f64 / s.ftl().units_per_block() as f64,
-                            s.map_cache().stats(TenantId(i as u16)),
+                            s.map_stats(TenantId(i as u16)),
                             s.tenant_stats(i),
                         )
                     }
@@ -649,7 +665,10 @@ impl Simulator {
                 let c = s.config();
                 let ftl = s.ftl().stats().clone();
                 let waf = (ftl.host_units_programmed > 0).then(|| {
-                    (ftl.host_units_programmed + ftl.gc_units_programmed + ftl.padding_units_programmed) as f64
+                    (ftl.host_units_programmed
+                        + ftl.gc_units_programmed
+                        + ftl.padding_units_programmed
+                        + ftl.map_units_programmed) as f64
                         / ftl.host_units_programmed as f64
                 });
                 DeviceResult {
@@ -658,7 +677,7 @@ impl Simulator {
                     capacity_bytes: s.capacity_bytes(),
                     physical_bytes: c.geometry.physical_bytes(),
                     unit_bytes: c.geometry.unit_bytes as u64,
-                    mapping: s.map_cache().name().into(),
+                    mapping: s.mapping_name(),
                     ftl,
                     ssd: s.stats().clone(),
                     waf,
@@ -668,6 +687,17 @@ impl Simulator {
                     write_buffer_hits: (0..self.scenario.tenants.len())
                         .map(|t| s.tenant_stats(t).write_buffer_hits)
                         .sum(),
+                    cmt: match &c.mapping {
+                        MappingConfig::Full => None,
+                        MappingConfig::Dftl { cmt, .. } => Some(CmtReport {
+                            policy: cmt.policy.name().into(),
+                            pages: cmt.pages,
+                            page_bytes: c.geometry.page_bytes,
+                            map_pages: s.ftl().map_pages(),
+                            entries_per_page: s.ftl().map_entries_per_page(),
+                            periods: s.map_cache().periods().to_vec(),
+                        }),
+                    },
                 }
             }
             Backend::Null(n) => DeviceResult {
@@ -684,6 +714,7 @@ impl Simulator {
                 precondition: self.precondition.clone(),
                 channel_utilisation: 0.0,
                 write_buffer_hits: 0,
+                cmt: None,
             },
         }
     }
@@ -692,8 +723,7 @@ impl Simulator {
 fn build_device(s: &Scenario) -> Result<Device, SimError> {
     let backend = match &s.device.kind {
         DeviceKind::Ssd(c) => {
-            let map = Box::new(FullMap::new(s.tenants.len()));
-            Backend::Ssd(Box::new(Ssd::new(c.clone(), map).map_err(|e| SimError::Device(e.to_string()))?))
+            Backend::Ssd(Box::new(Ssd::new(c.clone(), s.tenants.len()).map_err(|e| SimError::Device(e.to_string()))?))
         }
         DeviceKind::Null(n) => Backend::Null(n.clone()),
     };

@@ -20,14 +20,30 @@ struct Row {
     bytes: [u64; 3],
     lat_mean_ns: f64,
     lat_p99_ns: u64,
-    gc_moved: u64,
+    delta: Counters,
+    cmt_pages: u32,
+}
+
+/// A tenant's cumulative device-side counters at a moment; the timeline reports their changes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counters {
+    pub gc_moved: u64,
+    pub map_lookups: u64,
+    pub map_misses: u64,
+}
+
+/// What the device says about a tenant at an interval's end.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Snapshot {
+    pub totals: Counters,
+    pub cmt_pages: u32,
 }
 
 pub struct Timeline {
     interval: Nanos,
     start: SimTime,
     acc: Vec<Acc>,
-    last_gc: Vec<u64>,
+    last: Vec<Counters>,
     rows: Vec<Row>,
 }
 
@@ -37,7 +53,7 @@ impl Timeline {
             interval,
             start: SimTime::ZERO,
             acc: (0..tenants).map(|_| Acc::default()).collect(),
-            last_gc: vec![0; tenants],
+            last: vec![Counters::default(); tenants],
             rows: Vec::new(),
         }
     }
@@ -54,11 +70,12 @@ impl Timeline {
         a.lat.record(lat_ns);
     }
 
-    /// Ends the interval at `now`; `gc_total[t]` is tenant t's GC-moved units so far.
-    pub fn close_interval(&mut self, now: SimTime, gc_total: &[u64]) {
+    /// Ends the interval at `now`; `snap[t]` is tenant t's device counters now.
+    pub fn close_interval(&mut self, now: SimTime, snap: &[Snapshot]) {
         let len = now.since(self.start);
         for (t, a) in self.acc.iter_mut().enumerate() {
             let a = std::mem::take(a);
+            let (now_c, last) = (snap[t].totals, self.last[t]);
             self.rows.push(Row {
                 start: self.start,
                 len,
@@ -67,17 +84,22 @@ impl Timeline {
                 bytes: a.bytes,
                 lat_mean_ns: a.lat.mean(),
                 lat_p99_ns: a.lat.percentile(99.0),
-                gc_moved: gc_total[t] - self.last_gc[t],
+                delta: Counters {
+                    gc_moved: now_c.gc_moved - last.gc_moved,
+                    map_lookups: now_c.map_lookups - last.map_lookups,
+                    map_misses: now_c.map_misses - last.map_misses,
+                },
+                cmt_pages: snap[t].cmt_pages,
             });
-            self.last_gc[t] = gc_total[t];
+            self.last[t] = now_c;
         }
         self.start = now;
     }
 
     /// Closes the last, possibly shorter interval if any time has passed in it.
-    pub fn close_partial(&mut self, now: SimTime, gc_total: &[u64]) {
+    pub fn close_partial(&mut self, now: SimTime, snap: &[Snapshot]) {
         if now > self.start {
-            self.close_interval(now, gc_total);
+            self.close_interval(now, snap);
         }
     }
 
@@ -97,7 +119,10 @@ impl Timeline {
                     write_mbps: per_s(r.bytes[1]) / 1e6,
                     lat_mean_us: r.lat_mean_ns / 1e3,
                     lat_p99_us: r.lat_p99_ns as f64 / 1e3,
-                    gc_units_moved: r.gc_moved,
+                    gc_units_moved: r.delta.gc_moved,
+                    map_lookups: r.delta.map_lookups,
+                    map_misses: r.delta.map_misses,
+                    cmt_pages: r.cmt_pages,
                 }
             })
             .collect()
