@@ -118,6 +118,10 @@ fn a_cache_of_the_whole_table_misses_only_once_per_translation_page() {
     assert_eq!(r.device.ssd.map_programs, 0, "nothing was evicted, so nothing was flushed");
     let held: u32 = r.tenants.iter().map(|t| t.map.cmt_pages).sum();
     assert_eq!(held as u64, misses, "every loaded page is still cached");
+    // One compulsory miss per page touched; the two regions may share the page at their border,
+    // which only the first tenant to touch it misses.
+    let touched: u64 = r.tenants.iter().map(|t| t.map.pages_touched).sum();
+    assert!(misses <= touched && touched <= misses + 1, "{misses} misses, {touched} pages touched");
 }
 
 #[test]
@@ -206,8 +210,6 @@ fn bad_map_cache_settings_are_rejected_with_the_key() {
     assert!(e.contains("device.ftl.cmt.policy") && e.contains("shared, partitioned, balanced"), "{e}");
     let e = config_error("pages = 8\npolicy = \"balanced\"\nperiod = \"0s\"", READER_WRITER);
     assert!(e.contains("device.ftl.cmt.period"), "{e}");
-    let e = config_error("pages = 8\nperiod = \"1s\"", READER_WRITER);
-    assert!(e.contains("balanced"), "{e}");
     let e = config_error("pages = 8\npolicy = \"balanced\"\nfloor = 5", READER_WRITER);
     assert!(e.contains("device.ftl.cmt") && e.contains("floor"), "{e}");
     let e = config_error("pages = 8\nsize = \"64KiB\"", READER_WRITER);

@@ -505,15 +505,8 @@ fn resolve_mapping(ctx: &Ctx, f: &FtlSection, geo: &Geometry) -> Result<MappingC
             };
             let step = ctx.positive("device.ftl.cmt.step", s.step.unwrap_or(1))?;
             let floor = ctx.positive("device.ftl.cmt.floor", s.floor.unwrap_or(1))?;
-            if (s.period.is_some() || s.step.is_some() || s.floor.is_some()) && policy != CmtPolicyKind::Balanced {
-                return Err(ctx.err(format!(
-                    "device.ftl.cmt: period, step and floor apply only with policy = \"balanced\" (policy is '{}')",
-                    policy.name()
-                )));
-            }
-            if shares.is_some() && policy == CmtPolicyKind::Shared {
-                return Err(ctx.err("device.ftl.cmt.shares: a shared cache has no shares; use policy = \"partitioned\" or \"balanced\""));
-            }
+            // period/step/floor (balanced only) and shares (partitioned, balanced) are accepted
+            // with every policy so one base scenario can sweep the policy.
             Ok(MappingConfig::Dftl { entry_bytes, cmt: CmtConfig { pages: 0, policy, shares, period, step, floor } })
         }
         other => Err(ctx.err(format!(

@@ -178,6 +178,9 @@ struct Die {
 struct MapWait {
     commands_delayed: u64,
     wait_ns: u64,
+    /// Bit per translation page the tenant looked up, and how many are set.
+    touched: Vec<u64>,
+    pages_touched: u64,
 }
 
 pub struct Ssd {
@@ -251,7 +254,10 @@ impl Ssd {
             dftl,
             map_entries: map_entries.max(1),
             map_ready: vec![SimTime::ZERO; map_pages],
-            map_wait: vec![MapWait::default(); tenants],
+            map_wait: {
+                let pages = cfg.logical_units().div_ceil(map_entries.max(1) as u64) as usize;
+                (0..tenants).map(|_| MapWait { touched: vec![0; pages.div_ceil(64)], ..MapWait::default() }).collect()
+            },
             map_pending: vec![VecDeque::new(); planes],
             evicted: Vec::new(),
             gc_updates: Vec::new(),
@@ -287,7 +293,8 @@ impl Ssd {
     /// `tenant`'s translation counters.
     pub fn map_stats(&self, tenant: TenantId) -> MapStats {
         let c = self.map.stats(tenant);
-        let w = self.map_wait.get(tenant.index()).cloned().unwrap_or_default();
+        let empty = MapWait::default();
+        let w = self.map_wait.get(tenant.index()).unwrap_or(&empty);
         MapStats {
             lookups: c.lookups,
             hits: c.hits,
@@ -297,6 +304,7 @@ impl Ssd {
             map_flushes: c.dirty_evictions,
             commands_delayed: w.commands_delayed,
             map_wait_ns: w.wait_ns,
+            pages_touched: w.pages_touched,
             cmt_pages: self.map.held(tenant),
             cmt_allocation: self.map.allocation(tenant),
         }
@@ -304,7 +312,10 @@ impl Ssd {
     /// Zeroes the map cache's counters (after preconditioning).
     pub fn reset_map_stats(&mut self) {
         self.map.reset_stats();
-        self.map_wait.iter_mut().for_each(|w| *w = MapWait::default());
+        for w in &mut self.map_wait {
+            let words = w.touched.len();
+            *w = MapWait { touched: vec![0; words], ..MapWait::default() };
+        }
     }
     pub fn stats(&self) -> &SsdStats {
         &self.stats
@@ -386,6 +397,13 @@ impl Ssd {
         let mut ready = now;
         for mp in first / self.map_entries..=last / self.map_entries {
             let hit = self.map.access(now, tenant, mp, dirty, &mut self.evicted);
+            if let Some(w) = self.map_wait.get_mut(tenant.index()) {
+                let (word, bit) = (mp as usize / 64, 1u64 << (mp % 64));
+                if w.touched[word] & bit == 0 {
+                    w.touched[word] |= bit;
+                    w.pages_touched += 1;
+                }
+            }
             if !self.dftl {
                 continue;
             }

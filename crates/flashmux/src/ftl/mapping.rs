@@ -57,6 +57,9 @@ pub struct MapStats {
     pub commands_delayed: u64,
     /// Total time those commands waited, ns: the extra latency caused by map misses.
     pub map_wait_ns: u64,
+    /// Distinct translation pages the tenant looked up during the run: its working set in
+    /// translation pages.
+    pub pages_touched: u64,
     /// Cache pages held on this tenant's behalf when the run ended.
     pub cmt_pages: u32,
     /// The tenant's allocation of cache pages (partitioned, balanced), when the run ended.
