@@ -26,6 +26,10 @@ pub struct BenchArgs {
     /// Over-provisioning (physical = logical × (1 + op)); default: the preset's.
     #[arg(long)]
     overprovisioning: Option<f64>,
+    /// With DFTL: the map cache's size as a share of the translation table, e.g. 1% (default:
+    /// the whole table in DRAM, `full` mapping).
+    #[arg(long)]
+    dftl_cmt: Option<String>,
     /// Host I/O scheduler.
     #[arg(long, default_value = "none")]
     scheduler: String,
@@ -34,7 +38,17 @@ pub struct BenchArgs {
 }
 
 fn scenario_toml(a: &BenchArgs) -> String {
-    let op = a.overprovisioning.map(|op| format!("[device.ftl]\noverprovisioning = {op}\n")).unwrap_or_default();
+    let mut ftl = String::new();
+    if let Some(op) = a.overprovisioning {
+        ftl.push_str(&format!("overprovisioning = {op}\n"));
+    }
+    if a.dftl_cmt.is_some() {
+        ftl.push_str("mapping = \"dftl\"\n");
+    }
+    let mut op = if ftl.is_empty() { String::new() } else { format!("[device.ftl]\n{ftl}") };
+    if let Some(size) = &a.dftl_cmt {
+        op.push_str(&format!("[device.ftl.cmt]\nsize = \"{size}\"\n"));
+    }
     format!(
         r#"name = "bench"
 seed = {seed}

@@ -25,7 +25,8 @@ impl Timeline {
     /// duration; `now` (≤ `ready`) lets past intervals be forgotten. Returns (start, end).
     pub fn reserve(&mut self, now: SimTime, ready: SimTime, dur: Nanos) -> (SimTime, SimTime) {
         debug_assert!(now <= ready, "reservation in the past");
-        let past = self.busy.iter().take_while(|iv| iv.1 <= now).count();
+        // Intervals are sorted and disjoint, so their ends are sorted too: binary searches.
+        let past = self.busy.partition_point(|iv| iv.1 <= now);
         if past > 0 {
             self.busy.drain(..past);
         }
@@ -34,11 +35,9 @@ impl Timeline {
             return (ready, ready);
         }
         let mut start = ready;
+        let first = self.busy.partition_point(|iv| iv.1 <= start);
         let mut idx = self.busy.len();
-        for (i, &(s, e)) in self.busy.iter().enumerate() {
-            if e <= start {
-                continue;
-            }
+        for (i, &(s, e)) in self.busy.iter().enumerate().skip(first) {
             if start + dur <= s {
                 idx = i;
                 break;

@@ -180,6 +180,10 @@ pub struct Ftl {
     /// Translation pages whose entries GC changed by moving data, with the data's owner, in the
     /// order GC moved them (one per page per victim); the device turns them into map updates.
     gc_map_updates: Vec<(u32, u16)>,
+    /// Per translation page, the number of the last relocation that reported it (dedup without
+    /// sorting), and the count of relocations.
+    map_update_stamp: Vec<u64>,
+    relocations: u64,
     /// GC work on translation pages.
     map_gc: TenantGc,
 }
@@ -271,6 +275,8 @@ impl Ftl {
             map_entries: params.map_entries_per_page.unwrap_or(0),
             gtd: vec![UNMAPPED; map_pages as usize],
             gc_map_updates: Vec::new(),
+            map_update_stamp: vec![0; map_pages as usize],
+            relocations: 0,
             map_gc: TenantGc::default(),
             params,
         };
@@ -676,7 +682,7 @@ impl Ftl {
             }
         }
         let stream = if map_block { Stream::MapGc } else { Stream::Gc };
-        let updates_from = self.gc_map_updates.len();
+        self.relocations += 1;
         for &(old, lpn, owner) in &valid {
             let new = self.alloc(plane, stream);
             // A GC page is programmed when its last unit is filled; a partly filled page waits
@@ -696,23 +702,17 @@ impl Ftl {
             } else {
                 self.place(new, Lpn(lpn), owner);
                 if self.map_entries > 0 {
-                    self.gc_map_updates.push((lpn / self.map_entries, owner));
+                    // One map update per translation page per victim (DFTL's batched update).
+                    let mp = lpn / self.map_entries;
+                    if self.map_update_stamp[mp as usize] != self.relocations {
+                        self.map_update_stamp[mp as usize] = self.relocations;
+                        self.gc_map_updates.push((mp, owner));
+                    }
                 }
             }
             self.close_if_full(plane, stream, new);
             self.attribute(owner).units_moved += 1;
         }
-        // One map update per translation page per victim (DFTL's batched update).
-        let updates = &mut self.gc_map_updates[updates_from..];
-        updates.sort_unstable();
-        let mut kept = updates_from;
-        for i in updates_from..self.gc_map_updates.len() {
-            if kept == updates_from || self.gc_map_updates[kept - 1].0 != self.gc_map_updates[i].0 {
-                self.gc_map_updates[kept] = self.gc_map_updates[i];
-                kept += 1;
-            }
-        }
-        self.gc_map_updates.truncate(kept);
         let moved = valid.len() as u32;
         self.gc_scratch = valid;
         debug_assert_eq!(self.blocks[victim as usize].valid, 0);
