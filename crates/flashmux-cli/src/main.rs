@@ -2,6 +2,8 @@
 
 mod bench;
 mod output;
+mod reproduce;
+mod sweep;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -33,6 +35,10 @@ enum Command {
     DefaultScenario,
     /// Measure the simulator's speed: 4 KiB random writes at QD 32 on an aged drive.
     Bench(bench::BenchArgs),
+    /// Run an experiment file: one simulation per point of a parameter sweep, results in one CSV.
+    Sweep(sweep::SweepArgs),
+    /// Run a bundled paper experiment, check the paper's findings and draw its figures.
+    Reproduce(reproduce::ReproduceArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -87,7 +93,8 @@ struct RunArgs {
     no_progress: bool,
 }
 
-/// Exit codes: 0 success, 1 failure while running or writing results, 2 bad input, 130 interrupted.
+/// Exit codes: 0 success, 1 failure while running or writing results, 2 bad input, 3 a
+/// reproduced paper's finding did not hold, 130 interrupted.
 const EXIT_BAD_INPUT: u8 = 2;
 const EXIT_INTERRUPTED: u8 = 130;
 
@@ -104,12 +111,19 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench(args) => bench::run(args),
+        Command::Sweep(args) => sweep::run(args),
+        Command::Reproduce(args) => reproduce::run(args),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("flashmux: error: {e:#}");
-            let bad_input = e.chain().any(|c| c.is::<ConfigError>() || c.is::<SimError>() || c.is::<BadArg>());
+            let bad_input = e.chain().any(|c| {
+                c.is::<ConfigError>()
+                    || c.is::<SimError>()
+                    || c.is::<BadArg>()
+                    || c.is::<flashmux::experiment::ExperimentError>()
+            });
             ExitCode::from(if bad_input { EXIT_BAD_INPUT } else { 1 })
         }
     }
@@ -118,7 +132,7 @@ fn main() -> ExitCode {
 /// A command-line value that does not parse.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-struct BadArg(String);
+pub(crate) struct BadArg(pub(crate) String);
 
 fn print_presets() {
     for name in PRESET_NAMES {

@@ -9,6 +9,7 @@
 pub mod config;
 pub mod device;
 pub mod engine;
+pub mod experiment;
 pub mod flash;
 pub mod ftl;
 pub mod host;

@@ -12,6 +12,7 @@
 mod fio_json;
 mod fio_stats;
 mod normal;
+pub mod plot;
 mod table;
 mod timeline;
 

@@ -1,0 +1,70 @@
+//! `flashmux reproduce <experiment>`: runs a bundled paper experiment, checks the paper's
+//! findings on the results (PASS/FAIL), and draws the paper's figures.
+
+use crate::sweep;
+use anyhow::Context;
+use flashmux::config::DEFAULT_OUTPUT_DIR;
+use flashmux::experiment::bundled::{bundled, format_checks, BUNDLED};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit code when the run completed but a finding of the paper did not hold.
+pub const EXIT_CHECK_FAILED: u8 = 3;
+
+#[derive(clap::Args)]
+pub struct ReproduceArgs {
+    /// The bundled experiment (`flashmux reproduce --list` names them).
+    #[arg(required_unless_present = "list")]
+    experiment: Option<String>,
+    /// List the bundled experiments.
+    #[arg(long)]
+    list: bool,
+    /// The short variant the test suite runs (fewer points, less simulated time).
+    #[arg(long)]
+    quick: bool,
+    /// Output directory [default: flashmux-out/<experiment name>].
+    #[arg(short, long)]
+    output_dir: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+pub fn run(args: ReproduceArgs) -> anyhow::Result<ExitCode> {
+    if args.list {
+        for b in BUNDLED {
+            println!("{:<14} {}", b.name, b.summary);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let name = args.experiment.as_deref().unwrap_or_default();
+    let b = bundled(name).ok_or_else(|| {
+        crate::BadArg(format!(
+            "unknown experiment '{name}': expected one of {}",
+            BUNDLED.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
+        ))
+    })?;
+    let exp = (b.experiment)(args.quick)?;
+    let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_OUTPUT_DIR).join(&exp.name));
+    let outcome = sweep::execute(&exp, b.name, &out_dir, args.no_progress)?;
+    if outcome.interrupted {
+        eprintln!("flashmux: the findings are not checked on an interrupted run");
+        return Ok(outcome.exit_code());
+    }
+    let figures = (b.figures)(&outcome.points, &outcome.results, &out_dir).context("drawing the figures")?;
+    let checks = (b.evaluate)(&outcome.points, &outcome.results);
+    let text = format_checks(&checks);
+    let path = out_dir.join("checks.txt");
+    std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+    println!("\n{text}");
+    for f in &figures {
+        println!("figure: {}", f.display());
+    }
+    println!("checks: {}", path.display());
+    let failed = checks.iter().filter(|c| !c.pass).count();
+    if failed > 0 {
+        eprintln!("flashmux: {failed} of {} findings did not hold", checks.len());
+        return Ok(ExitCode::from(EXIT_CHECK_FAILED));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,44 @@
+//! The experiments that come with flashmux, each reproducing a paper's setup: its sweep, the
+//! paper's findings as checks on the measured results, and the paper's figures.
+
+use super::{Experiment, ExperimentError, Point};
+use crate::metrics::RunResults;
+use crate::report::plot::PlotError;
+use std::path::{Path, PathBuf};
+
+/// One of the paper's findings, and what flashmux measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    pub claim: String,
+    pub measured: String,
+    pub pass: bool,
+}
+
+/// A bundled experiment.
+pub struct Bundled {
+    /// Its name for `flashmux reproduce`.
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// The sweep; `quick`: the short variant the test suite runs.
+    pub experiment: fn(quick: bool) -> Result<Experiment, ExperimentError>,
+    /// The paper's findings checked on the runs (in point order).
+    pub evaluate: fn(&[Point], &[RunResults]) -> Vec<Check>,
+    /// The paper's figures, written into the directory; returns the files.
+    pub figures: fn(&[Point], &[RunResults], &Path) -> Result<Vec<PathBuf>, PlotError>,
+}
+
+/// Every bundled experiment.
+pub const BUNDLED: &[Bundled] = &[super::paper_c::BUNDLED];
+
+pub fn bundled(name: &str) -> Option<&'static Bundled> {
+    BUNDLED.iter().find(|b| b.name == name)
+}
+
+/// The checks as lines of text: `PASS`/`FAIL`, the claim, then what was measured.
+pub fn format_checks(checks: &[Check]) -> String {
+    let mut out = String::new();
+    for c in checks {
+        out.push_str(&format!("{} {}\n     measured: {}\n", if c.pass { "PASS" } else { "FAIL" }, c.claim, c.measured));
+    }
+    out
+}
