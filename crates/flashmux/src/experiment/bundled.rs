@@ -14,6 +14,9 @@ pub struct Check {
     pub pass: bool,
 }
 
+/// Draws an experiment's figures into a directory; returns the files written.
+pub type FiguresFn = fn(&[Point], &[RunResults], &Path) -> Result<Vec<PathBuf>, PlotError>;
+
 /// A bundled experiment.
 pub struct Bundled {
     /// Its name for `flashmux reproduce`.
@@ -24,7 +27,7 @@ pub struct Bundled {
     /// The paper's findings checked on the runs (in point order).
     pub evaluate: fn(&[Point], &[RunResults]) -> Vec<Check>,
     /// The paper's figures, written into the directory; returns the files.
-    pub figures: fn(&[Point], &[RunResults], &Path) -> Result<Vec<PathBuf>, PlotError>,
+    pub figures: FiguresFn,
 }
 
 /// Every bundled experiment.

@@ -701,9 +701,8 @@ impl Ftl {
                 self.stats.gc_map_units_moved += 1;
             } else {
                 self.place(new, Lpn(lpn), owner);
-                if self.map_entries > 0 {
+                if let Some(mp) = lpn.checked_div(self.map_entries) {
                     // One map update per translation page per victim (DFTL's batched update).
-                    let mp = lpn / self.map_entries;
                     if self.map_update_stamp[mp as usize] != self.relocations {
                         self.map_update_stamp[mp as usize] = self.relocations;
                         self.gc_map_updates.push((mp, owner));
