@@ -424,7 +424,10 @@ impl Ssd {
             w.commands_delayed += 1;
             w.wait_ns += ready.0 - now.0;
         }
-        self.schedule_new_gc(now, out);
+        if self.dftl {
+            // Map programs may have opened blocks and started GC.
+            self.schedule_new_gc(now, out);
+        }
         ready
     }
 
