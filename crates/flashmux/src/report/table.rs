@@ -48,7 +48,14 @@ pub fn tenant_table(r: &RunResults) -> String {
         ("erases", d.ftl.erases.to_string()),
         (
             "pages programmed",
-            format!("host {}, GC {}", d.ftl.host_units_programmed, d.ftl.gc_units_programmed),
+            if d.cmt.is_some() {
+                format!(
+                    "host {}, GC {}, translation pages {}",
+                    d.ftl.host_units_programmed, d.ftl.gc_units_programmed, d.ftl.map_units_programmed
+                )
+            } else {
+                format!("host {}, GC {}", d.ftl.host_units_programmed, d.ftl.gc_units_programmed)
+            },
         ),
         ("write-buffer hits", r.device.write_buffer_hits.to_string()),
         ("precondition", precondition(&d.precondition)),
