@@ -96,6 +96,10 @@ fn dftl_runs_deterministically_and_accounts_every_lookup() {
     // updates, less any still waiting for a free block.
     let asked = d.ssd.map_programs + d.ssd.gc_map_updates;
     assert!(d.ftl.map_units_programmed <= asked && d.ftl.map_units_programmed + d.ssd.map_programs_deferred >= asked);
+    // GC's uncached map updates are charged to the tenants whose data moved.
+    let charged: u64 = a.tenants.iter().map(|t| t.map.gc_map_updates).sum();
+    // (Data no tenant owns, e.g. preconditioned space between regions, is charged to nobody.)
+    assert!(charged <= d.ssd.gc_map_updates, "{charged} charged of {}", d.ssd.gc_map_updates);
     // Write amplification counts the translation pages written.
     let f = &d.ftl;
     let waf = (f.host_units_programmed + f.gc_units_programmed + f.padding_units_programmed + f.map_units_programmed)
@@ -220,4 +224,40 @@ fn bad_map_cache_settings_are_rejected_with_the_key() {
     let text = format!("{}{READER_WRITER}", drive("[device.ftl.cmt]\npages = 4"));
     let e = Scenario::from_toml(&text, "bad.toml", Path::new(".")).err().unwrap().to_string();
     assert!(e.contains("mapping = \"dftl\""), "{e}");
+}
+
+#[test]
+fn gc_map_updates_are_charged_to_the_owners_of_the_moved_data() {
+    let writers = r#"
+[[tenant]]
+name = "a"
+fio = """
+[a]
+rw=randwrite
+bs=4k
+iodepth=8
+time_based
+runtime=1s
+"""
+[[tenant]]
+name = "b"
+fio = """
+[b]
+rw=randwrite
+bs=4k
+iodepth=8
+time_based
+runtime=1s
+"""
+"#;
+    let text = format!("{}{writers}", drive(&dftl("pages = 16"))).replace("sequential-fill", "aged");
+    let r = run(&text);
+    let d = &r.device;
+    assert!(d.ftl.gc_runs > 0 && d.ssd.gc_map_updates > 0, "GC moved no data: {:?}", d.ssd);
+    let charged: u64 = r.tenants.iter().map(|t| t.map.gc_map_updates).sum();
+    assert!(r.tenants.iter().all(|t| t.map.gc_map_updates > 0), "both tenants' data moved");
+    assert!(charged <= d.ssd.gc_map_updates);
+    // Both write alike, so each is charged a similar share.
+    let (x, y) = (r.tenants[0].map.gc_map_updates as f64, r.tenants[1].map.gc_map_updates as f64);
+    assert!(x / y > 0.5 && x / y < 2.0, "{x} vs {y}");
 }

@@ -181,6 +181,8 @@ struct MapWait {
     /// Bit per translation page the tenant looked up, and how many are set.
     touched: Vec<u64>,
     pages_touched: u64,
+    /// Translation pages GC read and rewrote because it moved this tenant's data.
+    gc_map_updates: u64,
 }
 
 pub struct Ssd {
@@ -305,6 +307,7 @@ impl Ssd {
             commands_delayed: w.commands_delayed,
             map_wait_ns: w.wait_ns,
             pages_touched: w.pages_touched,
+            gc_map_updates: w.gc_map_updates,
             cmt_pages: self.map.held(tenant),
             cmt_allocation: self.map.allocation(tenant),
         }
@@ -484,7 +487,7 @@ impl Ssd {
             return false;
         }
         let updates = std::mem::take(&mut self.gc_updates);
-        for &(mp, _owner) in &updates {
+        for &(mp, owner) in &updates {
             if self.map.update_if_cached(mp) {
                 self.stats.gc_map_updates_cached += 1;
                 continue;
@@ -493,6 +496,9 @@ impl Ssd {
             let end = self.read_page(now, now, page, self.geo.page_bytes as u64);
             self.program_map_page(now, end, mp);
             self.stats.gc_map_updates += 1;
+            if let Some(w) = self.map_wait.get_mut(owner as usize) {
+                w.gc_map_updates += 1;
+            }
         }
         self.gc_updates = updates;
         self.gc_updates.clear();

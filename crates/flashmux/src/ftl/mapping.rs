@@ -60,6 +60,8 @@ pub struct MapStats {
     /// Distinct translation pages the tenant looked up during the run: its working set in
     /// translation pages.
     pub pages_touched: u64,
+    /// Translation pages GC read and rewrote because it moved this tenant's data (DFTL).
+    pub gc_map_updates: u64,
     /// Cache pages held on this tenant's behalf when the run ended.
     pub cmt_pages: u32,
     /// The tenant's allocation of cache pages (partitioned, balanced), when the run ended.

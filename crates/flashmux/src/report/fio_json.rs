@@ -223,6 +223,7 @@ fn tenant_json(r: &RunResults, t: &TenantResult, gc_total: u64) -> Value {
             "map_wait_ns": t.map.map_wait_ns,
             "map_wait_mean_ns": ratio(t.map.map_wait_ns as f64, t.map.commands_delayed as f64),
             "pages_touched": t.map.pages_touched,
+            "gc_map_updates": t.map.gc_map_updates,
             "cmt_pages": t.map.cmt_pages,
             "cmt_allocation": t.map.cmt_allocation,
         }),
