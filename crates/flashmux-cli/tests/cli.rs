@@ -162,6 +162,20 @@ fn bad_input_is_one_clear_error_with_exit_code_2() {
     assert!(e.contains("smaller than one block per plane"), "{e}");
     let e = rejected("too-big", &format!("{SMALL}\n{}", TENANT.replace("number_ios=2000", "size=1g")));
     assert!(e.contains("job 't'") && e.contains("size"), "{e}");
+    // The map cache's settings (DFTL).
+    let dftl = |cmt: &str| {
+        SMALL.replace("overprovisioning = 0.15", &format!("overprovisioning = 0.15\nmapping = \"dftl\"\n[device.ftl.cmt]\n{cmt}"))
+    };
+    let two = format!("{TENANT}{}", TENANT.replace("name = \"t\"", "name = \"u\""));
+    for (name, cmt, key) in [
+        ("cmt-size", "pages = 1", "device.ftl.cmt.pages"),
+        ("cmt-shares", "pages = 4\npolicy = \"partitioned\"\nshares = [50, 40]", "device.ftl.cmt.shares"),
+        ("cmt-policy", "pages = 4\npolicy = \"fifo\"", "device.ftl.cmt.policy"),
+        ("cmt-period", "pages = 4\npolicy = \"balanced\"\nperiod = \"0s\"", "device.ftl.cmt.period"),
+    ] {
+        let e = rejected(name, &format!("{}\n{two}", dftl(cmt)));
+        assert!(e.contains(key), "{name}: {e}");
+    }
 }
 
 #[test]
