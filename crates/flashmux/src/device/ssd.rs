@@ -173,9 +173,9 @@ struct Die {
     in_ready_queue: bool,
 }
 
-/// Per-tenant translation costs the map cache does not count itself.
+/// Per-tenant translation counters the map cache does not keep itself.
 #[derive(Clone, Debug, Default)]
-struct MapWait {
+struct TenantMap {
     commands_delayed: u64,
     wait_ns: u64,
     /// Bit per translation page the tenant looked up, and how many are set.
@@ -198,7 +198,7 @@ pub struct Ssd {
     map_entries: u32,
     /// When each translation page's load from flash completes (DFTL).
     map_ready: Vec<SimTime>,
-    map_wait: Vec<MapWait>,
+    map_tenants: Vec<TenantMap>,
     /// Map programs waiting for room in their plane, per plane.
     map_pending: Vec<VecDeque<u32>>,
     evicted: Vec<Eviction>,
@@ -256,9 +256,9 @@ impl Ssd {
             dftl,
             map_entries: map_entries.max(1),
             map_ready: vec![SimTime::ZERO; map_pages],
-            map_wait: {
+            map_tenants: {
                 let pages = cfg.logical_units().div_ceil(map_entries.max(1) as u64) as usize;
-                (0..tenants).map(|_| MapWait { touched: vec![0; pages.div_ceil(64)], ..MapWait::default() }).collect()
+                (0..tenants).map(|_| TenantMap { touched: vec![0; pages.div_ceil(64)], ..TenantMap::default() }).collect()
             },
             map_pending: vec![VecDeque::new(); planes],
             evicted: Vec::new(),
@@ -295,8 +295,8 @@ impl Ssd {
     /// `tenant`'s translation counters.
     pub fn map_stats(&self, tenant: TenantId) -> MapStats {
         let c = self.map.stats(tenant);
-        let empty = MapWait::default();
-        let w = self.map_wait.get(tenant.index()).unwrap_or(&empty);
+        let empty = TenantMap::default();
+        let w = self.map_tenants.get(tenant.index()).unwrap_or(&empty);
         MapStats {
             lookups: c.lookups,
             hits: c.hits,
@@ -315,9 +315,9 @@ impl Ssd {
     /// Zeroes the map cache's counters (after preconditioning).
     pub fn reset_map_stats(&mut self) {
         self.map.reset_stats();
-        for w in &mut self.map_wait {
+        for w in &mut self.map_tenants {
             let words = w.touched.len();
-            *w = MapWait { touched: vec![0; words], ..MapWait::default() };
+            *w = TenantMap { touched: vec![0; words], ..TenantMap::default() };
         }
     }
     pub fn stats(&self) -> &SsdStats {
@@ -400,7 +400,7 @@ impl Ssd {
         let mut ready = now;
         for mp in first / self.map_entries..=last / self.map_entries {
             let hit = self.map.access(now, tenant, mp, dirty, &mut self.evicted);
-            if let Some(w) = self.map_wait.get_mut(tenant.index()) {
+            if let Some(w) = self.map_tenants.get_mut(tenant.index()) {
                 let (word, bit) = (mp as usize / 64, 1u64 << (mp % 64));
                 if w.touched[word] & bit == 0 {
                     w.touched[word] |= bit;
@@ -423,7 +423,7 @@ impl Ssd {
             self.flush_evicted(now);
         }
         if ready > now {
-            let w = &mut self.map_wait[tenant.index()];
+            let w = &mut self.map_tenants[tenant.index()];
             w.commands_delayed += 1;
             w.wait_ns += ready.0 - now.0;
         }
@@ -496,7 +496,7 @@ impl Ssd {
             let end = self.read_page(now, now, page, self.geo.page_bytes as u64);
             self.program_map_page(now, end, mp);
             self.stats.gc_map_updates += 1;
-            if let Some(w) = self.map_wait.get_mut(owner as usize) {
+            if let Some(w) = self.map_tenants.get_mut(owner as usize) {
                 w.gc_map_updates += 1;
             }
         }
