@@ -121,8 +121,11 @@ struct Plane {
     free: VecDeque<u32>,
     user_active: Option<u32>,
     gc_active: Option<u32>,
-    /// Open block for translation pages (map flushes and their GC copies).
+    /// Open block for translation pages written by map flushes.
     map_active: Option<u32>,
+    /// Open block for translation pages GC copies (apart from `map_active`, as GC's data copies
+    /// are apart from host writes, so GC never fills the block a map flush just opened).
+    map_gc_active: Option<u32>,
     erasing: u32,
 }
 
@@ -132,7 +135,8 @@ enum Stream {
     Gc,
     /// Translation pages written by map flushes: like host writes, they leave GC's reserve alone.
     Map,
-    /// Translation pages copied by GC: into the map block, allowed to use the reserve.
+    /// Translation pages copied by GC: into their own translation block, allowed to use the
+    /// reserve.
     MapGc,
 }
 
@@ -219,8 +223,9 @@ impl Ftl {
         let map_pages = params.map_pages() as u64;
         let max_plane_units = (stripes.div_ceil(geo.planes() as u64) + map_pages.div_ceil(geo.planes() as u64)) * upp;
         let logical_blocks = max_plane_units.div_ceil(geo.units_per_block() as u64);
-        // Threshold, the open host and GC blocks, GC's reserve; and the open map block with DFTL.
-        let needed = params.gc_threshold_blocks + 3 + (map_pages > 0) as u32;
+        // Threshold, the open host and GC blocks, GC's reserve; and the two open translation
+        // blocks (map flushes, GC's copies) with DFTL.
+        let needed = params.gc_threshold_blocks + 3 + 2 * (map_pages > 0) as u32;
         if logical_blocks + needed as u64 > geo.blocks_per_plane as u64 {
             return Err(FtlError::OverprovisioningTooLow {
                 logical_blocks,
@@ -436,6 +441,12 @@ impl Ftl {
 
     /// Next free unit of `plane`'s open block for `stream`, opening a block when needed.
     fn alloc(&mut self, plane: u32, stream: Stream) -> Ppa {
+        self.alloc_units(plane, stream, 1)
+    }
+
+    /// `n` consecutive units of `plane`'s open block for `stream` (the caller keeps `n` dividing
+    /// the block's remaining room, as whole translation pages do).
+    fn alloc_units(&mut self, plane: u32, stream: Stream, n: u32) -> Ppa {
         let upb = self.units_per_block;
         let current = *self.active_mut(plane, stream);
         // A block that fills is closed below, so an open block always has room.
@@ -464,9 +475,10 @@ impl Ftl {
             }
         };
         let blk = &mut self.blocks[block as usize];
+        debug_assert!(upb - blk.written >= n, "{n} units do not fit in block {block}");
         let ppa = Ppa(block * upb + blk.written);
-        blk.written += 1;
-        self.write_seq += 1;
+        blk.written += n;
+        self.write_seq += n as u64;
         blk.last_write_seq = self.write_seq;
         ppa
     }
@@ -490,7 +502,8 @@ impl Ftl {
         match stream {
             Stream::Host => &mut p.user_active,
             Stream::Gc => &mut p.gc_active,
-            Stream::Map | Stream::MapGc => &mut p.map_active,
+            Stream::Map => &mut p.map_active,
+            Stream::MapGc => &mut p.map_gc_active,
         }
     }
 
@@ -538,17 +551,19 @@ impl Ftl {
         first
     }
 
+    /// Writes translation page `mp` as one flash page of `stream`'s open block.
     fn place_map_page(&mut self, plane: u32, mp: u32, stream: Stream) -> Ppa {
         let upp = self.units_per_page;
-        let mut first = None;
+        let first = self.alloc_units(plane, stream, upp);
+        debug_assert_eq!(first.0 % upp, 0, "translation pages start on a page boundary");
         for k in 0..upp {
-            let ppa = self.alloc(plane, stream);
-            debug_assert!(k > 0 || ppa.0 % upp == 0, "translation pages start on a page boundary");
-            first.get_or_insert(ppa);
-            self.place_raw(ppa, MAP_BIT | (mp * upp + k), MAP_OWNER);
-            self.close_if_full(plane, stream, ppa);
+            let ppa = first.0 + k;
+            self.p2l[ppa as usize] = MAP_BIT | (mp * upp + k);
+            self.owner[ppa as usize] = MAP_OWNER;
         }
-        let first = first.expect("a page has at least one unit");
+        let b = self.block_of(first) as usize;
+        self.blocks[b].valid += upp;
+        self.close_if_full(plane, stream, Ppa(first.0 + upp - 1));
         self.gtd[mp as usize] = first.0;
         first
     }
@@ -558,9 +573,15 @@ impl Ftl {
         if first == UNMAPPED {
             return;
         }
-        for k in 0..self.units_per_page {
-            self.invalidate_unit(Ppa(first + k));
+        let upp = self.units_per_page;
+        self.p2l[first as usize..(first + upp) as usize].fill(NO_LPN);
+        let b = self.block_of(Ppa(first));
+        let blk = &mut self.blocks[b as usize];
+        if blk.state == BlockState::Full {
+            self.buckets.remove(b, blk.valid);
+            self.buckets.insert(b, blk.valid - upp);
         }
+        blk.valid -= upp;
         self.gtd[mp as usize] = UNMAPPED;
     }
 
@@ -600,7 +621,7 @@ impl Ftl {
             let Some(victim) = self.pick_victim(plane) else { return run > 0 };
             let blk = &self.blocks[victim as usize];
             let p = &self.planes[plane as usize];
-            let gc_room = self.room(if blk.map { p.map_active } else { p.gc_active });
+            let gc_room = self.room(if blk.map { p.map_gc_active } else { p.gc_active });
             if blk.valid > gc_room && p.free.is_empty() {
                 // Wait for an erase to finish before copying more.
                 return run > 0;
@@ -883,7 +904,12 @@ impl Ftl {
             let count = |s| range.clone().filter(|&b| self.blocks[b as usize].state == s).count();
             assert_eq!(count(BlockState::Free), plane.free.len(), "plane {p}: free list out of sync");
             assert_eq!(count(BlockState::Erasing), plane.erasing as usize, "plane {p}: erasing count");
-            let actives = plane.user_active.iter().chain(plane.gc_active.iter()).chain(plane.map_active.iter());
+            let actives = plane
+                .user_active
+                .iter()
+                .chain(plane.gc_active.iter())
+                .chain(plane.map_active.iter())
+                .chain(plane.map_gc_active.iter());
             assert_eq!(count(BlockState::Active), actives.clone().count(), "plane {p}: active blocks");
             for &b in actives {
                 assert!(range.contains(&b) && self.blocks[b as usize].state == BlockState::Active);
