@@ -1,22 +1,13 @@
 //! The `flashmux` command as users run it: exit codes, messages, files written.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{flashmux, stderr, tmpdir, write};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn flashmux() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_flashmux"))
-}
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("flashmux-cli-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// A small, fast drive for command-line tests.
 const SMALL: &str = r#"
@@ -32,11 +23,6 @@ overprovisioning = 0.15
 size = "256KiB"
 "#;
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
 
 fn run_scenario(dir: &Path, text: &str, extra: &[&str]) -> Output {
     let scenario = write(dir, "scenario.toml", text);

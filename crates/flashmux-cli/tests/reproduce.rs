@@ -1,10 +1,8 @@
 //! `flashmux reproduce` as users run it: a bundled paper experiment, its checks and figures.
 
-use std::process::Command;
+mod common;
 
-fn flashmux() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_flashmux"))
-}
+use common::flashmux;
 
 #[test]
 fn paper_c_quick_variant_passes_and_draws_its_figures() {

@@ -1,28 +1,13 @@
 //! `flashmux sweep` as users run it: the CSV and table of a sweep, bad experiment files, Ctrl-C.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn flashmux() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_flashmux"))
-}
+use common::{flashmux, stderr, tmpdir, write};
+use std::process::Command;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("flashmux-cli-sweep-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
+
 
 /// A small, fast drive and one short random writer.
 const BASE: &str = r#"
