@@ -2,26 +2,12 @@
 
 mod common;
 
-use common::{flashmux, stderr, tmpdir, write};
+use common::{flashmux, stderr, tmpdir, write, SMALL};
 use std::path::Path;
 use std::process::{Command, Output};
 
 
 
-
-/// A small, fast drive for command-line tests.
-const SMALL: &str = r#"
-[device]
-preset = "paper-c"
-[device.geometry]
-channels = 4
-chips_per_channel = 1
-blocks_per_plane = 64
-[device.ftl]
-overprovisioning = 0.15
-[device.buffer]
-size = "256KiB"
-"#;
 
 
 fn run_scenario(dir: &Path, text: &str, extra: &[&str]) -> Output {

@@ -2,26 +2,17 @@
 
 mod common;
 
-use common::{flashmux, stderr, tmpdir, write};
+use common::{flashmux, stderr, tmpdir, write, SMALL};
 use std::process::Command;
 
 
 
 
 
-/// A small, fast drive and one short random writer.
-const BASE: &str = r#"
-[device]
-preset = "paper-c"
-[device.geometry]
-channels = 4
-chips_per_channel = 1
-blocks_per_plane = 64
-[device.ftl]
-overprovisioning = 0.15
-[device.buffer]
-size = "256KiB"
-[[tenant]]
+/// The small drive and one short random writer.
+fn base() -> String {
+    format!(
+        r#"{SMALL}[[tenant]]
 name = "t"
 fio = """
 [t]
@@ -29,7 +20,9 @@ rw=randwrite
 bs=4k
 number_ios=500
 """
-"#;
+"#
+    )
+}
 
 const EXPERIMENT: &str = r#"
 name = "op-and-buffer"
@@ -47,7 +40,7 @@ label = "buffer"
 #[test]
 fn sweep_writes_csv_and_prints_the_table() {
     let dir = tmpdir("ok");
-    write(&dir, "base.toml", BASE);
+    write(&dir, "base.toml", &base());
     let exp = write(&dir, "exp.toml", EXPERIMENT);
     let o = flashmux().arg("sweep").arg(&exp).arg("-o").arg(dir.join("out")).arg("--no-progress").output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -76,7 +69,7 @@ fn sweep_writes_csv_and_prints_the_table() {
 /// Runs a sweep that must be rejected; returns its message.
 fn rejected(name: &str, experiment: &str) -> String {
     let dir = tmpdir(name);
-    write(&dir, "base.toml", BASE);
+    write(&dir, "base.toml", &base());
     let exp = write(&dir, "exp.toml", experiment);
     let o = flashmux().arg("sweep").arg(&exp).arg("-o").arg(dir.join("out")).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{name}: expected exit code 2, stderr: {}", stderr(&o));
@@ -111,7 +104,7 @@ fn bad_experiment_files_exit_with_code_2() {
 #[test]
 fn interrupt_writes_the_points_so_far() {
     let dir = tmpdir("sigint");
-    let long = BASE.replace("number_ios=500", "iodepth=8\ntime_based\nruntime=100000s");
+    let long = base().replace("number_ios=500", "iodepth=8\ntime_based\nruntime=100000s");
     write(&dir, "base.toml", &long);
     let exp = write(&dir, "exp.toml", EXPERIMENT);
     let child = flashmux()

@@ -1,20 +1,15 @@
 //! End-to-end tests of DFTL: translation pages on flash, the map cache and its policies.
 
+mod common;
+
+use common::run_checked;
 use flashmux::config::Scenario;
 use flashmux::metrics::RunResults;
 use flashmux::report::fio_json;
-use flashmux::sim::Simulator;
 use std::path::Path;
 
-fn scenario(text: &str) -> Scenario {
-    Scenario::from_toml(text, "test.toml", Path::new(".")).unwrap()
-}
-
 fn run(text: &str) -> RunResults {
-    let mut sim = Simulator::new(scenario(text)).unwrap();
-    sim.check_invariants_every(3_000);
-    sim.run();
-    sim.finish()
+    run_checked(text, 3_000)
 }
 
 /// 64 MiB of flash with paper C's timing; 64-byte entries so the small table still has a few

@@ -1,20 +1,14 @@
 //! End-to-end tests of the simulator: scenarios in, results out.
 
-use flashmux::config::Scenario;
+mod common;
+
+use common::{run_checked, scenario};
 use flashmux::metrics::{RunResults, StopReason};
 use flashmux::report::fio_json;
 use flashmux::sim::Simulator;
-use std::path::Path;
-
-fn scenario(text: &str) -> Scenario {
-    Scenario::from_toml(text, "test.toml", Path::new(".")).unwrap()
-}
 
 fn run(text: &str) -> RunResults {
-    let mut sim = Simulator::new(scenario(text)).unwrap();
-    sim.check_invariants_every(5_000);
-    sim.run();
-    sim.finish()
+    run_checked(text, 5_000)
 }
 
 /// A small drive (paper C's timing, 64 MiB of flash) so aging and GC happen in milliseconds.

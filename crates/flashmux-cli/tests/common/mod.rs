@@ -28,3 +28,17 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     std::fs::write(&p, text).unwrap();
     p
 }
+
+/// A small, fast drive for command-line tests.
+pub const SMALL: &str = r#"
+[device]
+preset = "paper-c"
+[device.geometry]
+channels = 4
+chips_per_channel = 1
+blocks_per_plane = 64
+[device.ftl]
+overprovisioning = 0.15
+[device.buffer]
+size = "256KiB"
+"#;
