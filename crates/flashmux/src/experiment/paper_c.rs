@@ -94,6 +94,22 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
+/// Applies `check` to the shared, partitioned and balanced runs of each size; a size missing a
+/// policy's run fails. Returns whether every size passed, and what was measured, joined.
+fn per_size(runs: &[Run], sizes: &[u32], check: impl Fn(u32, &Run, &Run, &Run) -> (bool, String)) -> (bool, String) {
+    let mut ok = true;
+    let mut measured = Vec::new();
+    for &s in sizes {
+        let (pass, text) = match (find(runs, s, "shared"), find(runs, s, "partitioned"), find(runs, s, "balanced")) {
+            (Some(sh), Some(pa), Some(ba)) => check(s, sh, pa, ba),
+            _ => (false, format!("{s}: a policy's run is missing")),
+        };
+        ok &= pass;
+        measured.push(text);
+    }
+    (ok, measured.join("; "))
+}
+
 /// The paper's findings, checked on the measured runs.
 fn evaluate(points: &[Point], results: &[RunResults]) -> Vec<Check> {
     let runs = runs(points, results);
@@ -108,58 +124,34 @@ fn evaluate(points: &[Point], results: &[RunResults]) -> Vec<Check> {
     // where both fit, VM1 mostly hits, inserts few pages and no longer pushes VM0's out: there
     // sharing can only be no better for VM0 (docs/EXPERIMENTS.md).
     let heavy = |s: u32| 2 * s as u64 <= w0 + w1;
-    let mut ok = contended.iter().any(|&s| heavy(s));
-    let mut measured = Vec::new();
-    for &s in &contended {
-        match (find(&runs, s, "shared"), find(&runs, s, "partitioned"), find(&runs, s, "balanced")) {
-            (Some(sh), Some(pa), Some(ba)) => {
-                let (shared, best) = (sh.miss(0), pa.miss(0).min(ba.miss(0)));
-                let this = if heavy(s) { shared > best } else { shared + MISS_TOLERANCE >= best };
-                ok &= this;
-                measured.push(format!(
-                    "{s}: {} {} {} / {}",
-                    pct(sh.miss(0)),
-                    if heavy(s) { ">" } else { ">=~" },
-                    pct(pa.miss(0)),
-                    pct(ba.miss(0))
-                ));
-            }
-            _ => {
-                ok = false;
-                measured.push(format!("{s}: a policy's run is missing"));
-            }
-        }
-    }
+    let (ok, measured) = per_size(&runs, &contended, |s, sh, pa, ba| {
+        let (shared, best) = (sh.miss(0), pa.miss(0).min(ba.miss(0)));
+        let pass = if heavy(s) { shared > best } else { shared + MISS_TOLERANCE >= best };
+        let op = if heavy(s) { ">" } else { ">=~" };
+        (pass, format!("{s}: {} {op} {} / {}", pct(shared), pct(pa.miss(0)), pct(ba.miss(0))))
+    });
+    let ok = ok && contended.iter().any(|&s| heavy(s));
     checks.push(Check {
         claim: format!(
             "Fig. 2: VM0's miss ratio is higher under shared than under partitioned and balanced at every heavily contended CMT size (at most half of both working sets, {} pages), and no lower (tolerance {} points) at every other contended size (pages: shared vs partitioned / balanced)",
             (w0 + w1) / 2,
             MISS_TOLERANCE * 100.0
         ),
-        measured: measured.join("; "),
+        measured,
         pass: ok,
     });
 
-    let mut ok = !contended.is_empty();
-    let mut measured = Vec::new();
-    for &s in &contended {
-        match (find(&runs, s, "shared"), find(&runs, s, "partitioned"), find(&runs, s, "balanced")) {
-            (Some(sh), Some(pa), Some(ba)) => {
-                ok &= sh.miss(1) <= ba.miss(1) + MISS_TOLERANCE && ba.miss(1) <= pa.miss(1) + MISS_TOLERANCE;
-                measured.push(format!("{s}: {} <= {} <= {}", pct(sh.miss(1)), pct(ba.miss(1)), pct(pa.miss(1))));
-            }
-            _ => {
-                ok = false;
-                measured.push(format!("{s}: a policy's run is missing"));
-            }
-        }
-    }
+    let (ok, measured) = per_size(&runs, &contended, |s, sh, pa, ba| {
+        let pass = sh.miss(1) <= ba.miss(1) + MISS_TOLERANCE && ba.miss(1) <= pa.miss(1) + MISS_TOLERANCE;
+        (pass, format!("{s}: {} <= {} <= {}", pct(sh.miss(1)), pct(ba.miss(1)), pct(pa.miss(1))))
+    });
+    let ok = ok && !contended.is_empty();
     checks.push(Check {
         claim: format!(
             "Fig. 3: VM1's miss ratio is shared <= balanced <= partitioned at every contended CMT size (tolerance {} points)",
             MISS_TOLERANCE * 100.0
         ),
-        measured: measured.join("; "),
+        measured,
         pass: ok,
     });
 
