@@ -3,6 +3,7 @@
 use super::{value_text, Point};
 use crate::metrics::{RunResults, StopReason, TenantResult};
 use crate::sim::{Progress, SimError, Simulator};
+use crate::report::stop_reason_name;
 use std::path::Path;
 
 /// Events simulated between two checks of the interrupt flag.
@@ -90,15 +91,6 @@ pub fn tenant_metrics(r: &RunResults, t: &TenantResult) -> Vec<(&'static str, St
         ("waf", r.device.waf.map_or_else(String::new, |w| fixed(w, 6))),
         ("stop_reason", stop_reason_name(r.stop_reason).to_string()),
     ]
-}
-
-fn stop_reason_name(s: StopReason) -> &'static str {
-    match s {
-        StopReason::AllJobsDone => "all-jobs-done",
-        StopReason::TimeLimit => "time-limit",
-        StopReason::RequestLimit => "request-limit",
-        StopReason::Interrupted => "interrupted",
-    }
 }
 
 /// `x` with `decimals` fixed decimals; empty when not finite.

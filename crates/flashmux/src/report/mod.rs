@@ -25,7 +25,7 @@ use crate::device::precondition::PreconditionState;
 use crate::metrics::StopReason;
 
 /// The stop reason as it appears in every report (the same kebab-case name serde gives it).
-fn stop_reason_name(s: StopReason) -> &'static str {
+pub(crate) fn stop_reason_name(s: StopReason) -> &'static str {
     match s {
         StopReason::AllJobsDone => "all-jobs-done",
         StopReason::TimeLimit => "time-limit",
