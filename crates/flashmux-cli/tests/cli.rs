@@ -148,6 +148,20 @@ fn bad_input_is_one_clear_error_with_exit_code_2() {
         let e = rejected(name, &format!("{}\n{two}", dftl(cmt)));
         assert!(e.contains(key), "{name}: {e}");
     }
+    // The virtualization path and the host CPU.
+    for (name, virt, key) in [
+        ("virt-mode", "[virt]\nmode = \"virtio\"", "virt.mode: unknown mode 'virtio'"),
+        ("virt-vcpus", "[virt]\nmode = \"dataplane\"\nvcpus = 0", "virt.vcpus: a VM needs at least 1 vCPU"),
+        (
+            "virt-poll",
+            "[host.cpu]\ncores = 2\nthreads_per_core = 1\n[virt]\nmode = \"per-vcpu-threads\"\nvcpus = 2\nnotify = \"poll\"",
+            "none would be left for the vCPUs",
+        ),
+        ("cpu-cores", "[host.cpu]\ncores = 0", "host.cpu.cores: must be at least 1"),
+    ] {
+        let e = rejected(name, &format!("{SMALL}\n{virt}\n{TENANT}"));
+        assert!(e.contains(key), "{name}: {e}");
+    }
 }
 
 #[test]

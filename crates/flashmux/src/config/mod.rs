@@ -12,7 +12,7 @@ use crate::device::precondition::PreconditionSpec;
 use crate::device::NvmeConfig;
 use crate::host::HostConfig;
 use crate::units::Nanos;
-use crate::virt::VirtMode;
+use crate::virt::VirtConfig;
 use crate::workload::fio::{FioError, FioJob};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -85,7 +85,7 @@ pub struct Scenario {
     pub device: DeviceSpec,
     pub precondition: PreconditionSpec,
     pub host: HostConfig,
-    pub virt: VirtMode,
+    pub virt: VirtConfig,
     pub stop: StopSpec,
     pub output: OutputSpec,
     pub tenants: Vec<TenantSpec>,
@@ -145,7 +145,13 @@ impl Scenario {
             },
             "precondition": serde_json::to_value(&self.precondition).expect("serializes"),
             "host": serde_json::to_value(&self.host).expect("serializes"),
-            "virt": serde_json::to_value(self.virt).expect("serializes"),
+            // Bare metal hashes as its mode alone, as before VM modes existed.
+            "virt": (if self.virt.mode.is_vm() {
+                serde_json::to_value(&self.virt)
+            } else {
+                serde_json::to_value(self.virt.mode)
+            })
+            .expect("serializes"),
             "stop": serde_json::to_value(&self.stop).expect("serializes"),
             "timeline_interval_ns": self.output.timeline_interval.0,
             "tenants": self.tenants.iter().map(|t| serde_json::json!({

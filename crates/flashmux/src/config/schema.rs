@@ -11,7 +11,7 @@ use crate::flash::Geometry;
 use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, MappingConfig, VictimPolicy};
 use crate::host::{HostConfig, SchedulerKind};
 use crate::units::{parse_duration, parse_rate, parse_size, Nanos};
-use crate::virt::VirtMode;
+use crate::virt::{Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
 use crate::workload::fio::{parse_job_file, parse_job_text, JobFile};
 use serde::Deserialize;
 use std::path::Path;
@@ -146,12 +146,62 @@ struct HostSection {
     scheduler: Option<String>,
     submit_overhead: Option<String>,
     completion_overhead: Option<String>,
+    cpu: Option<CpuSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct CpuSection {
+    cores: Option<u32>,
+    threads_per_core: Option<u32>,
+    quantum: Option<String>,
+    context_switch: Option<String>,
+    wakeup: Option<String>,
+    spin: Option<String>,
+    syscall: Option<String>,
+    app: Option<String>,
+    smt_slowdown: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct VirtSection {
     mode: Option<String>,
+    vcpus: Option<u32>,
+    notify: Option<String>,
+    emulation: Option<String>,
+    completion: Option<String>,
+    queue_size: Option<u32>,
+    max_merge: Option<String>,
+    batch_window: Option<String>,
+    pin_vcpus: Option<bool>,
+    pin_iothreads: Option<bool>,
+    vq_add: Option<String>,
+    vq_pop: Option<String>,
+    request_cost: Option<String>,
+    vq_push: Option<String>,
+    userspace_switch: Option<String>,
+    poll_detect: Option<String>,
+    ide_submit_exits: Option<u32>,
+    ide_complete_exits: Option<u32>,
+    exits: Option<ExitsSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ExitsSection {
+    io_inst: Option<ExitCostSection>,
+    ext_int: Option<ExitCostSection>,
+    msr_write: Option<ExitCostSection>,
+    hlt: Option<ExitCostSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ExitCostSection {
+    direct: Option<String>,
+    indirect: Option<String>,
+    sync: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -224,13 +274,12 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path) -> Result<Scenario, C
     let f: ScenarioFile = toml::from_str(text).map_err(|e| ctx.err(e.to_string().trim_end().to_string()))?;
     let device = resolve_device(&ctx, &f.device)?;
     let precondition = resolve_precondition(&ctx, &f.precondition)?;
-    let host = resolve_host(&ctx, &f.host)?;
-    let virt = match &f.virt.mode {
-        None => VirtMode::BareMetal,
-        Some(m) => VirtMode::from_name(m).ok_or_else(|| {
-            ctx.err(format!("virt.mode: unknown mode '{m}': expected one of {}", VirtMode::NAMES.join(", ")))
-        })?,
-    };
+    let mut host = resolve_host(&ctx, &f.host)?;
+    let virt = resolve_virt(&ctx, &f.virt)?;
+    if virt.mode.is_vm() && host.cpu.is_none() {
+        // A VM runs on host threads: the CPU model is on, with paper A's host by default.
+        host.cpu = Some(CpuConfig::default());
+    }
     let stop = StopSpec {
         time: f.stop.time.as_deref().map(|t| ctx.duration("stop.time", t)).transpose()?,
         requests: f.stop.requests.map(|r| ctx.positive("stop.requests", r)).transpose()?,
@@ -255,6 +304,9 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path) -> Result<Scenario, C
         ));
     }
     let tenants = resolve_tenants(&ctx, &f.tenants, base, device.capacity_bytes(), &mut collected)?;
+    if let Some(cpu) = &host.cpu {
+        check_threads(&ctx, cpu, &virt, tenants.len(), &mut collected)?;
+    }
     let mut device = device;
     if let DeviceKind::Ssd(c) = &mut device.kind {
         finish_mapping(&ctx, &f.device.ftl, c, tenants.len())?;
@@ -639,7 +691,157 @@ fn resolve_host(ctx: &Ctx, h: &HostSection) -> Result<HostConfig, ConfigError> {
             Some(v) => ctx.duration("host.completion_overhead", v)?,
             None => DEFAULT_COMPLETION_OVERHEAD,
         },
+        cpu: h.cpu.as_ref().map(|c| resolve_cpu(ctx, c)).transpose()?,
     })
+}
+
+fn resolve_cpu(ctx: &Ctx, c: &CpuSection) -> Result<CpuConfig, ConfigError> {
+    let d = CpuConfig::default();
+    let dur = |key: &str, v: &Option<String>, default: Nanos| -> Result<Nanos, ConfigError> {
+        v.as_deref().map_or(Ok(default), |v| ctx.duration(&format!("host.cpu.{key}"), v))
+    };
+    let quantum = dur("quantum", &c.quantum, d.quantum)?;
+    if quantum == Nanos::ZERO {
+        return Err(ctx.err("host.cpu.quantum: must be longer than zero"));
+    }
+    Ok(CpuConfig {
+        cores: ctx.positive("host.cpu.cores", c.cores.unwrap_or(d.cores))?,
+        threads_per_core: ctx.positive("host.cpu.threads_per_core", c.threads_per_core.unwrap_or(d.threads_per_core))?,
+        quantum,
+        context_switch: dur("context_switch", &c.context_switch, d.context_switch)?,
+        wakeup: dur("wakeup", &c.wakeup, d.wakeup)?,
+        spin: dur("spin", &c.spin, d.spin)?,
+        syscall: dur("syscall", &c.syscall, d.syscall)?,
+        app: dur("app", &c.app, d.app)?,
+        smt_slowdown: match c.smt_slowdown {
+            None => d.smt_slowdown,
+            Some(x) if (1.0..=4.0).contains(&x) => x,
+            Some(x) => return Err(ctx.err(format!("host.cpu.smt_slowdown: {x} is out of range: expected a factor from 1.0 (none) to 4.0"))),
+        },
+    })
+}
+
+fn choice<T>(ctx: &Ctx, key: &str, v: &Option<String>, names: &[&str], values: &[T], default: T) -> Result<T, ConfigError>
+where
+    T: Copy,
+{
+    match v.as_deref() {
+        None => Ok(default),
+        Some(s) => match names.iter().position(|n| *n == s) {
+            Some(i) => Ok(values[i]),
+            None => Err(ctx.err(format!("{key}: unknown value '{s}': expected one of {}", names.join(", ")))),
+        },
+    }
+}
+
+fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, ConfigError> {
+    let d = VirtConfig::default();
+    let mode = match &v.mode {
+        None => VirtMode::BareMetal,
+        Some(m) => VirtMode::from_name(m).ok_or_else(|| {
+            ctx.err(format!("virt.mode: unknown mode '{m}': expected one of {}", VirtMode::NAMES.join(", ")))
+        })?,
+    };
+    if !mode.is_vm() {
+        let given = [
+            ("vcpus", v.vcpus.is_some()),
+            ("notify", v.notify.is_some()),
+            ("emulation", v.emulation.is_some()),
+            ("completion", v.completion.is_some()),
+            ("queue_size", v.queue_size.is_some()),
+            ("max_merge", v.max_merge.is_some()),
+            ("batch_window", v.batch_window.is_some()),
+            ("pin_vcpus", v.pin_vcpus.is_some()),
+            ("pin_iothreads", v.pin_iothreads.is_some()),
+            ("exits", v.exits.is_some()),
+        ];
+        if let Some((k, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(ctx.err(format!("virt.{k}: only with a VM mode (virt.mode is bare-metal)")));
+        }
+    }
+    if v.batch_window.is_some() && mode != VirtMode::Multiqueue {
+        return Err(ctx.err(format!("virt.batch_window: only for mode multiqueue, not {}", mode.name())));
+    }
+    let dur = |key: &str, x: &Option<String>, default: Nanos| -> Result<Nanos, ConfigError> {
+        x.as_deref().map_or(Ok(default), |x| ctx.duration(&format!("virt.{key}"), x))
+    };
+    let vcpus = v.vcpus.unwrap_or(d.vcpus);
+    if vcpus == 0 {
+        return Err(ctx.err("virt.vcpus: a VM needs at least 1 vCPU (got 0)"));
+    }
+    let mut exits = d.exits;
+    if let Some(e) = &v.exits {
+        for (r, sec) in ExitReason::ALL.iter().zip([&e.io_inst, &e.ext_int, &e.msr_write, &e.hlt]) {
+            let Some(sec) = sec else { continue };
+            let key = ExitReason::KEYS[r.index()];
+            let c = &mut exits[r.index()];
+            c.direct = dur(&format!("exits.{key}.direct"), &sec.direct, c.direct)?;
+            c.indirect = dur(&format!("exits.{key}.indirect"), &sec.indirect, c.indirect)?;
+            c.sync = dur(&format!("exits.{key}.sync"), &sec.sync, c.sync)?;
+        }
+    }
+    Ok(VirtConfig {
+        mode,
+        vcpus,
+        notify: choice(ctx, "virt.notify", &v.notify, &["exit", "poll"], &[Notify::Exit, Notify::Poll], d.notify)?,
+        emulation: choice(
+            ctx,
+            "virt.emulation",
+            &v.emulation,
+            &["userspace", "in-hypervisor"],
+            &[Emulation::Userspace, Emulation::InHypervisor],
+            if mode == VirtMode::IdeEmulation { Emulation::Userspace } else { d.emulation },
+        )?,
+        completion: choice(
+            ctx,
+            "virt.completion",
+            &v.completion,
+            &["inject", "exitless"],
+            &[Completion::Inject, Completion::Exitless],
+            d.completion,
+        )?,
+        queue_size: ctx.positive("virt.queue_size", v.queue_size.unwrap_or(d.queue_size))?,
+        max_merge_bytes: v.max_merge.as_deref().map_or(Ok(d.max_merge_bytes), |m| ctx.size("virt.max_merge", m))?,
+        batch_window: dur("batch_window", &v.batch_window, d.batch_window)?,
+        pin_vcpus: v.pin_vcpus.unwrap_or(d.pin_vcpus),
+        pin_iothreads: v.pin_iothreads.unwrap_or(d.pin_iothreads),
+        vq_add: dur("vq_add", &v.vq_add, d.vq_add)?,
+        vq_pop: dur("vq_pop", &v.vq_pop, d.vq_pop)?,
+        request_cost: dur("request_cost", &v.request_cost, d.request_cost)?,
+        vq_push: dur("vq_push", &v.vq_push, d.vq_push)?,
+        userspace_switch: dur("userspace_switch", &v.userspace_switch, d.userspace_switch)?,
+        poll_detect: dur("poll_detect", &v.poll_detect, d.poll_detect)?,
+        ide_submit_exits: v.ide_submit_exits.unwrap_or(d.ide_submit_exits),
+        ide_complete_exits: v.ide_complete_exits.unwrap_or(d.ide_complete_exits),
+        exits,
+    })
+}
+
+/// Polling threads each own a hardware thread: at least one must be left for everything else.
+fn check_threads(ctx: &Ctx, cpu: &CpuConfig, virt: &VirtConfig, vms: usize, collected: &mut Collected) -> Result<(), ConfigError> {
+    if !virt.mode.is_vm() || virt.notify != Notify::Poll {
+        return Ok(());
+    }
+    let hw = cpu.hw_threads();
+    let pollers = vms as u32 * virt.iothreads();
+    if pollers >= hw {
+        return Err(ctx.err(format!(
+            "virt.notify = \"poll\": {pollers} polling thread(s) ({vms} VM(s) × {} I/O thread(s) in mode {}) are each pinned to a hardware thread of their own, \
+             but the host has {hw} (host.cpu.cores × threads_per_core): none would be left for the vCPUs; \
+             add hardware threads or use fewer VMs / vCPUs",
+            virt.iothreads(),
+            virt.mode.name()
+        )));
+    }
+    let vcpus = vms as u32 * virt.vcpus;
+    if pollers + vcpus > hw {
+        collected.warnings.push(format!(
+            "{}: {vcpus} vCPU(s) share the {} hardware thread(s) the {pollers} polling thread(s) leave free",
+            ctx.file,
+            hw - pollers
+        ));
+    }
+    Ok(())
 }
 
 fn resolve_tenants(
@@ -807,7 +1009,7 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
         device,
         precondition: PreconditionSpec { state: PreconditionState::Clean, fill: 1.0 },
         host: resolve_host(&ctx, &HostSection::default())?,
-        virt: VirtMode::BareMetal,
+        virt: VirtConfig::default(),
         stop: StopSpec { time: None, requests: None },
         output: OutputSpec { dir: DEFAULT_OUTPUT_DIR.into(), timeline_interval: DEFAULT_TIMELINE_INTERVAL },
         tenants,

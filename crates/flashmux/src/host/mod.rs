@@ -20,4 +20,8 @@ pub struct HostConfig {
     /// Time from the device's completion entry to the application seeing it: interrupt,
     /// completion path, wake-up.
     pub completion_overhead: Nanos,
+    /// The host CPU model (`[host.cpu]`): with it, the overheads above are CPU time of the
+    /// submitting and completing threads, which contend for hardware threads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<crate::virt::CpuConfig>,
 }

@@ -43,6 +43,8 @@ pub struct RunResults {
     pub jobs: Vec<JobResult>,
     pub tenants: Vec<TenantResult>,
     pub device: DeviceResult,
+    /// The host CPU and virtualization path, when modelled.
+    pub virt: Option<crate::virt::VirtResult>,
     pub timeline_interval_ns: u64,
     pub timeline: Vec<TimelineRow>,
     /// Things the user should know (e.g. "GC never ran during the measured period").

@@ -164,7 +164,7 @@ fn keyed(keys: &[&str], values: &[f64]) -> Value {
 fn run_json(r: &RunResults) -> Value {
     let gc_total = r.tenants.iter().map(|t| t.gc_units_moved).sum::<u64>() + r.device.unowned_gc_units_moved;
     let tenants: Vec<Value> = r.tenants.iter().map(|t| tenant_json(r, t, gc_total)).collect();
-    json!({
+    let mut v = json!({
         "version": r.version,
         "seed": r.seed,
         "config_hash": r.config_hash,
@@ -183,7 +183,11 @@ fn run_json(r: &RunResults) -> Value {
         // becomes null.
         "device": r.device,
         "tenants": tenants,
-    })
+    });
+    if let Some(virt) = &r.virt {
+        v["virt"] = json!(virt);
+    }
+    v
 }
 
 /// One tenant's summary. Rates are over the tenant's runtime (its longest job's).

@@ -139,6 +139,7 @@ pub(crate) mod test_fixture {
             vec![tenant("vm0", 0, vec![0, 1], &[&a0, &a1], 60), tenant("vm1", 1, vec![2], &[&b0], 30)];
 
         RunResults {
+            virt: None,
             version: "0.1.0".into(),
             seed: 42,
             config_hash: "ab".repeat(32),

@@ -19,6 +19,7 @@ use crate::host::{SchedReq, Scheduler};
 use crate::ftl::MappingConfig;
 use crate::metrics::{CmtReport, DeviceResult, JobResult, RunResults, StopReason, TenantResult};
 use crate::units::{JobId, QueueId, ReqId, SimTime, TenantId};
+use crate::virt::{Io, Machine, MachineEvent, VirtOutbox};
 use job::{JobRt, JobState};
 use timeline::Timeline;
 
@@ -33,6 +34,8 @@ enum Event {
     JobDeadline(JobId),
     /// A request reaches the host block layer (after the submission path).
     HostArrive(ReqId),
+    /// The host machine (CPU model, virtualization path) has something to do.
+    Machine(MachineEvent),
     /// The scheduler asked to be consulted again.
     HostWake,
     Device(DeviceEvent),
@@ -49,8 +52,13 @@ struct Request {
     job: JobId,
     tenant: TenantId,
     op: IoOp,
+    /// The command's range at the host: the guest may have merged adjacent requests into it.
     offset: u64,
     len: u64,
+    /// What the application asked for.
+    app_len: u64,
+    /// The host hardware thread it was submitted from (with the CPU model).
+    host_cpu: Option<u16>,
     issued: SimTime,
     queued: SimTime,
     dispatched: SimTime,
@@ -87,6 +95,9 @@ pub struct Simulator {
     host_inflight: u32,
     host_wake_at: Option<SimTime>,
     sched: Box<dyn Scheduler>,
+    /// The host CPU and virtualization path, when modelled (`[host.cpu]` or a VM mode).
+    machine: Option<Machine>,
+    vout: VirtOutbox,
     device: Device,
     out: Outbox,
     timeline: Timeline,
@@ -113,6 +124,8 @@ impl Simulator {
             host_inflight: 0,
             host_wake_at: None,
             sched: scenario.host.scheduler.build(),
+            machine: None,
+            vout: VirtOutbox::default(),
             device,
             out: Outbox::default(),
             timeline: Timeline::new(scenario.tenants.len(), scenario.output.timeline_interval),
@@ -122,6 +135,18 @@ impl Simulator {
             scenario,
         };
         sim.build_jobs()?;
+        if let Some(cpu) = &sim.scenario.host.cpu {
+            let jobs: Vec<usize> = sim.jobs.iter().map(|j| j.tenant.index()).collect();
+            let h = &sim.scenario.host;
+            sim.machine = Some(Machine::new(
+                cpu.clone(),
+                sim.scenario.virt.clone(),
+                &jobs,
+                sim.scenario.tenants.len(),
+                h.submit_overhead,
+                h.completion_overhead,
+            ));
+        }
         sim.precondition = sim.run_precondition();
         sim.start();
         Ok(sim)
@@ -210,6 +235,10 @@ impl Simulator {
     }
 
     fn start(&mut self) {
+        if let Some(m) = &mut self.machine {
+            m.start(SimTime::ZERO, &mut self.vout);
+            self.drain_machine();
+        }
         for d in 0..self.phases.len() {
             self.start_phase(d);
         }
@@ -308,13 +337,12 @@ impl Simulator {
                     self.maybe_finish_job(j);
                 }
             }
-            Event::HostArrive(r) => {
-                let req = &mut self.reqs[r.index()];
-                req.queued = self.now;
-                self.device.prefetch_hint(req.offset, false);
-                let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, bytes: req.len };
-                self.sched.enqueue(self.now, sr);
-                self.host_dispatch();
+            Event::HostArrive(r) => self.host_arrive(r),
+            Event::Machine(me) => {
+                if let Some(m) = &mut self.machine {
+                    m.handle(self.now, me, &mut self.vout);
+                }
+                self.drain_machine();
             }
             Event::HostWake => {
                 if self.host_wake_at == Some(self.now) {
@@ -332,6 +360,10 @@ impl Simulator {
                 self.events.push(self.now + self.timeline.interval(), Event::Tick);
             }
             Event::Stop => self.finished = Some(StopReason::TimeLimit),
+        }
+        // Jobs that issued hand their requests to the machine's threads.
+        if self.machine.is_some() && (!self.vout.is_empty() || self.machine.as_ref().is_some_and(|m| m.has_pending())) {
+            self.drain_machine();
         }
     }
 
@@ -358,14 +390,24 @@ impl Simulator {
                         op: io.op,
                         offset: io.offset,
                         len: io.len,
+                        app_len: io.len,
+                        host_cpu: None,
                         issued: now,
                         queued: now,
                         dispatched: now,
                     });
                     self.issued += 1;
                     self.device.prefetch_hint(io.offset, true);
-                    let arrive = now + self.scenario.host.submit_overhead;
-                    self.events.push(arrive, Event::HostArrive(id));
+                    match &mut self.machine {
+                        Some(m) => {
+                            let io = Io { req: id, job: j.index(), op: io.op, offset: io.offset, len: io.len };
+                            m.submit(now, io, &mut self.vout)
+                        }
+                        None => {
+                            let arrive = now + self.scenario.host.submit_overhead;
+                            self.events.push(arrive, Event::HostArrive(id));
+                        }
+                    }
                 }
                 job::Next::WaitUntil(t) => {
                     let job = &mut self.jobs[j.index()];
@@ -397,14 +439,63 @@ impl Simulator {
         }
     }
 
-    fn queue_for(&self, tenant: TenantId) -> QueueId {
-        QueueId((tenant.0 as usize % self.device.nvme().queues as usize) as u16)
+    /// The NVMe queue a request goes to: with the CPU model, blk-mq's — the software queue of
+    /// the hardware thread that submitted it, mapped onto the device's queues; without it, one
+    /// queue per tenant.
+    fn queue_for(&self, r: ReqId, tenant: TenantId) -> QueueId {
+        let queues = self.device.nvme().queues as usize;
+        match self.reqs[r.index()].host_cpu {
+            Some(cpu) => QueueId((cpu as usize % queues) as u16),
+            None => QueueId((tenant.0 as usize % queues) as u16),
+        }
+    }
+
+    fn host_arrive(&mut self, r: ReqId) {
+        let req = &mut self.reqs[r.index()];
+        req.queued = self.now;
+        self.device.prefetch_hint(req.offset, false);
+        let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, bytes: req.len };
+        self.sched.enqueue(self.now, sr);
+        self.host_dispatch();
+    }
+
+    /// Hands on what the machine produced — events, requests for the host block layer,
+    /// completions the application sees — until it has nothing more.
+    fn drain_machine(&mut self) {
+        loop {
+            for (t, e) in self.vout.events.drain(..) {
+                self.events.push(t, Event::Machine(e));
+            }
+            let to_host = std::mem::take(&mut self.vout.to_host);
+            for h in &to_host {
+                let req = &mut self.reqs[h.req.index()];
+                req.offset = h.offset;
+                req.len = h.len;
+                req.host_cpu = Some(h.cpu);
+                self.host_arrive(h.req);
+            }
+            self.vout.to_host = to_host;
+            self.vout.to_host.clear();
+            let to_app = std::mem::take(&mut self.vout.to_app);
+            for &r in &to_app {
+                self.app_complete(r);
+            }
+            self.vout.to_app = to_app;
+            self.vout.to_app.clear();
+            let Some(m) = &mut self.machine else { return };
+            if m.has_pending() {
+                m.settle(self.now, &mut self.vout);
+            }
+            if self.vout.is_empty() && !self.machine.as_ref().is_some_and(|m| m.has_pending()) {
+                return;
+            }
+        }
     }
 
     fn host_dispatch(&mut self) {
         while self.host_inflight < self.scenario.host.queue_depth {
             let Some(sr) = self.sched.dispatch(self.now) else { break };
-            let q = self.queue_for(sr.tenant);
+            let q = self.queue_for(sr.id, sr.tenant);
             if !self.device.queue_has_room(q) {
                 self.sched.requeue(sr);
                 break;
@@ -437,11 +528,17 @@ impl Simulator {
             self.host_inflight -= 1;
             let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, bytes: req.len };
             self.sched.complete(self.now, &sr, self.now.since(req.dispatched));
-            self.events.push(self.now + self.scenario.host.completion_overhead, Event::AppComplete(r));
+            match &mut self.machine {
+                Some(m) => m.host_complete(self.now, r, &mut self.vout),
+                None => self.events.push(self.now + self.scenario.host.completion_overhead, Event::AppComplete(r)),
+            }
         }
         self.out.completed = done;
         self.out.completed.clear();
         self.host_dispatch();
+        if self.machine.is_some() {
+            self.drain_machine();
+        }
     }
 
     fn app_complete(&mut self, r: ReqId) {
@@ -450,9 +547,9 @@ impl Simulator {
         self.completed += 1;
         let slat = req.queued.since(req.issued).0;
         let clat = self.now.since(req.queued).0;
-        self.timeline.record(req.tenant, req.op, req.len, slat + clat);
+        self.timeline.record(req.tenant, req.op, req.app_len, slat + clat);
         let j = req.job;
-        self.jobs[j.index()].complete(self.now, req.op, req.len, slat, clat);
+        self.jobs[j.index()].complete(self.now, req.op, req.app_len, slat, clat);
         if let Some(limit) = self.scenario.stop.requests {
             if self.completed >= limit {
                 self.finished = Some(StopReason::RequestLimit);
@@ -519,6 +616,9 @@ impl Simulator {
         assert!(self.host_inflight <= self.scenario.host.queue_depth);
         self.sched.check_invariants();
         self.device.check_invariants();
+        if let Some(m) = &self.machine {
+            m.check_invariants();
+        }
         for j in &self.jobs {
             j.check_invariants();
         }
@@ -607,6 +707,7 @@ impl Simulator {
             tenants,
             device,
             timeline_interval_ns: self.timeline.interval().0,
+            virt: self.machine.as_ref().map(|m| m.result(now)),
             timeline: self.timeline.into_rows(&self.scenario),
             warnings,
         }
