@@ -31,7 +31,7 @@ pub struct Bundled {
 }
 
 /// Every bundled experiment.
-pub const BUNDLED: &[Bundled] = &[super::paper_c::BUNDLED];
+pub const BUNDLED: &[Bundled] = &[super::paper_a::BUNDLED, super::paper_c::BUNDLED];
 
 pub fn bundled(name: &str) -> Option<&'static Bundled> {
     BUNDLED.iter().find(|b| b.name == name)
@@ -44,4 +44,16 @@ pub fn format_checks(checks: &[Check]) -> String {
         out.push_str(&format!("{} {}\n     measured: {}\n", if c.pass { "PASS" } else { "FAIL" }, c.claim, c.measured));
     }
     out
+}
+
+/// An experiment embedded in the binary: its text with the base scenario's text put inline, so
+/// it runs from any directory. `file` and `base_file` name them in errors.
+pub(super) fn embedded(text: &str, file: &str, base: &str, base_file: &str) -> Result<Experiment, ExperimentError> {
+    let parse = |t: &str, f: &str| {
+        t.parse::<toml::Value>().map_err(|e| ExperimentError::Toml { file: f.into(), line: None, message: e.to_string() })
+    };
+    let mut doc = parse(text, file)?;
+    let base = parse(base, base_file)?;
+    doc.as_table_mut().expect("an experiment file is a table").insert("scenario".into(), base);
+    Experiment::from_value(doc, file, Path::new("."))
 }

@@ -29,18 +29,7 @@ pub const MISS_TOLERANCE: f64 = 0.01;
 /// The bundled experiment with its base scenario inline, so it runs from any directory.
 fn experiment(quick: bool) -> Result<Experiment, ExperimentError> {
     let (text, file) = if quick { (QUICK, "experiments/paper-c-cmt/quick.toml") } else { (EXPERIMENT, "experiments/paper-c-cmt/experiment.toml") };
-    let mut doc: toml::Value = text.parse().map_err(|e: toml::de::Error| ExperimentError::Toml {
-        file: file.into(),
-        line: None,
-        message: e.to_string(),
-    })?;
-    let base: toml::Value = BASE.parse().map_err(|e: toml::de::Error| ExperimentError::Toml {
-        file: "experiments/paper-c-cmt/base.toml".into(),
-        line: None,
-        message: e.to_string(),
-    })?;
-    doc.as_table_mut().expect("an experiment file is a table").insert("scenario".into(), base);
-    Experiment::from_value(doc, file, Path::new("."))
+    super::bundled::embedded(text, file, BASE, "experiments/paper-c-cmt/base.toml")
 }
 
 /// One run's numbers for the checks and the figures.

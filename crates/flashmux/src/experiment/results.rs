@@ -60,6 +60,10 @@ pub const METRIC_COLUMNS: &[&str] = &[
     "map_misses",
     "map_miss_ratio",
     "waf",
+    "exits_per_sec",
+    "ctx_switches_per_sec",
+    "lock_wait_us",
+    "poll_cpu",
     "stop_reason",
 ];
 
@@ -76,6 +80,9 @@ pub fn tenant_metrics(r: &RunResults, t: &TenantResult) -> Vec<(&'static str, St
     let lat = t.io.all_lat();
     let us = |ns: f64| if lat.count() == 0 { String::new() } else { fixed(ns / 1000.0, 3) };
     let m = &t.map;
+    // The tenant's VM, when the virtualization path is modelled.
+    let vm = r.virt.as_ref().and_then(|v| v.vms.iter().find(|vm| vm.tenant == t.index));
+    let elapsed = r.sim_time_ns.max(1) as f64;
     vec![
         ("read_iops", fixed(rate(t.io.read.ios), 3)),
         ("write_iops", fixed(rate(t.io.write.ios), 3)),
@@ -89,6 +96,10 @@ pub fn tenant_metrics(r: &RunResults, t: &TenantResult) -> Vec<(&'static str, St
         ("map_misses", m.misses.to_string()),
         ("map_miss_ratio", if m.lookups == 0 { String::new() } else { fixed(m.misses as f64 / m.lookups as f64, 6) }),
         ("waf", r.device.waf.map_or_else(String::new, |w| fixed(w, 6))),
+        ("exits_per_sec", vm.map_or_else(String::new, |v| fixed(v.exits_total as f64 * 1e9 / elapsed, 3))),
+        ("ctx_switches_per_sec", r.virt.as_ref().map_or_else(String::new, |v| fixed(v.context_switches_per_sec, 3))),
+        ("lock_wait_us", vm.map_or_else(String::new, |v| fixed(v.locks.wait_mean_ns() / 1000.0, 3))),
+        ("poll_cpu", vm.map_or_else(String::new, |v| fixed(v.poll_cpu_ns as f64 / elapsed, 6))),
         ("stop_reason", stop_reason_name(r.stop_reason).to_string()),
     ]
 }

@@ -205,7 +205,7 @@ fn a_tiny_sweep_runs_and_writes_csv() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "op,seed,tenant,read_iops,write_iops,read_mbps,write_mbps,lat_mean_us,lat_p99_us,gc_units_moved,map_lookups,map_hits,map_misses,map_miss_ratio,waf,stop_reason"
+        "op,seed,tenant,read_iops,write_iops,read_mbps,write_mbps,lat_mean_us,lat_p99_us,gc_units_moved,map_lookups,map_hits,map_misses,map_miss_ratio,waf,exits_per_sec,ctx_switches_per_sec,lock_wait_us,poll_cpu,stop_reason"
     );
     assert_eq!(lines.len(), 1 + 4 * 2);
     let params: Vec<String> = lines[1..].iter().map(|l| l.split(',').take(3).collect::<Vec<_>>().join(",")).collect();
@@ -214,7 +214,7 @@ fn a_tiny_sweep_runs_and_writes_csv() {
         ["0.15,1,w", "0.15,1,r", "0.15,2,w", "0.15,2,r", "0.25,1,w", "0.25,1,r", "0.25,2,w", "0.25,2,r"]
     );
     for l in &lines[1..] {
-        assert_eq!(l.split(',').count(), 16, "{l}");
+        assert_eq!(l.split(',').count(), 20, "{l}");
         assert!(l.ends_with(",all-jobs-done"), "{l}");
     }
 
