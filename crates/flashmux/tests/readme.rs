@@ -22,3 +22,19 @@ fn readme_scenario_example_loads_and_runs() {
     sim.run();
     assert!(sim.finish().requests_completed > 0);
 }
+
+/// Every other TOML example in the README resolves and runs a little.
+#[test]
+fn readme_other_toml_examples_load_and_run() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
+    let blocks: Vec<&str> = readme.split("```toml\n").skip(2).map(|b| &b[..b.find("```").unwrap()]).collect();
+    assert!(!blocks.is_empty(), "the README has more than one TOML example");
+    for text in blocks {
+        let mut s = Scenario::from_toml(text, "README.md", Path::new(".")).unwrap();
+        s.stop.time = Some(flashmux::units::Nanos::from_ms(2));
+        let mut sim = Simulator::new(s).unwrap();
+        sim.run();
+        let r = sim.finish();
+        assert!(r.requests_completed > 0 && r.virt.is_some());
+    }
+}
