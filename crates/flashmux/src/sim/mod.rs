@@ -342,7 +342,6 @@ impl Simulator {
                 if let Some(m) = &mut self.machine {
                     m.handle(self.now, me, &mut self.vout);
                 }
-                self.drain_machine();
             }
             Event::HostWake => {
                 if self.host_wake_at == Some(self.now) {
@@ -361,10 +360,9 @@ impl Simulator {
             }
             Event::Stop => self.finished = Some(StopReason::TimeLimit),
         }
-        // Jobs that issued hand their requests to the machine's threads.
-        if self.machine.is_some() && (!self.vout.is_empty() || self.machine.as_ref().is_some_and(|m| m.has_pending())) {
-            self.drain_machine();
-        }
+        // Whatever the event gave the machine (a job's requests, a device completion, its own
+        // step) is handed on.
+        self.drain_machine();
     }
 
     fn job_start(&mut self, j: JobId) {
@@ -462,6 +460,9 @@ impl Simulator {
     /// Hands on what the machine produced — events, requests for the host block layer,
     /// completions the application sees — until it has nothing more.
     fn drain_machine(&mut self) {
+        if self.machine.is_none() {
+            return;
+        }
         loop {
             for (t, e) in self.vout.events.drain(..) {
                 self.events.push(t, Event::Machine(e));
@@ -483,12 +484,10 @@ impl Simulator {
             self.vout.to_app = to_app;
             self.vout.to_app.clear();
             let Some(m) = &mut self.machine else { return };
-            if m.has_pending() {
-                m.settle(self.now, &mut self.vout);
-            }
-            if self.vout.is_empty() && !self.machine.as_ref().is_some_and(|m| m.has_pending()) {
+            if !m.has_pending() && self.vout.is_empty() {
                 return;
             }
+            m.settle(self.now, &mut self.vout);
         }
     }
 
@@ -536,9 +535,6 @@ impl Simulator {
         self.out.completed = done;
         self.out.completed.clear();
         self.host_dispatch();
-        if self.machine.is_some() {
-            self.drain_machine();
-        }
     }
 
     fn app_complete(&mut self, r: ReqId) {

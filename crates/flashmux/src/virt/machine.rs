@@ -260,9 +260,9 @@ pub struct Machine {
     seq: u64,
     locks: Vec<Lock>,
     procs: Vec<ProcRt>,
-    /// Per job: its guest vCPU (global index), or NONE on bare metal.
+    /// Per job: its guest vCPU (global index), or NONE on bare metal (where job i is
+    /// process i).
     job_vcpu: Vec<u32>,
-    job_proc: Vec<u32>,
     vms: Vec<VmRt>,
     vcpus: Vec<VcpuRt>,
     vqs: Vec<Vq>,
@@ -286,7 +286,6 @@ impl Machine {
             locks: Vec::new(),
             procs: Vec::new(),
             job_vcpu: vec![NONE; jobs.len()],
-            job_proc: vec![NONE; jobs.len()],
             vms: Vec::new(),
             vcpus: Vec::new(),
             vqs: Vec::new(),
@@ -314,10 +313,9 @@ impl Machine {
                 per_vm[t] += 1;
             }
         } else {
-            for (j, _) in jobs.iter().enumerate() {
+            for j in 0..jobs.len() {
                 let t = m.add_thread(Role::Process(j as u32), None, false);
                 m.procs.push(ProcRt { thread: t, ..Default::default() });
-                m.job_proc[j] = j as u32;
             }
         }
         m
@@ -425,7 +423,7 @@ impl Machine {
         self.reqs[i] = ReqInfo { job: job as u32, vq: NONE, op: Some(op), offset, len, next: NONE, tail: NONE };
         let v = self.job_vcpu[job];
         if v == NONE {
-            let p = &mut self.procs[self.job_proc[job] as usize];
+            let p = &mut self.procs[job];
             p.submits.push_back(req);
             let t = p.thread;
             self.notify(now, t, out);
@@ -441,7 +439,7 @@ impl Machine {
         let info = self.reqs[req.index()];
         let v = self.job_vcpu[info.job as usize];
         if v == NONE {
-            let p = &mut self.procs[self.job_proc[info.job as usize] as usize];
+            let p = &mut self.procs[info.job as usize];
             p.completions.push_back(req);
             let t = p.thread;
             self.notify(now, t, out);
