@@ -165,6 +165,72 @@ fn bad_virtualization_settings_are_rejected_with_their_key() {
     assert!(e.contains("host.cpu.threads_per_core"), "{e}");
     let e = load_err(&base.replace("mode = \"MODE\"", "mode = \"dataplane\"\n[virt.exits.io_inst]\ndirect = \"fast\""));
     assert!(e.contains("virt.exits.io_inst.direct"), "{e}");
+    let e = load_err(&base.replace("mode = \"MODE\"", "mode = \"dataplane\"\naio = \"uring\""));
+    assert!(e.contains("virt.aio") && e.contains("native, threads"), "{e}");
+    let e = load_err(&base.replace("mode = \"MODE\"", "mode = \"bare-metal\"\naio = \"threads\""));
+    assert!(e.contains("virt.aio") && e.contains("VM mode"), "{e}");
+    let e = load_err(&base.replace("mode = \"MODE\"", "mode = \"dataplane\"\nemulation = \"in-hypervisor\"\naio = \"threads\""));
+    assert!(e.contains("virt.aio") && e.contains("in-hypervisor"), "{e}");
+}
+
+/// One fio process reading 4 KiB blocks at depth 8, submitting and reaping its whole depth at
+/// once (`batched`) or one request per call.
+fn batched_text(virt: &str, rw: &str, batched: bool) -> String {
+    let batch = if batched { "iodepth_batch_submit=8\niodepth_batch_complete_min=8\n" } else { "" };
+    text(virt, "null", rw, "4k", 1, 1).replace("iodepth=16\n", &format!("iodepth=8\n{batch}"))
+}
+
+#[test]
+fn a_batched_submission_merges_adjacent_requests_in_its_plug() {
+    // Bare metal: the host block layer merges each call's 8 sequential requests into one.
+    let seq = run_checked(&batched_text("", "read", true), 61);
+    let v = seq.virt.as_ref().unwrap();
+    let ios = seq.tenants[0].io.read.ios;
+    assert!(ios > 800, "{ios}");
+    assert!(v.host_merges >= ios * 7 / 8 - 8 && v.host_merges <= ios * 7 / 8 + 8, "{} merges for {ios} reads", v.host_merges);
+    assert_eq!(seq.tenants[0].io.read.bytes, ios * 4096, "the application still sees its 4 KiB reads");
+    for (rw, batched) in [("randread", true), ("read", false)] {
+        let r = run_checked(&batched_text("", rw, batched), 61);
+        assert_eq!(r.virt.as_ref().unwrap().host_merges, 0, "{rw}, batched {batched}: nothing to merge");
+    }
+    // In a VM the guest's plug merges, and the driver notifies once per call.
+    let virt = "[virt]\nmode = \"dataplane\"\nvcpus = 1\n";
+    let g = run_checked(&batched_text(virt, "read", true), 61);
+    let ios = g.tenants[0].io.read.ios;
+    assert!(vm(&g).merges >= ios * 7 / 8 - 8, "{} guest merges for {ios} reads", vm(&g).merges);
+    let rand = run_checked(&batched_text(virt, "randread", true), 61);
+    let one = run_checked(&batched_text(virt, "randread", false), 61);
+    let kicks_per_io = |r: &RunResults| vm(r).kicks as f64 / r.tenants[0].io.read.ios as f64;
+    assert!(kicks_per_io(&rand) <= 0.2, "one kick per batch of 8: {:.2} per request", kicks_per_io(&rand));
+    assert!(kicks_per_io(&one) > 2.0 * kicks_per_io(&rand), "{:.2} vs {:.2}", kicks_per_io(&one), kicks_per_io(&rand));
+}
+
+#[test]
+fn a_job_waits_for_its_batch_of_completions_before_refilling() {
+    // Without the CPU model too: with iodepth_batch_complete_min = iodepth the job drains its
+    // queue before refilling it, so its issue-time depth climbs 1..8 every round instead of
+    // staying at 8 (fio's iodepth distribution).
+    let t = |batched: bool| batched_text("", "randread", batched).replace("[host.cpu]\ncores = 4\nthreads_per_core = 2\n", "");
+    let (b, u) = (run_checked(&t(true), 61), run_checked(&t(false), 61));
+    assert!(b.virt.is_none());
+    let level = |r: &RunResults, bucket: u32| r.jobs[0].iodepth_levels.iter().find(|l| l.0 == bucket).map_or(0.0, |l| l.1);
+    assert!(level(&u, 8) > 0.9, "refilled one at a time the job issues at depth 8: {:?}", u.jobs[0].iodepth_levels);
+    // Of each round's eight issues one is at depth 1, two at 2-3, four at 4-7, one at 8.
+    for (bucket, share) in [(1, 0.125), (2, 0.25), (4, 0.5), (8, 0.125)] {
+        assert!((level(&b, bucket) - share).abs() < 0.01, "{:?}", b.jobs[0].iodepth_levels);
+    }
+}
+
+#[test]
+fn qemu_thread_pool_adds_a_worker_wake_up_per_request() {
+    let native = "[virt]\nmode = \"dataplane\"\nvcpus = 1\n";
+    let threads = "[virt]\nmode = \"dataplane\"\nvcpus = 1\naio = \"threads\"\n";
+    let t = |v: &str| text(v, "null", "randread", "4k", 1, 1).replace("iodepth=16", "iodepth=1");
+    let (n, p) = (run_checked(&t(native), 29), run_checked(&t(threads), 29));
+    let lat = |r: &RunResults| r.tenants[0].io.all_lat().mean() / 1000.0;
+    // The worker's wake-up (4 us) and context switch (1.5 us) are on every request's path.
+    let extra = lat(&p) - lat(&n);
+    assert!((4.5..8.0).contains(&extra), "thread pool adds {extra:.2} us per request");
 }
 
 #[test]

@@ -11,7 +11,7 @@ use crate::flash::Geometry;
 use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, MappingConfig, VictimPolicy};
 use crate::host::{HostConfig, SchedulerKind};
 use crate::units::{parse_duration, parse_rate, parse_size, Nanos};
-use crate::virt::{Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
+use crate::virt::{Aio, Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
 use crate::workload::fio::{parse_job_file, parse_job_text, JobFile};
 use serde::Deserialize;
 use std::path::Path;
@@ -181,6 +181,7 @@ struct VirtSection {
     request_cost: Option<String>,
     vq_push: Option<String>,
     userspace_switch: Option<String>,
+    aio: Option<String>,
     poll_detect: Option<String>,
     ide_submit_exits: Option<u32>,
     ide_complete_exits: Option<u32>,
@@ -749,10 +750,10 @@ fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, ConfigError> {
             ("emulation", v.emulation.is_some()),
             ("completion", v.completion.is_some()),
             ("queue_size", v.queue_size.is_some()),
-            ("max_merge", v.max_merge.is_some()),
             ("batch_window", v.batch_window.is_some()),
             ("pin_vcpus", v.pin_vcpus.is_some()),
             ("pin_iothreads", v.pin_iothreads.is_some()),
+            ("aio", v.aio.is_some()),
             ("exits", v.exits.is_some()),
         ];
         if let Some((k, _)) = given.iter().find(|(_, g)| *g) {
@@ -780,7 +781,7 @@ fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, ConfigError> {
             c.sync = dur(&format!("exits.{key}.sync"), &sec.sync, c.sync)?;
         }
     }
-    Ok(VirtConfig {
+    let c = VirtConfig {
         mode,
         vcpus,
         notify: choice(ctx, "virt.notify", &v.notify, &["exit", "poll"], &[Notify::Exit, Notify::Poll], d.notify)?,
@@ -810,11 +811,16 @@ fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, ConfigError> {
         request_cost: dur("request_cost", &v.request_cost, d.request_cost)?,
         vq_push: dur("vq_push", &v.vq_push, d.vq_push)?,
         userspace_switch: dur("userspace_switch", &v.userspace_switch, d.userspace_switch)?,
+        aio: choice(ctx, "virt.aio", &v.aio, &["native", "threads"], &[Aio::Native, Aio::Threads], d.aio)?,
         poll_detect: dur("poll_detect", &v.poll_detect, d.poll_detect)?,
         ide_submit_exits: v.ide_submit_exits.unwrap_or(d.ide_submit_exits),
         ide_complete_exits: v.ide_complete_exits.unwrap_or(d.ide_complete_exits),
         exits,
-    })
+    };
+    if c.aio == Aio::Threads && c.emulation == Emulation::InHypervisor {
+        return Err(ctx.err("virt.aio = \"threads\": QEMU's thread pool is userspace emulation's; with emulation = \"in-hypervisor\" the hypervisor submits requests itself (drop virt.aio)"));
+    }
+    Ok(c)
 }
 
 /// Polling threads each own a hardware thread: at least one must be left for everything else.

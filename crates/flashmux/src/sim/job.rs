@@ -59,6 +59,9 @@ pub struct JobRt {
     measure_from: SimTime,
     end: Option<SimTime>,
     inflight: u32,
+    /// The queue filled up: waiting for `iodepth_batch_complete_min` completions before
+    /// issuing again (fio's `wait_for_completions`).
+    reaping: bool,
     exhausted: bool,
     /// An I/O generated but held back by the rate limit.
     pending: Option<IoUnit>,
@@ -109,6 +112,7 @@ impl JobRt {
             measure_from: SimTime::ZERO,
             end: None,
             inflight: 0,
+            reaping: false,
             exhausted: false,
             pending: None,
             ramp_ended: false,
@@ -134,7 +138,14 @@ impl JobRt {
 
     pub fn next_io(&mut self, now: SimTime) -> Next {
         if self.state != JobState::Running || self.inflight >= self.spec.iodepth {
+            self.reaping = self.state == JobState::Running;
             return Next::Blocked;
+        }
+        if self.reaping {
+            if self.spec.iodepth - self.inflight < self.spec.iodepth_batch_complete_min {
+                return Next::Blocked;
+            }
+            self.reaping = false;
         }
         if now < self.think_until {
             return Next::WaitUntil(self.think_until);

@@ -137,11 +137,13 @@ impl Simulator {
         sim.build_jobs()?;
         if let Some(cpu) = &sim.scenario.host.cpu {
             let jobs: Vec<usize> = sim.jobs.iter().map(|j| j.tenant.index()).collect();
+            let batches: Vec<u32> = sim.jobs.iter().map(|j| j.spec.iodepth_batch).collect();
             let h = &sim.scenario.host;
             sim.machine = Some(Machine::new(
                 cpu.clone(),
                 sim.scenario.virt.clone(),
                 &jobs,
+                &batches,
                 sim.scenario.tenants.len(),
                 h.submit_overhead,
                 h.completion_overhead,

@@ -23,7 +23,7 @@
 //! ```
 //! Paper A's costs and their calibration are in docs/MODEL.md ("Virtualized I/O path").
 
-use super::{Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
+use super::{Aio, Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
 use super::report::{ExitStat, LockStat, ThreadStat, VirtResult, VmResult};
 use crate::device::IoOp;
 use crate::units::{Nanos, ReqId, SimTime};
@@ -40,6 +40,9 @@ pub enum MachineEvent {
     Wake(u32),
     /// I/O thread `i`'s batch window closes.
     Window(u32),
+    /// A thread-pool worker woke and submits the request (`aio = "threads"`), from the
+    /// hardware thread the I/O thread handed it over on.
+    Worker { req: ReqId, cpu: u16 },
 }
 
 /// A request leaving the machine for the host block layer.
@@ -84,10 +87,15 @@ enum Act {
     Nop,
     /// Hand the request to the host block layer.
     HostSubmit(ReqId),
+    /// Hand the request to a thread-pool worker, which submits it once awake.
+    Handoff(ReqId),
+    /// The request is in the submitting thread's block-layer plug (one `io_submit` call).
+    Plug(ReqId),
+    /// The last request of the call: plug it, then unplug: hand on what the plug holds,
+    /// adjacent requests merged (the host block layer on bare metal, the guest's in a VM).
+    Unplug(ReqId),
     /// The application reaped the completion.
     AppDone(ReqId),
-    /// The guest's system call and block layer are done: dispatch to the virtqueue or wait.
-    GuestSubmitted(ReqId),
     /// The request is in the virtqueue's available ring.
     VqAdded(ReqId),
     /// Decide whether to notify the host.
@@ -180,6 +188,7 @@ struct Lock {
 struct ProcRt {
     thread: u32,
     submits: VecDeque<ReqId>,
+    plug: Vec<ReqId>,
     completions: VecDeque<ReqId>,
 }
 
@@ -189,6 +198,7 @@ struct VcpuRt {
     thread: u32,
     vq: u32,
     submits: VecDeque<ReqId>,
+    plug: Vec<ReqId>,
     /// The guest block layer's per-vCPU queue: requests waiting for a virtqueue slot.
     gqueue: VecDeque<ReqId>,
     reaps: VecDeque<ReqId>,
@@ -246,6 +256,8 @@ struct ReqInfo {
     /// Requests merged into this one (a chain through `next`).
     next: u32,
     tail: u32,
+    /// Merged into another request: the block layer completes it with that one.
+    member: bool,
 }
 
 pub struct Machine {
@@ -269,13 +281,27 @@ pub struct Machine {
     iots: Vec<IoThreadRt>,
     reqs: Vec<ReqInfo>,
     pending: Vec<u32>,
+    /// Per job: requests per submission call (fio's `iodepth_batch_submit`).
+    batch: Vec<u32>,
+    /// Requests the host block layer merged (bare metal).
+    host_merges: u64,
 }
 
 impl Machine {
     /// Builds the host: one process per bare-metal job; per VM (one per tenant when the mode is
-    /// a VM mode) its vCPUs, virtqueues and I/O threads. `jobs[i]` is job i's tenant; `submit`
-    /// and `complete` are the kernel's per-request block-layer costs (host and guest alike).
-    pub fn new(cpu: CpuConfig, virt: VirtConfig, jobs: &[usize], tenants: usize, submit: Nanos, complete: Nanos) -> Machine {
+    /// a VM mode) its vCPUs, virtqueues and I/O threads. `jobs[i]` is job i's tenant and
+    /// `batches[i]` its requests per submission call; `submit` and `complete` are the kernel's
+    /// per-request block-layer costs (host and guest alike).
+    pub fn new(
+        cpu: CpuConfig,
+        virt: VirtConfig,
+        jobs: &[usize],
+        batches: &[u32],
+        tenants: usize,
+        submit: Nanos,
+        complete: Nanos,
+    ) -> Machine {
+        assert_eq!(jobs.len(), batches.len(), "one batch size per job");
         let h = cpu.hw_threads() as usize;
         let mut m = Machine {
             hw: (0..h).map(|_| Hw { current: NONE, shared: true }).collect(),
@@ -292,6 +318,8 @@ impl Machine {
             iots: Vec::new(),
             reqs: Vec::new(),
             pending: Vec::new(),
+            batch: batches.iter().map(|&b| b.max(1)).collect(),
+            host_merges: 0,
             submit,
             complete,
             cpu,
@@ -420,7 +448,7 @@ impl Machine {
         if self.reqs.len() <= i {
             self.reqs.resize(i + 1, ReqInfo::default());
         }
-        self.reqs[i] = ReqInfo { job: job as u32, vq: NONE, op: Some(op), offset, len, next: NONE, tail: NONE };
+        self.reqs[i] = ReqInfo { job: job as u32, vq: NONE, op: Some(op), offset, len, next: NONE, tail: NONE, member: false };
         let v = self.job_vcpu[job];
         if v == NONE {
             let p = &mut self.procs[job];
@@ -439,9 +467,12 @@ impl Machine {
         let info = self.reqs[req.index()];
         let v = self.job_vcpu[info.job as usize];
         if v == NONE {
-            let p = &mut self.procs[info.job as usize];
-            p.completions.push_back(req);
-            let t = p.thread;
+            let mut x = req.0;
+            while x != NONE {
+                self.procs[info.job as usize].completions.push_back(ReqId(x));
+                x = self.reqs[x as usize].next;
+            }
+            let t = self.procs[info.job as usize].thread;
             self.notify(now, t, out);
         } else {
             let io = self.vqs[info.vq as usize].iothread as usize;
@@ -487,6 +518,10 @@ impl Machine {
             MachineEvent::Window(i) => {
                 let t = self.iots[i as usize].thread;
                 self.notify(now, t, out);
+            }
+            MachineEvent::Worker { req, cpu } => {
+                let info = self.reqs[req.index()];
+                out.to_host.push(ToHost { req, offset: info.offset, len: info.len, cpu });
             }
         }
     }
@@ -796,17 +831,31 @@ impl Machine {
         }
     }
 
-    fn plan_process(&mut self, t: u32, p: u32) {
-        let p = &mut self.procs[p as usize];
+    fn plan_process(&mut self, t: u32, job: u32) {
+        let p = &mut self.procs[job as usize];
         if !p.completions.is_empty() {
             let done: Vec<ReqId> = p.completions.drain(..).collect();
             self.push(t, Op::Burst(self.cpu.syscall, Act::Nop));
             for r in done {
-                self.push(t, Op::Burst(self.complete, Act::AppDone(r)));
+                // The block layer's completion work is per (merged) request.
+                let ns = if self.reqs[r.index()].member { Nanos::ZERO } else { self.complete };
+                self.push(t, Op::Burst(ns, Act::AppDone(r)));
             }
-        } else if let Some(r) = p.submits.pop_front() {
-            let ns = Nanos(self.cpu.app.0 + self.cpu.syscall.0 + self.submit.0);
-            self.push(t, Op::Burst(ns, Act::HostSubmit(r)));
+        } else if !p.submits.is_empty() {
+            let k = (self.batch[job as usize] as usize).min(p.submits.len());
+            let reqs: Vec<ReqId> = p.submits.drain(..k).collect();
+            self.push_submit_call(t, &reqs);
+        }
+    }
+
+    /// One submission system call for `reqs` (all of one job): the call's cost once, then each
+    /// request's user-space and block-layer cost, the last one unplugging.
+    fn push_submit_call(&mut self, t: u32, reqs: &[ReqId]) {
+        let each = self.cpu.app.0 + self.submit.0;
+        for (i, &r) in reqs.iter().enumerate() {
+            let ns = Nanos(each + if i == 0 { self.cpu.syscall.0 } else { 0 });
+            let act = if i + 1 == reqs.len() { Act::Unplug(r) } else { Act::Plug(r) };
+            self.push(t, Op::Burst(ns, act));
         }
     }
 
@@ -823,11 +872,16 @@ impl Machine {
             for r in done {
                 self.push(t, Op::Burst(Nanos::ZERO, Act::AppDone(r)));
             }
-        } else if let Some(r) = vc.submits.pop_front() {
-            let ns = Nanos(self.cpu.app.0 + self.cpu.syscall.0 + self.submit.0);
-            self.push(t, Op::Burst(ns, Act::GuestSubmitted(r)));
+        } else if let Some(&first) = vc.submits.front() {
+            // Processes sharing the vCPU each make their own calls.
+            let job = self.reqs[first.index()].job;
+            let max = self.batch[job as usize] as usize;
+            let vc = &mut self.vcpus[v as usize];
+            let k = vc.submits.iter().take(max).take_while(|r| self.reqs[r.index()].job == job).count();
+            let reqs: Vec<ReqId> = vc.submits.drain(..k).collect();
+            self.push_submit_call(t, &reqs);
         } else if let Some(r) = self.take_dispatchable(v) {
-            let ops = self.dispatch_ops(r, self.vcpus[v as usize].vq);
+            let ops = self.dispatch_ops(r, self.vcpus[v as usize].vq, true);
             self.push_front(t, &ops);
         } else if !self.vcpus[v as usize].hlt_done {
             self.vcpus[v as usize].hlt_done = true;
@@ -857,7 +911,9 @@ impl Machine {
         }
     }
 
-    fn dispatch_ops(&mut self, r: ReqId, q: u32) -> Vec<Op> {
+    /// The ops that put `r` in virtqueue `q`, ending with a notification when `kick` (virtio
+    /// drivers notify once per batch, after its last request).
+    fn dispatch_ops(&mut self, r: ReqId, q: u32, kick: bool) -> Vec<Op> {
         self.reqs[r.index()].vq = q;
         if self.virt.mode == VirtMode::IdeEmulation {
             let user = self.virt.emulation == Emulation::Userspace;
@@ -867,12 +923,11 @@ impl Machine {
             return ops;
         }
         let lock = self.vqs[q as usize].lock;
-        vec![
-            Op::Acquire(lock),
-            Op::Burst(self.virt.vq_add, Act::VqAdded(r)),
-            Op::Release(lock),
-            Op::Burst(Nanos::ZERO, Act::Kick(q)),
-        ]
+        let mut ops = vec![Op::Acquire(lock), Op::Burst(self.virt.vq_add, Act::VqAdded(r)), Op::Release(lock)];
+        if kick {
+            ops.push(Op::Burst(Nanos::ZERO, Act::Kick(q)));
+        }
+        ops
     }
 
     fn plan_iothread(&mut self, now: SimTime, t: u32, i: u32, out: &mut VirtOutbox) {
@@ -882,8 +937,14 @@ impl Machine {
             let reqs: Vec<ReqId> = io.popped.drain(..).collect();
             self.push(t, Op::Burst(sw, Act::Nop));
             let ns = Nanos(self.submit.0 + self.virt.request_cost.0 / 2);
+            let pool = self.virt.aio == Aio::Threads && self.virt.emulation == Emulation::Userspace;
             for r in reqs {
-                self.push(t, Op::Burst(ns, Act::HostSubmit(r)));
+                if pool {
+                    // Waking a worker (a futex system call); the worker makes the submission.
+                    self.push(t, Op::Burst(Nanos(self.virt.request_cost.0 / 2 + self.cpu.syscall.0), Act::Handoff(r)));
+                } else {
+                    self.push(t, Op::Burst(ns, Act::HostSubmit(r)));
+                }
             }
             return;
         }
@@ -959,9 +1020,15 @@ impl Machine {
                 out.to_host.push(ToHost { req: r, offset: info.offset, len: info.len, cpu });
             }
             Act::AppDone(r) => out.to_app.push(r),
-            Act::GuestSubmitted(r) => {
-                let Role::Vcpu(v) = self.threads[t as usize].role else { unreachable!() };
-                self.guest_block_layer(t, v, r);
+            Act::Handoff(r) => {
+                let cpu = self.current_hw(t);
+                let at = now + Nanos(self.cpu.wakeup.0 + self.cpu.context_switch.0 + self.submit.0);
+                out.events.push((at, MachineEvent::Worker { req: r, cpu }));
+            }
+            Act::Plug(r) => self.plug(t, r),
+            Act::Unplug(r) => {
+                self.plug(t, r);
+                self.unplug(t, out);
             }
             Act::VqAdded(r) => {
                 let q = self.reqs[r.index()].vq;
@@ -1033,34 +1100,101 @@ impl Machine {
         }
     }
 
-    /// The guest's block layer: dispatch to the virtqueue when it has room and nothing waits
-    /// before it; otherwise queue, merging with the last waiting request when adjacent.
-    fn guest_block_layer(&mut self, t: u32, v: u32, r: ReqId) {
+    /// A request joins the calling thread's plug, merged into the last one when adjacent.
+    fn plug(&mut self, t: u32, r: ReqId) {
+        let merged = match self.threads[t as usize].role {
+            Role::Process(p) => {
+                let last = self.procs[p as usize].plug.last().copied();
+                let merged = last.is_some_and(|l| self.try_merge(l, r));
+                if !merged {
+                    self.procs[p as usize].plug.push(r);
+                }
+                merged
+            }
+            Role::Vcpu(v) => {
+                let last = self.vcpus[v as usize].plug.last().copied();
+                let merged = last.is_some_and(|l| self.try_merge(l, r));
+                if !merged {
+                    self.vcpus[v as usize].plug.push(r);
+                }
+                merged
+            }
+            Role::IoThread(_) => unreachable!("I/O threads do not plug"),
+        };
+        if merged {
+            self.count_merge(t);
+        }
+    }
+
+    fn count_merge(&mut self, t: u32) {
+        match self.threads[t as usize].role {
+            Role::Vcpu(v) => self.vms[self.vcpus[v as usize].vm as usize].merges += 1,
+            _ => self.host_merges += 1,
+        }
+    }
+
+    /// The end of a submission call: the plug's requests go on — to the host block layer on
+    /// bare metal, through the guest's block layer to the virtqueue in a VM.
+    fn unplug(&mut self, t: u32, out: &mut VirtOutbox) {
+        match self.threads[t as usize].role {
+            Role::Process(p) => {
+                let cpu = self.current_hw(t);
+                for r in std::mem::take(&mut self.procs[p as usize].plug) {
+                    let info = self.reqs[r.index()];
+                    out.to_host.push(ToHost { req: r, offset: info.offset, len: info.len, cpu });
+                }
+            }
+            Role::Vcpu(v) => {
+                let plugged = std::mem::take(&mut self.vcpus[v as usize].plug);
+                let q = self.vcpus[v as usize].vq;
+                let go: Vec<ReqId> = plugged.into_iter().filter(|&r| !self.guest_block_layer(t, v, r)).collect();
+                let mut ops = Vec::new();
+                for (i, &r) in go.iter().enumerate() {
+                    ops.extend(self.dispatch_ops(r, q, i + 1 == go.len()));
+                }
+                self.push_front(t, &ops);
+            }
+            Role::IoThread(_) => unreachable!("I/O threads do not plug"),
+        }
+    }
+
+    /// Merges `r` into `last` (and its chain) when they are adjacent requests of one direction
+    /// within `max_merge`.
+    fn try_merge(&mut self, last: ReqId, r: ReqId) -> bool {
+        let (a, b) = (self.reqs[last.index()], self.reqs[r.index()]);
+        if a.op != b.op || b.op == Some(IoOp::Trim) || a.offset + a.len != b.offset || a.len + b.len > self.virt.max_merge_bytes {
+            return false;
+        }
+        self.reqs[r.index()].member = true;
+        let lead = &mut self.reqs[last.index()];
+        lead.len += b.len;
+        let tail = if lead.tail == NONE { last } else { ReqId(lead.tail) };
+        lead.tail = r.0;
+        if lead.next == NONE {
+            lead.next = r.0;
+        } else {
+            self.reqs[tail.index()].next = r.0;
+        }
+        true
+    }
+
+    /// The guest's block layer: `r` may go to the virtqueue (taking a slot; returns false) when
+    /// the queue has room and nothing waits before it; otherwise it waits (returns true),
+    /// merged into the last waiting request when adjacent.
+    fn guest_block_layer(&mut self, t: u32, v: u32, r: ReqId) -> bool {
         let q = self.vcpus[v as usize].vq;
         if self.vcpus[v as usize].gqueue.is_empty() && self.vqs[q as usize].inflight < self.queue_size() {
             self.vqs[q as usize].inflight += 1;
-            let ops = self.dispatch_ops(r, q);
-            self.push_front(t, &ops);
-            return;
+            return false;
         }
         if let Some(&last) = self.vcpus[v as usize].gqueue.back() {
-            let (a, b) = (self.reqs[last.index()], self.reqs[r.index()]);
-            if a.op == b.op && b.op != Some(IoOp::Trim) && a.offset + a.len == b.offset && a.len + b.len <= self.virt.max_merge_bytes {
-                let lead = &mut self.reqs[last.index()];
-                lead.len += b.len;
-                let tail = if lead.tail == NONE { last } else { ReqId(lead.tail) };
-                lead.tail = r.0;
-                if lead.next == NONE {
-                    lead.next = r.0;
-                } else {
-                    self.reqs[tail.index()].next = r.0;
-                }
-                let vm = self.vcpus[v as usize].vm as usize;
-                self.vms[vm].merges += 1;
-                return;
+            if self.try_merge(last, r) {
+                self.count_merge(t);
+                return true;
             }
         }
         self.vcpus[v as usize].gqueue.push_back(r);
+        true
     }
 
     fn handler_ops(&mut self, q: u32, ops: &mut Vec<Op>) {
@@ -1231,6 +1365,7 @@ impl Machine {
             context_switches: total_switches,
             context_switches_per_sec: total_switches as f64 * 1e9 / elapsed,
             processes: (processes.threads > 0).then_some(processes),
+            host_merges: self.host_merges,
             vms,
         }
     }

@@ -69,6 +69,17 @@ impl VirtMode {
     }
 }
 
+/// How a userspace I/O thread (the QEMU process) issues requests to the host (QEMU's `aio=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Aio {
+    /// Linux AIO: the I/O thread submits with `io_submit` itself.
+    Native,
+    /// QEMU's thread pool (its default, and the only way before Linux AIO support): each
+    /// request is handed to a worker thread, which must wake before it makes the system call.
+    Threads,
+}
+
 /// How the guest tells the host that a request is waiting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -212,6 +223,8 @@ pub struct VirtConfig {
     /// A user↔kernel crossing of an emulation thread in the QEMU process (and of an exit
     /// emulated there): paid with `emulation = "userspace"`.
     pub userspace_switch: Nanos,
+    /// How userspace emulation issues requests to the host.
+    pub aio: Aio,
     /// A polling thread notices new work this long after it appears.
     pub poll_detect: Nanos,
     /// `ide-emulation`: register-access exits per request (task file + bus-master DMA start).
@@ -241,6 +254,7 @@ impl Default for VirtConfig {
             request_cost: us(0.5),
             vq_push: us(0.3),
             userspace_switch: us(1.5),
+            aio: Aio::Native,
             poll_detect: us(0.2),
             ide_submit_exits: 8,
             ide_complete_exits: 2,

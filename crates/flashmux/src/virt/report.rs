@@ -97,5 +97,8 @@ pub struct VirtResult {
     pub context_switches_per_sec: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub processes: Option<ThreadStat>,
+    /// Requests the host block layer merged into another at unplug (bare metal; a VM's
+    /// guest merges are in `vms`).
+    pub host_merges: u64,
     pub vms: Vec<VmResult>,
 }

@@ -245,6 +245,12 @@ pub struct FioJob {
     pub number_ios: Option<u64>,
 
     pub iodepth: u32,
+    /// `iodepth_batch_submit`/`iodepth_batch`: I/Os handed to the kernel per submission call
+    /// (one `io_submit`, under one block-layer plug), 1 to `iodepth`; fio's 0 means `iodepth`.
+    pub iodepth_batch: u32,
+    /// `iodepth_batch_complete_min`: completions a job waits for once its queue is full,
+    /// 1 to `iodepth` (fio's 0, polling without waiting, refills like 1).
+    pub iodepth_batch_complete_min: u32,
     pub numjobs: u32,
     /// `loops`, at least 1.
     pub loops: u32,
@@ -324,6 +330,8 @@ impl Default for FioJob {
             io_size: None,
             number_ios: None,
             iodepth: 1,
+            iodepth_batch: 1,
+            iodepth_batch_complete_min: 1,
             numjobs: 1,
             loops: 1,
             runtime: None,
@@ -453,6 +461,10 @@ impl FioJob {
             "io_size" => self.io_size = Some(o.size()?).filter(|&v| v > 0),
             "number_ios" => self.number_ios = Some(o.int()?).filter(|&v| v > 0),
             "iodepth" => self.iodepth = o.int_in(1, u32::MAX as u64)? as u32,
+            "iodepth_batch" => self.iodepth_batch = o.int_in(0, u32::MAX as u64)? as u32,
+            "iodepth_batch_complete_min" => {
+                self.iodepth_batch_complete_min = o.int_in(0, u32::MAX as u64)? as u32
+            }
             "numjobs" => self.numjobs = o.int_in(1, u32::MAX as u64)? as u32,
             // fio runs a job with loops=0 once.
             "loops" => self.loops = (o.int_in(0, u32::MAX as u64)? as u32).max(1),
@@ -623,6 +635,11 @@ impl FioJob {
             });
             self.time_based = false;
         }
+        // fio's fixup_options: a batch of 0 or above the depth is the depth.
+        if self.iodepth_batch == 0 || self.iodepth_batch > self.iodepth {
+            self.iodepth_batch = self.iodepth;
+        }
+        self.iodepth_batch_complete_min = self.iodepth_batch_complete_min.clamp(1, self.iodepth);
         let any = |v: &PerDir<Option<u64>>| Dir::ALL.iter().any(|&d| v[d].is_some());
         if any(&self.rate) && any(&self.rate_iops) {
             return Err(self.error("rate and rate_iops are mutually exclusive"));
@@ -741,8 +758,8 @@ const NOTED: &[&str] = &[
     "verify_offset", "verify_pattern", "verify_fatal", "verify_dump", "verify_async",
     "verify_async_cpus", "verify_backlog", "verify_backlog_batch", "verify_state_save",
     "verify_state_load", "experimental_verify", "trim_percentage", "trim_verify_zero",
-    "trim_backlog", "trim_backlog_batch", "iodepth_batch", "iodepth_batch_complete_min",
-    "iodepth_batch_complete_max", "iodepth_low", "serialize_overlap", "io_submit_mode",
+    "trim_backlog", "trim_backlog_batch", "iodepth_batch_complete_max", "iodepth_low",
+    "serialize_overlap", "io_submit_mode",
     "random_generator", "softrandommap", "allrandrepeat", "clocksource", "gtod_reduce", "gtod_cpu",
     "write_bw_log", "write_lat_log", "write_hist_log", "write_iops_log", "write_iolog",
     "log_entries", "log_avg_msec", "log_hist_msec", "log_hist_coarseness", "log_max_value",
@@ -1365,6 +1382,15 @@ mod tests {
         assert_eq!(job("io_size=5g").io_size, Some(5 << 30));
         assert_eq!(job("number_ios=1k").number_ios, Some(1024));
         assert_eq!(job("iodepth=32").iodepth, 32);
+        let b = job("iodepth=8\niodepth_batch_submit=4\niodepth_batch_complete_min=2");
+        assert_eq!((b.iodepth_batch, b.iodepth_batch_complete_min), (4, 2));
+        // fio: a batch of 0 or beyond the depth is the depth; polling (0) reaps at least one.
+        let b = job("iodepth=8\niodepth_batch=0\niodepth_batch_complete_min=0");
+        assert_eq!((b.iodepth_batch, b.iodepth_batch_complete_min), (8, 1));
+        let b = job("iodepth=4\niodepth_batch_submit=16\niodepth_batch_complete=9");
+        assert_eq!((b.iodepth_batch, b.iodepth_batch_complete_min), (4, 4));
+        assert_eq!((job("").iodepth_batch, job("").iodepth_batch_complete_min), (1, 1));
+        assert!(err("iodepth_batch=-1").contains("iodepth_batch"));
         assert_eq!(job("numjobs=4").numjobs, 4);
         assert_eq!(job("loops=3").loops, 3);
         assert_eq!(job("loops=0").loops, 1);
