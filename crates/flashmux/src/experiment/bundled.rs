@@ -31,7 +31,7 @@ pub struct Bundled {
 }
 
 /// Every bundled experiment.
-pub const BUNDLED: &[Bundled] = &[super::paper_a::BUNDLED, super::paper_c::BUNDLED];
+pub const BUNDLED: &[Bundled] = &[super::paper_a::BUNDLED, super::paper_b::BUNDLED, super::paper_c::BUNDLED];
 
 pub fn bundled(name: &str) -> Option<&'static Bundled> {
     BUNDLED.iter().find(|b| b.name == name)

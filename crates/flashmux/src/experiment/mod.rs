@@ -45,6 +45,7 @@
 
 pub mod bundled;
 mod paper_a;
+mod paper_b;
 mod paper_c;
 mod path;
 mod results;
