@@ -46,6 +46,23 @@ pub fn format_checks(checks: &[Check]) -> String {
     out
 }
 
+/// A bundled experiment's sweep, `experiments/<dir>/experiment.toml` or (`quick`) `quick.toml`,
+/// with its `base.toml` inline.
+pub(super) fn variant(dir: &str, quick: bool, full: &str, quick_text: &str, base: &str) -> Result<Experiment, ExperimentError> {
+    let (text, file) = if quick { (quick_text, "quick.toml") } else { (full, "experiment.toml") };
+    embedded(text, &format!("experiments/{dir}/{file}"), base, &format!("experiments/{dir}/base.toml"))
+}
+
+/// A sweep parameter's value as text (a string without its quotes).
+pub(super) fn param_text(v: &toml::Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+}
+
+/// A finding whose runs are not in the results.
+pub(super) fn missing(claim: &str) -> Check {
+    Check { claim: claim.into(), measured: "runs missing".into(), pass: false }
+}
+
 /// An experiment embedded in the binary: its text with the base scenario's text put inline, so
 /// it runs from any directory. `file` and `base_file` name them in errors.
 pub(super) fn embedded(text: &str, file: &str, base: &str, base_file: &str) -> Result<Experiment, ExperimentError> {

@@ -2,7 +2,7 @@
 //! (`dataplane`), MQ (`multiqueue`) and MT (`per-vcpu-threads`) on a null device, 1–16 fio
 //! processes, four workloads, 8 and 16 vCPUs; its findings as checks; Figs. 3–6.
 
-use super::bundled::{Bundled, Check};
+use super::bundled::{missing, param_text as text, Bundled, Check};
 use super::{Experiment, ExperimentError, Point};
 use crate::metrics::RunResults;
 use crate::report::plot::{write_line_chart, LineChart, PlotError, Series};
@@ -30,12 +30,7 @@ const WORKLOADS: [(&str, &str); 4] = [
 ];
 
 fn experiment(quick: bool) -> Result<Experiment, ExperimentError> {
-    let (text, file) = if quick {
-        (QUICK, "experiments/paper-a-multiqueue/quick.toml")
-    } else {
-        (EXPERIMENT, "experiments/paper-a-multiqueue/experiment.toml")
-    };
-    super::bundled::embedded(text, file, BASE, "experiments/paper-a-multiqueue/base.toml")
+    super::bundled::variant("paper-a-multiqueue", quick, EXPERIMENT, QUICK, BASE)
 }
 
 /// One run's numbers for the checks and the figures.
@@ -81,9 +76,6 @@ impl Run<'_> {
     }
 }
 
-fn text(v: &toml::Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_string)
-}
 
 fn runs<'a>(points: &[Point], results: &'a [RunResults]) -> Vec<Run<'a>> {
     points
@@ -120,9 +112,6 @@ fn k(x: f64) -> String {
     format!("{:.0}K", x / 1000.0)
 }
 
-fn missing(claim: &str) -> Check {
-    Check { claim: claim.into(), measured: "runs missing".into(), pass: false }
-}
 
 /// The paper's findings, checked on the measured runs.
 fn evaluate(points: &[Point], results: &[RunResults]) -> Vec<Check> {

@@ -3,7 +3,7 @@
 //! `x25e` drive, sequential and random 4 KiB reads over queue depths; its findings as checks;
 //! its Fig. 2 (read performance per configuration) over queue depth.
 
-use super::bundled::{Bundled, Check};
+use super::bundled::{missing, param_text as text, Bundled, Check};
 use super::{Experiment, ExperimentError, Point};
 use crate::metrics::RunResults;
 use crate::report::plot::{write_line_chart, LineChart, PlotError, Series};
@@ -33,12 +33,7 @@ const ORDER: [&str; 6] = [BARE, EXITLESS, POLL, INVMM, VIRTIO, IDE];
 const PATTERNS: [(&str, &str); 2] = [("read", "sequential"), ("randread", "random")];
 
 fn experiment(quick: bool) -> Result<Experiment, ExperimentError> {
-    let (text, file) = if quick {
-        (QUICK, "experiments/paper-b-exitless/quick.toml")
-    } else {
-        (EXPERIMENT, "experiments/paper-b-exitless/experiment.toml")
-    };
-    super::bundled::embedded(text, file, BASE, "experiments/paper-b-exitless/base.toml")
+    super::bundled::variant("paper-b-exitless", quick, EXPERIMENT, QUICK, BASE)
 }
 
 struct Run<'a> {
@@ -73,9 +68,6 @@ impl Run<'_> {
     }
 }
 
-fn text(v: &toml::Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_string)
-}
 
 fn runs<'a>(points: &[Point], results: &'a [RunResults]) -> Vec<Run<'a>> {
     points
@@ -112,9 +104,6 @@ fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
 
-fn missing(claim: &str) -> Check {
-    Check { claim: claim.into(), measured: "runs missing".into(), pass: false }
-}
 
 /// Checks that `config` reaches `min` of bare metal for a pattern at the given depths.
 fn of_bare_check(runs: &[Run], claim: &str, rw: &str, depths: &[u32], min: f64) -> Check {

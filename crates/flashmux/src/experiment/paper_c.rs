@@ -28,8 +28,7 @@ pub const MISS_TOLERANCE: f64 = 0.01;
 
 /// The bundled experiment with its base scenario inline, so it runs from any directory.
 fn experiment(quick: bool) -> Result<Experiment, ExperimentError> {
-    let (text, file) = if quick { (QUICK, "experiments/paper-c-cmt/quick.toml") } else { (EXPERIMENT, "experiments/paper-c-cmt/experiment.toml") };
-    super::bundled::embedded(text, file, BASE, "experiments/paper-c-cmt/base.toml")
+    super::bundled::variant("paper-c-cmt", quick, EXPERIMENT, QUICK, BASE)
 }
 
 /// One run's numbers for the checks and the figures.
