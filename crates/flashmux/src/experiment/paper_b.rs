@@ -105,7 +105,7 @@ fn pct(x: f64) -> String {
 }
 
 
-/// Checks that `config` reaches `min` of bare metal for a pattern at the given depths.
+/// Checks that In-VMM+POLL reaches `min` of bare metal for a pattern at the given depths.
 fn of_bare_check(runs: &[Run], claim: &str, rw: &str, depths: &[u32], min: f64) -> Check {
     let got: Option<Vec<(u32, f64)>> = depths.iter().map(|&d| Some((d, of_bare(runs, POLL, rw, d)?))).collect();
     match got {

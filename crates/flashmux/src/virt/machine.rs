@@ -519,10 +519,7 @@ impl Machine {
                 let t = self.iots[i as usize].thread;
                 self.notify(now, t, out);
             }
-            MachineEvent::Worker { req, cpu } => {
-                let info = self.reqs[req.index()];
-                out.to_host.push(ToHost { req, offset: info.offset, len: info.len, cpu });
-            }
+            MachineEvent::Worker { req, cpu } => out.to_host.push(self.to_host(req, cpu)),
         }
     }
 
@@ -1015,9 +1012,8 @@ impl Machine {
         match act {
             Act::Nop => {}
             Act::HostSubmit(r) => {
-                let info = self.reqs[r.index()];
                 let cpu = self.current_hw(t);
-                out.to_host.push(ToHost { req: r, offset: info.offset, len: info.len, cpu });
+                out.to_host.push(self.to_host(r, cpu));
             }
             Act::AppDone(r) => out.to_app.push(r),
             Act::Handoff(r) => {
@@ -1100,37 +1096,26 @@ impl Machine {
         }
     }
 
-    /// A request joins the calling thread's plug, merged into the last one when adjacent.
-    fn plug(&mut self, t: u32, r: ReqId) {
-        let merged = match self.threads[t as usize].role {
-            Role::Process(p) => {
-                let last = self.procs[p as usize].plug.last().copied();
-                let merged = last.is_some_and(|l| self.try_merge(l, r));
-                if !merged {
-                    self.procs[p as usize].plug.push(r);
-                }
-                merged
-            }
-            Role::Vcpu(v) => {
-                let last = self.vcpus[v as usize].plug.last().copied();
-                let merged = last.is_some_and(|l| self.try_merge(l, r));
-                if !merged {
-                    self.vcpus[v as usize].plug.push(r);
-                }
-                merged
-            }
+    /// The plug of thread `t` (a process or a vCPU).
+    fn plug_of(&mut self, t: u32) -> &mut Vec<ReqId> {
+        match self.threads[t as usize].role {
+            Role::Process(p) => &mut self.procs[p as usize].plug,
+            Role::Vcpu(v) => &mut self.vcpus[v as usize].plug,
             Role::IoThread(_) => unreachable!("I/O threads do not plug"),
-        };
-        if merged {
-            self.count_merge(t);
         }
     }
 
-    fn count_merge(&mut self, t: u32) {
-        match self.threads[t as usize].role {
-            Role::Vcpu(v) => self.vms[self.vcpus[v as usize].vm as usize].merges += 1,
-            _ => self.host_merges += 1,
+    /// A request joins the calling thread's plug, merged into the last one when adjacent.
+    fn plug(&mut self, t: u32, r: ReqId) {
+        let last = self.plug_of(t).last().copied();
+        if !last.is_some_and(|l| self.try_merge(t, l, r)) {
+            self.plug_of(t).push(r);
         }
+    }
+
+    fn to_host(&self, r: ReqId, cpu: u16) -> ToHost {
+        let info = self.reqs[r.index()];
+        ToHost { req: r, offset: info.offset, len: info.len, cpu }
     }
 
     /// The end of a submission call: the plug's requests go on — to the host block layer on
@@ -1140,8 +1125,7 @@ impl Machine {
             Role::Process(p) => {
                 let cpu = self.current_hw(t);
                 for r in std::mem::take(&mut self.procs[p as usize].plug) {
-                    let info = self.reqs[r.index()];
-                    out.to_host.push(ToHost { req: r, offset: info.offset, len: info.len, cpu });
+                    out.to_host.push(self.to_host(r, cpu));
                 }
             }
             Role::Vcpu(v) => {
@@ -1159,8 +1143,9 @@ impl Machine {
     }
 
     /// Merges `r` into `last` (and its chain) when they are adjacent requests of one direction
-    /// within `max_merge`.
-    fn try_merge(&mut self, last: ReqId, r: ReqId) -> bool {
+    /// within `max_merge`, counting the merge for thread `t`'s block layer (its VM's, or the
+    /// host's for a process).
+    fn try_merge(&mut self, t: u32, last: ReqId, r: ReqId) -> bool {
         let (a, b) = (self.reqs[last.index()], self.reqs[r.index()]);
         if a.op != b.op || b.op == Some(IoOp::Trim) || a.offset + a.len != b.offset || a.len + b.len > self.virt.max_merge_bytes {
             return false;
@@ -1175,6 +1160,10 @@ impl Machine {
         } else {
             self.reqs[tail.index()].next = r.0;
         }
+        match self.threads[t as usize].role {
+            Role::Vcpu(v) => self.vms[self.vcpus[v as usize].vm as usize].merges += 1,
+            _ => self.host_merges += 1,
+        }
         true
     }
 
@@ -1188,8 +1177,7 @@ impl Machine {
             return false;
         }
         if let Some(&last) = self.vcpus[v as usize].gqueue.back() {
-            if self.try_merge(last, r) {
-                self.count_merge(t);
+            if self.try_merge(t, last, r) {
                 return true;
             }
         }
