@@ -72,6 +72,9 @@ pub struct TenantSpec {
     pub name: String,
     /// (offset, length) in bytes of the device's logical space.
     pub region: (u64, u64),
+    /// Proportional-share weight (cgroup `blkio.weight` style, 1..=1000): what fairness is
+    /// measured against and what the `cfq`/`mcfq` schedulers divide device time by.
+    pub weight: u32,
     pub jobs: Vec<FioJob>,
     /// Jobs of one job file form a domain: fio's stonewall/new_group order them within it.
     pub domain: usize,
@@ -98,6 +101,11 @@ pub struct Scenario {
 }
 
 pub const DEFAULT_SEED: u64 = 1;
+/// A tenant's weight when the scenario gives none: Linux's default `blkio.weight`
+/// (`CFQ_WEIGHT_DEFAULT`).
+pub const DEFAULT_WEIGHT: u32 = 500;
+/// The largest weight a tenant may have, as cgroup v1's `blkio.weight`.
+pub const MAX_WEIGHT: u32 = 1000;
 pub const DEFAULT_OUTPUT_DIR: &str = "flashmux-out";
 
 /// The built-in scenario `flashmux run` runs with no arguments: a sequential writer and a random
@@ -154,15 +162,22 @@ impl Scenario {
             .expect("serializes"),
             "stop": serde_json::to_value(&self.stop).expect("serializes"),
             "timeline_interval_ns": self.output.timeline_interval.0,
-            "tenants": self.tenants.iter().map(|t| serde_json::json!({
-                "name": t.name,
-                "region": [t.region.0, t.region.1],
-                "domain": t.domain,
-                "jobs": t.jobs.iter().map(|j| serde_json::json!({
-                    "name": j.name,
-                    "options": j.all_options().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
+            "tenants": self.tenants.iter().map(|t| {
+                let mut v = serde_json::json!({
+                    "name": t.name,
+                    "region": [t.region.0, t.region.1],
+                    "domain": t.domain,
+                    "jobs": t.jobs.iter().map(|j| serde_json::json!({
+                        "name": j.name,
+                        "options": j.all_options().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
+                    })).collect::<Vec<_>>(),
+                });
+                // The default weight hashes as absent, as before weights existed.
+                if t.weight != DEFAULT_WEIGHT {
+                    v["weight"] = t.weight.into();
+                }
+                v
+            }).collect::<Vec<_>>(),
         });
         let mut h = Sha256::new();
         h.update(view.to_string().as_bytes());

@@ -3,6 +3,7 @@
 use super::presets::{default_gc_threshold, preset, DeviceKind, PRESET_NAMES};
 use super::{
     ConfigError, DeviceSpec, OutputSpec, Scenario, StopSpec, TenantSpec, DEFAULT_OUTPUT_DIR, DEFAULT_SEED,
+    DEFAULT_WEIGHT, MAX_WEIGHT,
 };
 use crate::device::precondition::{PreconditionSpec, PreconditionState};
 use crate::device::FlushPolicy;
@@ -224,6 +225,9 @@ struct OutputSection {
 struct TenantSection {
     name: Option<String>,
     region: Option<RegionValue>,
+    /// An integer, but read as any TOML value so that 0, negative and fractional weights get a
+    /// clear error rather than a type mismatch.
+    weight: Option<toml::Value>,
     fio: Option<String>,
     job_file: Option<String>,
 }
@@ -899,6 +903,7 @@ fn resolve_tenants(
                 (off, len)
             }
         };
+        let weight = resolve_weight(ctx, &key, t.weight.as_ref())?;
         let jf = match (&t.fio, &t.job_file) {
             (Some(text), None) => {
                 let label = format!("{}[tenant {name}].fio", ctx.file);
@@ -912,10 +917,20 @@ fn resolve_tenants(
             return Err(ctx.err(format!("{key}: the fio job has no job sections")));
         }
         collect_diagnostics(&jf, collected);
-        out.push(TenantSpec { name, region, jobs: jf.jobs, domain: i });
+        out.push(TenantSpec { name, region, weight, jobs: jf.jobs, domain: i });
     }
     check_overlaps(ctx, &out, capacity)?;
     Ok(out)
+}
+
+fn resolve_weight(ctx: &Ctx, key: &str, v: Option<&toml::Value>) -> Result<u32, ConfigError> {
+    let Some(v) = v else { return Ok(DEFAULT_WEIGHT) };
+    match v.as_integer() {
+        Some(w) if (1..=MAX_WEIGHT as i64).contains(&w) => Ok(w as u32),
+        _ => Err(ctx.err(format!(
+            "{key}.weight: {v} is not a valid weight: expected a whole number from 1 to {MAX_WEIGHT} (default {DEFAULT_WEIGHT})"
+        ))),
+    }
 }
 
 /// Gathers what every job file contributes beyond its jobs: warnings, notes of unmodelled
@@ -1007,7 +1022,7 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
             k += 1;
             name = format!("{}#{k}", job.name);
         }
-        tenants.push(TenantSpec { name, region: (0, capacity), jobs: vec![job], domain: 0 });
+        tenants.push(TenantSpec { name, region: (0, capacity), weight: DEFAULT_WEIGHT, jobs: vec![job], domain: 0 });
     }
     Ok(Scenario {
         name: Path::new(file).file_stem().map_or("fio".into(), |s| s.to_string_lossy().into()),

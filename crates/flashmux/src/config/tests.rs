@@ -196,3 +196,18 @@ fn null_device_rejects_flash_settings() {
     let s = load(&format!("{text}\n[precondition]\nstate = \"aged\"\n")).unwrap();
     assert!(s.warnings.iter().any(|w| w.contains("no effect on the null device")), "{:?}", s.warnings);
 }
+
+#[test]
+fn weights_default_to_linux_and_reject_zero_negative_fractional_and_huge() {
+    let s = load(MINIMAL).unwrap();
+    assert_eq!(s.tenants[0].weight, DEFAULT_WEIGHT);
+    let with = |w: &str| MINIMAL.replace("name = \"a\"", &format!("name = \"a\"\nweight = {w}"));
+    let s = load(&with("10")).unwrap();
+    assert_eq!(s.tenants[0].weight, 10);
+    assert_ne!(s.config_hash(), load(MINIMAL).unwrap().config_hash(), "the weight is part of the config");
+    assert_eq!(load(&with("500")).unwrap().config_hash(), load(MINIMAL).unwrap().config_hash());
+    for bad in ["0", "-3", "1.5", "1001", "\"ten\""] {
+        let e = err(&with(bad));
+        assert!(e.contains("tenant[0] (a).weight") && e.contains("from 1 to 1000"), "{bad}: {e}");
+    }
+}
