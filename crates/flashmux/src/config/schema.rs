@@ -10,7 +10,7 @@ use crate::device::FlushPolicy;
 use crate::device::SsdConfig;
 use crate::flash::Geometry;
 use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, MappingConfig, VictimPolicy};
-use crate::host::{HostConfig, SchedulerKind};
+use crate::host::{CfqParams, HostConfig, MotsParams, SchedulerKind};
 use crate::units::{parse_duration, parse_rate, parse_size, Nanos};
 use crate::virt::{Aio, Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
 use crate::workload::fio::{parse_job_file, parse_job_text, JobFile};
@@ -148,6 +148,27 @@ struct HostSection {
     submit_overhead: Option<String>,
     completion_overhead: Option<String>,
     cpu: Option<CpuSection>,
+    cfq: Option<CfqSection>,
+    mcfq: Option<McfqSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct CfqSection {
+    slice_sync: Option<String>,
+    slice_idle: Option<String>,
+    target_latency: Option<String>,
+    quantum: Option<u32>,
+    fifo_expire_write: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct McfqSection {
+    interval: Option<String>,
+    window: Option<String>,
+    min_scale: Option<f64>,
+    max_scale: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -685,6 +706,7 @@ fn resolve_host(ctx: &Ctx, h: &HostSection) -> Result<HostConfig, ConfigError> {
             ctx.err(format!("host.scheduler: unknown scheduler '{s}': expected one of {}", SchedulerKind::NAMES.join(", ")))
         })?,
     };
+    let scheduler = resolve_scheduler_params(ctx, h, scheduler)?;
     Ok(HostConfig {
         queue_depth: ctx.positive("host.queue_depth", h.queue_depth.unwrap_or(DEFAULT_HOST_QUEUE_DEPTH))?,
         scheduler,
@@ -698,6 +720,74 @@ fn resolve_host(ctx: &Ctx, h: &HostSection) -> Result<HostConfig, ConfigError> {
         },
         cpu: h.cpu.as_ref().map(|c| resolve_cpu(ctx, c)).transpose()?,
     })
+}
+
+/// `[host.cfq]` and `[host.mcfq]`: each only with a scheduler that uses it.
+fn resolve_scheduler_params(ctx: &Ctx, h: &HostSection, kind: SchedulerKind) -> Result<SchedulerKind, ConfigError> {
+    let name = kind.name();
+    if h.cfq.is_some() && !matches!(kind, SchedulerKind::Cfq(_) | SchedulerKind::Mcfq(..)) {
+        return Err(ctx.err(format!("host.cfq: applies only with scheduler = \"cfq\" or \"mcfq\" (the scheduler is '{name}')")));
+    }
+    if h.mcfq.is_some() && !matches!(kind, SchedulerKind::Mcfq(..)) {
+        return Err(ctx.err(format!("host.mcfq: applies only with scheduler = \"mcfq\" (the scheduler is '{name}')")));
+    }
+    let cfq = |p: CfqParams| h.cfq.as_ref().map_or(Ok(p), |c| resolve_cfq(ctx, c, p));
+    Ok(match kind {
+        SchedulerKind::None => kind,
+        SchedulerKind::Cfq(p) => SchedulerKind::Cfq(cfq(p)?),
+        SchedulerKind::Mcfq(p, m) => {
+            SchedulerKind::Mcfq(cfq(p)?, h.mcfq.as_ref().map_or(Ok(m), |s| resolve_mots(ctx, s, m))?)
+        }
+    })
+}
+
+fn resolve_cfq(ctx: &Ctx, c: &CfqSection, d: CfqParams) -> Result<CfqParams, ConfigError> {
+    let dur = |key: &str, v: &Option<String>, default: Nanos| -> Result<Nanos, ConfigError> {
+        v.as_deref().map_or(Ok(default), |v| ctx.duration(&format!("host.cfq.{key}"), v))
+    };
+    let p = CfqParams {
+        slice_sync: dur("slice_sync", &c.slice_sync, d.slice_sync)?,
+        slice_idle: dur("slice_idle", &c.slice_idle, d.slice_idle)?,
+        target_latency: dur("target_latency", &c.target_latency, d.target_latency)?,
+        quantum: ctx.positive("host.cfq.quantum", c.quantum.unwrap_or(d.quantum))?,
+        fifo_expire_write: dur("fifo_expire_write", &c.fifo_expire_write, d.fifo_expire_write)?,
+    };
+    for (key, v) in [("slice_sync", p.slice_sync), ("target_latency", p.target_latency)] {
+        if v == Nanos::ZERO {
+            return Err(ctx.err(format!("host.cfq.{key}: must be longer than zero")));
+        }
+    }
+    Ok(p)
+}
+
+fn resolve_mots(ctx: &Ctx, m: &McfqSection, d: MotsParams) -> Result<MotsParams, ConfigError> {
+    let interval = match &m.interval {
+        Some(v) => ctx.duration("host.mcfq.interval", v)?,
+        None => d.interval,
+    };
+    if interval < Nanos::from_ms(1) {
+        return Err(ctx.err("host.mcfq.interval: must be at least 1ms"));
+    }
+    let window = match &m.window {
+        None => d.window,
+        Some(v) => {
+            let w = ctx.duration("host.mcfq.window", v)?;
+            if w < interval || w.0 % interval.0 != 0 {
+                return Err(ctx.err(format!(
+                    "host.mcfq.window: {v} is not a whole number of sampling intervals ({interval}): the window is made of samples"
+                )));
+            }
+            u32::try_from(w.0 / interval.0).map_err(|_| ctx.err("host.mcfq.window: too many samples"))?
+        }
+    };
+    let min_scale = m.min_scale.unwrap_or(d.min_scale);
+    let max_scale = m.max_scale.unwrap_or(d.max_scale);
+    if !(min_scale > 0.0 && min_scale <= 1.0 && (1.0..=1000.0).contains(&max_scale)) {
+        return Err(ctx.err(format!(
+            "host.mcfq: min_scale = {min_scale}, max_scale = {max_scale}: expected 0 < min_scale <= 1 <= max_scale <= 1000"
+        )));
+    }
+    Ok(MotsParams { interval, window, min_scale, max_scale })
 }
 
 fn resolve_cpu(ctx: &Ctx, c: &CpuSection) -> Result<CpuConfig, ConfigError> {

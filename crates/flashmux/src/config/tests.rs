@@ -211,3 +211,29 @@ fn weights_default_to_linux_and_reject_zero_negative_fractional_and_huge() {
         assert!(e.contains("tenant[0] (a).weight") && e.contains("from 1 to 1000"), "{bad}: {e}");
     }
 }
+
+#[test]
+fn scheduler_parameters_resolve_and_bad_ones_are_named() {
+    use crate::host::{CfqParams, MotsParams, SchedulerKind};
+    let with = |host: &str| format!("{MINIMAL}\n[host]\n{host}\n");
+    let s = load(&with("scheduler = \"cfq\"\n[host.cfq]\nslice_idle = \"0\"\nquantum = 4")).unwrap();
+    let p = CfqParams { slice_idle: Nanos::ZERO, quantum: 4, ..Default::default() };
+    assert_eq!(s.host.scheduler, SchedulerKind::Cfq(p));
+    let s = load(&with("scheduler = \"mcfq\"\n[host.mcfq]\nwindow = \"5s\"")).unwrap();
+    let m = MotsParams { window: 5, ..Default::default() };
+    assert_eq!(s.host.scheduler, SchedulerKind::Mcfq(CfqParams::default(), m));
+    for (host, needle) in [
+        ("scheduler = \"none\"\n[host.cfq]\nquantum = 4", "host.cfq: applies only with scheduler"),
+        ("scheduler = \"cfq\"\n[host.mcfq]\nwindow = \"5s\"", "host.mcfq: applies only with scheduler = \"mcfq\""),
+        ("scheduler = \"cfq\"\n[host.cfq]\nquantum = 0", "host.cfq.quantum"),
+        ("scheduler = \"cfq\"\n[host.cfq]\nslice_sync = \"0\"", "host.cfq.slice_sync: must be longer than zero"),
+        ("scheduler = \"cfq\"\n[host.cfq]\nslice_idle = \"soon\"", "host.cfq.slice_idle"),
+        ("scheduler = \"mcfq\"\n[host.mcfq]\nwindow = \"2500ms\"", "not a whole number of sampling intervals"),
+        ("scheduler = \"mcfq\"\n[host.mcfq]\nmin_scale = 0.0", "expected 0 < min_scale"),
+        ("scheduler = \"mcfq\"\n[host.mcfq]\nmax_scale = 0.5", "expected 0 < min_scale"),
+        ("scheduler = \"mcfq\"\n[host.mcfq]\nbw = 3", "unknown field"),
+    ] {
+        let e = err(&with(host));
+        assert!(e.contains(needle), "expected '{needle}' in: {e}");
+    }
+}

@@ -123,7 +123,7 @@ impl Simulator {
             completed: 0,
             host_inflight: 0,
             host_wake_at: None,
-            sched: scenario.host.scheduler.build(),
+            sched: scenario.host.scheduler.build(&scenario.tenants.iter().map(|t| t.weight).collect::<Vec<_>>(), scenario.host.queue_depth),
             machine: None,
             vout: VirtOutbox::default(),
             device,

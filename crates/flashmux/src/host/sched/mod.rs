@@ -1,7 +1,11 @@
 //! Host I/O schedulers, behind one small trait, picked by name in the config.
 
+mod cfq;
+mod mots;
 mod none;
 
+pub use cfq::{Cfq, CfqParams};
+pub use mots::{Mots, MotsParams};
 pub use none::Fifo;
 
 use crate::device::IoOp;
@@ -15,6 +19,19 @@ pub struct SchedReq {
     pub tenant: TenantId,
     pub op: IoOp,
     pub bytes: u64,
+}
+
+/// What a scheduler did for one tenant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct SchedTenantStats {
+    /// Time slices (turns) the tenant had, counted when each ends.
+    pub turns: u64,
+    /// Device time charged to it.
+    pub service_ns: u64,
+    /// Requests dispatched.
+    pub dispatched: u64,
+    /// The slice multiplier `mcfq`'s MoTS applies (1 otherwise).
+    pub scale: f64,
 }
 
 /// A host I/O scheduler: it holds requests between their submission and their dispatch to the
@@ -36,30 +53,52 @@ pub trait Scheduler {
     }
     /// Requests waiting in the scheduler.
     fn queued(&self) -> usize;
+    /// What the policy did for tenant `t` (zeros for policies without per-tenant state).
+    fn tenant_stats(&self, _t: usize) -> SchedTenantStats {
+        SchedTenantStats { scale: 1.0, ..Default::default() }
+    }
     fn check_invariants(&self) {}
 }
 
-/// The scheduler policies a config can name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// The scheduler policies a config can name, with their parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SchedulerKind {
     /// First in, first out, no reordering (Linux's `none`).
     None,
+    /// Linux CFQ with one group per tenant.
+    Cfq(CfqParams),
+    /// CFQ with paper D's Manager of Time Slice.
+    Mcfq(CfqParams, MotsParams),
 }
 
 impl SchedulerKind {
-    pub const NAMES: [&'static str; 1] = ["none"];
+    pub const NAMES: [&'static str; 3] = ["none", "cfq", "mcfq"];
 
+    /// The policy a name selects, with default parameters.
     pub fn from_name(name: &str) -> Option<SchedulerKind> {
         match name {
             "none" | "noop" | "fifo" => Some(SchedulerKind::None),
+            "cfq" => Some(SchedulerKind::Cfq(CfqParams::default())),
+            "mcfq" => Some(SchedulerKind::Mcfq(CfqParams::default(), MotsParams::default())),
             _ => None,
         }
     }
 
-    pub fn build(self) -> Box<dyn Scheduler> {
+    pub fn name(&self) -> &'static str {
         match self {
+            SchedulerKind::None => "none",
+            SchedulerKind::Cfq(_) => "cfq",
+            SchedulerKind::Mcfq(..) => "mcfq",
+        }
+    }
+
+    /// The scheduler for tenants of these weights in front of a host queue of `depth`.
+    pub fn build(&self, weights: &[u32], depth: u32) -> Box<dyn Scheduler> {
+        match *self {
             SchedulerKind::None => Box::new(Fifo::default()),
+            SchedulerKind::Cfq(p) => Box::new(Cfq::new(p, weights, depth, None)),
+            SchedulerKind::Mcfq(p, m) => Box::new(Cfq::new(p, weights, depth, Some(Mots::new(m, weights)))),
         }
     }
 }
