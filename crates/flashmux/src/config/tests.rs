@@ -216,7 +216,7 @@ fn weights_default_to_linux_and_reject_zero_negative_fractional_and_huge() {
 fn scheduler_parameters_resolve_and_bad_ones_are_named() {
     use crate::host::{CfqParams, MotsParams, SchedulerKind};
     let with = |host: &str| format!("{MINIMAL}\n[host]\n{host}\n");
-    let s = load(&with("scheduler = \"cfq\"\n[host.cfq]\nslice_idle = \"0\"\nquantum = 4")).unwrap();
+    let s = load(&with("scheduler = \"cfq\"\n[host.cfq]\nslice_idle = \"0ms\"\nquantum = 4")).unwrap();
     let p = CfqParams { slice_idle: Nanos::ZERO, quantum: 4, ..Default::default() };
     assert_eq!(s.host.scheduler, SchedulerKind::Cfq(p));
     let s = load(&with("scheduler = \"mcfq\"\n[host.mcfq]\nwindow = \"5s\"")).unwrap();
@@ -226,7 +226,7 @@ fn scheduler_parameters_resolve_and_bad_ones_are_named() {
         ("scheduler = \"none\"\n[host.cfq]\nquantum = 4", "host.cfq: applies only with scheduler"),
         ("scheduler = \"cfq\"\n[host.mcfq]\nwindow = \"5s\"", "host.mcfq: applies only with scheduler = \"mcfq\""),
         ("scheduler = \"cfq\"\n[host.cfq]\nquantum = 0", "host.cfq.quantum"),
-        ("scheduler = \"cfq\"\n[host.cfq]\nslice_sync = \"0\"", "host.cfq.slice_sync: must be longer than zero"),
+        ("scheduler = \"cfq\"\n[host.cfq]\nslice_sync = \"0ms\"", "host.cfq.slice_sync: must be longer than zero"),
         ("scheduler = \"cfq\"\n[host.cfq]\nslice_idle = \"soon\"", "host.cfq.slice_idle"),
         ("scheduler = \"mcfq\"\n[host.mcfq]\nwindow = \"2500ms\"", "not a whole number of sampling intervals"),
         ("scheduler = \"mcfq\"\n[host.mcfq]\nmin_scale = 0.0", "expected 0 < min_scale"),
