@@ -44,15 +44,25 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<ExitCode> {
             BUNDLED.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
         ))
     })?;
-    let exp = (b.experiment)(args.quick)?;
-    let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_OUTPUT_DIR).join(&exp.name));
-    let outcome = sweep::execute(&exp, b.name, &out_dir, args.no_progress)?;
-    if outcome.interrupted {
-        eprintln!("flashmux: the findings are not checked on an interrupted run");
-        return Ok(outcome.exit_code());
+    let parts = (b.parts)(args.quick)?;
+    let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_OUTPUT_DIR).join(b.name));
+    let (mut points, mut results) = (Vec::new(), Vec::new());
+    for part in &parts {
+        // Several parts: each sweep's table in its own directory.
+        let dir = if parts.len() == 1 { out_dir.clone() } else { out_dir.join(&part.name) };
+        if parts.len() > 1 {
+            println!("\n== {}", part.name);
+        }
+        let outcome = sweep::execute(part, b.name, &dir, args.no_progress)?;
+        if outcome.interrupted {
+            eprintln!("flashmux: the findings are not checked on an interrupted run");
+            return Ok(outcome.exit_code());
+        }
+        points.extend(outcome.points);
+        results.extend(outcome.results);
     }
-    let figures = (b.figures)(&outcome.points, &outcome.results, &out_dir).context("drawing the figures")?;
-    let checks = (b.evaluate)(&outcome.points, &outcome.results);
+    let figures = (b.figures)(&points, &results, &out_dir).context("drawing the figures")?;
+    let checks = (b.evaluate)(&points, &results);
     let text = format_checks(&checks);
     let path = out_dir.join("checks.txt");
     std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;

@@ -53,6 +53,18 @@ impl Outcome {
 
 /// Runs every point of `exp` (named `source` in messages) with a progress bar, writes
 /// `out_dir/sweep.csv` and prints the table.
+/// Set by Ctrl-C. The handler is installed once per process: a reproduction runs several sweeps.
+fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    if let Some(f) = FLAG.get() {
+        return Ok(f.clone());
+    }
+    let flag = Arc::new(AtomicBool::new(false));
+    let set = flag.clone();
+    ctrlc::set_handler(move || set.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
+    Ok(FLAG.get_or_init(|| flag).clone())
+}
+
 pub fn execute(exp: &Experiment, source: &str, out_dir: &Path, no_progress: bool) -> anyhow::Result<Outcome> {
     let points = exp.points()?;
     let n = points.len();
@@ -79,11 +91,7 @@ pub fn execute(exp: &Experiment, source: &str, out_dir: &Path, no_progress: bool
         eprintln!("flashmux: note: accepted but not modelled: {}", notes.join(", "));
     }
 
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let flag = interrupted.clone();
-        ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
-    }
+    let interrupted = interrupt_flag()?;
     let bar = (!no_progress && std::io::stderr().is_terminal()).then(|| {
         let b = ProgressBar::new(n as u64);
         b.set_style(

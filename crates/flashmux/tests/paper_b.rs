@@ -1,14 +1,13 @@
 //! Paper B's bundled experiment, quick variant: the findings flashmux reproduces hold, the one it
 //! does not is reported as failing, and the checks fail when the results say otherwise.
 
-use flashmux::experiment::bundled::bundled;
+use flashmux::experiment::bundled::{self, bundled};
 use flashmux::experiment::run_points;
 
 #[test]
 fn findings_hold_and_the_checks_can_fail() {
     let b = bundled("paper-b-exitless").unwrap();
-    let exp = (b.experiment)(true).unwrap();
-    let points = exp.points().unwrap();
+    let points = bundled::points(&(b.parts)(true).unwrap()).unwrap();
     let results = run_points(&points, &|| false, &mut |_, _, _| {}).unwrap();
     let checks = (b.evaluate)(&points, &results);
     assert_eq!(checks.len(), 6, "{checks:#?}");

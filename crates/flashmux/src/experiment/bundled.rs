@@ -22,8 +22,9 @@ pub struct Bundled {
     /// Its name for `flashmux reproduce`.
     pub name: &'static str,
     pub summary: &'static str,
-    /// The sweep; `quick`: the short variant the test suite runs.
-    pub experiment: fn(quick: bool) -> Result<Experiment, ExperimentError>,
+    /// The sweeps, one per part of the paper's evaluation (most have one); `quick`: the short
+    /// variant the test suite runs.
+    pub parts: fn(quick: bool) -> Result<Vec<Experiment>, ExperimentError>,
     /// The paper's findings checked on the runs (in point order).
     pub evaluate: fn(&[Point], &[RunResults]) -> Vec<Check>,
     /// The paper's figures, written into the directory; returns the files.
@@ -31,10 +32,20 @@ pub struct Bundled {
 }
 
 /// Every bundled experiment.
-pub const BUNDLED: &[Bundled] = &[super::paper_a::BUNDLED, super::paper_b::BUNDLED, super::paper_c::BUNDLED];
+pub const BUNDLED: &[Bundled] =
+    &[super::paper_a::BUNDLED, super::paper_b::BUNDLED, super::paper_c::BUNDLED, super::paper_d::BUNDLED];
 
 pub fn bundled(name: &str) -> Option<&'static Bundled> {
     BUNDLED.iter().find(|b| b.name == name)
+}
+
+/// Every part's points, one list, in part order (each part's points keep their own indexes).
+pub fn points(parts: &[Experiment]) -> Result<Vec<Point>, ExperimentError> {
+    let mut all = Vec::new();
+    for p in parts {
+        all.extend(p.points()?);
+    }
+    Ok(all)
 }
 
 /// The checks as lines of text: `PASS`/`FAIL`, the claim, then what was measured.

@@ -47,6 +47,7 @@ pub mod bundled;
 mod paper_a;
 mod paper_b;
 mod paper_c;
+mod paper_d;
 mod path;
 mod results;
 
