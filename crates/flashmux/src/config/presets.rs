@@ -70,6 +70,8 @@ fn paper_c() -> Preset {
             flush: FlushPolicy::Page,
             host_link_bytes_per_sec: 3_200_000_000,
             mapping: MappingConfig::Full,
+            // SSDsim models no flush command or power loss; flashmux keeps its protected buffer.
+            volatile_write_cache: false,
         }),
         nvme: NvmeConfig { queues: 8, queue_depth: 1024, controller_cores: 4, command_overhead: Nanos(500) },
     }
@@ -90,7 +92,7 @@ fn x25e() -> Preset {
     };
     Preset {
         name: "x25e",
-        summary: "SLC SATA drive like the Intel X25-E 32GB: 10 ch, 4 KiB pages, tR 25us, tPROG 200us, NCQ 32, 250 MB/s link",
+        summary: "SLC SATA drive like the Intel X25-E 32GB: 10 ch, 4 KiB pages, tR 25us, tPROG 200us, NCQ 32, 250 MB/s link, volatile write cache",
         kind: DeviceKind::Ssd(SsdConfig {
             gc_threshold_blocks: default_gc_threshold(geometry.blocks_per_plane),
             geometry,
@@ -108,6 +110,8 @@ fn x25e() -> Preset {
             flush: FlushPolicy::Page,
             host_link_bytes_per_sec: 250_000_000,
             mapping: MappingConfig::Full,
+            // Intel's X25 generation has no power-loss capacitor (it arrived with the SSD 320).
+            volatile_write_cache: true,
         }),
         nvme: NvmeConfig { queues: 1, queue_depth: 32, controller_cores: 1, command_overhead: Nanos::from_us(5) },
     }
@@ -147,6 +151,8 @@ fn tlc_nvme() -> Preset {
             flush: FlushPolicy::Page,
             host_link_bytes_per_sec: 7_000_000_000,
             mapping: MappingConfig::Full,
+            // Datacenter NVMe drives protect their write buffer with capacitors.
+            volatile_write_cache: false,
         }),
         nvme: NvmeConfig { queues: 16, queue_depth: 1024, controller_cores: 8, command_overhead: Nanos(1000) },
     }

@@ -207,6 +207,7 @@ impl JobRt {
             IoOp::Read => &mut self.stats.read,
             IoOp::Write => &mut self.stats.write,
             IoOp::Trim => &mut self.stats.trim,
+            IoOp::Flush => unreachable!("jobs issue no flushes"),
         };
         stats.record(len, slat_ns, clat_ns);
         let window = now.since(self.measure_from).0 / SAMPLE_INTERVAL.0;

@@ -797,6 +797,7 @@ impl Simulator {
                             periods: s.map_cache().periods().to_vec(),
                         }),
                     },
+                    flushes: self.device.flushes_completed(),
                 }
             }
             Backend::Null(n) => DeviceResult {
@@ -814,6 +815,7 @@ impl Simulator {
                 channel_utilisation: 0.0,
                 write_buffer_hits: 0,
                 cmt: None,
+                flushes: self.device.flushes_completed(),
             },
         }
     }
