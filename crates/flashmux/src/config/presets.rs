@@ -71,6 +71,8 @@ fn paper_c() -> Preset {
             flush: FlushPolicy::Page,
             host_link_bytes_per_sec: 3_200_000_000,
             mapping: MappingConfig::Full,
+            // SSDsim models no flush command or power loss; flashmux keeps its protected buffer.
+            volatile_write_cache: false,
         }),
         nvme: NvmeConfig { queues: 8, queue_depth: 1024, controller_cores: 4, command_overhead: Nanos(500) },
     }
@@ -91,7 +93,7 @@ fn x25e() -> Preset {
     };
     Preset {
         name: "x25e",
-        summary: "SLC SATA drive like the Intel X25-E 32GB: 10 ch, 4 KiB pages, tR 25us, tPROG 200us, NCQ 32, 250 MB/s link",
+        summary: "SLC SATA drive like the Intel X25-E 32GB: 10 ch, 4 KiB pages, tR 25us, tPROG 200us, NCQ 32, 250 MB/s link, volatile write cache",
         kind: DeviceKind::Ssd(SsdConfig {
             gc_threshold_blocks: default_gc_threshold(geometry.blocks_per_plane),
             geometry,
@@ -109,6 +111,8 @@ fn x25e() -> Preset {
             flush: FlushPolicy::Page,
             host_link_bytes_per_sec: 250_000_000,
             mapping: MappingConfig::Full,
+            // Intel's X25 generation has no power-loss capacitor (it arrived with the SSD 320).
+            volatile_write_cache: true,
         }),
         nvme: NvmeConfig { queues: 1, queue_depth: 32, controller_cores: 1, command_overhead: Nanos::from_us(5) },
     }
@@ -132,7 +136,7 @@ fn mlc_840pro() -> Preset {
     };
     Preset {
         name: "840pro",
-        summary: "consumer MLC SATA drive like the Samsung 840 Pro 256GB: 8 ch x 4 dies x 2 planes, 8 KiB pages, tR 50us, tPROG 1ms, tBERS 3.5ms, OP 7%, NCQ 32, 550 MB/s link",
+        summary: "consumer MLC SATA drive like the Samsung 840 Pro 256GB: 8 ch x 4 dies x 2 planes, 8 KiB pages, tR 50us, tPROG 1ms, tBERS 3.5ms, OP 7%, NCQ 32, 550 MB/s link, volatile write cache",
         kind: DeviceKind::Ssd(SsdConfig {
             gc_threshold_blocks: default_gc_threshold(geometry.blocks_per_plane),
             geometry,
@@ -148,6 +152,8 @@ fn mlc_840pro() -> Preset {
             buffer_units: 2048,
             program_queue_depth: 2,
             flush: FlushPolicy::Page,
+            // A consumer drive: no power-loss protection, so a FLUSH programs the buffer.
+            volatile_write_cache: true,
             host_link_bytes_per_sec: 550_000_000,
             mapping: MappingConfig::Full,
         }),
@@ -189,6 +195,8 @@ fn tlc_nvme() -> Preset {
             flush: FlushPolicy::Page,
             host_link_bytes_per_sec: 7_000_000_000,
             mapping: MappingConfig::Full,
+            // Datacenter NVMe drives protect their write buffer with capacitors.
+            volatile_write_cache: false,
         }),
         nvme: NvmeConfig { queues: 16, queue_depth: 1024, controller_cores: 8, command_overhead: Nanos(1000) },
     }

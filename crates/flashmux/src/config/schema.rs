@@ -115,6 +115,7 @@ struct BufferSection {
     flush: Option<String>,
     high_watermark: Option<f64>,
     low_watermark: Option<f64>,
+    volatile_write_cache: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -502,6 +503,7 @@ fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigErro
                 c.program_queue_depth = ctx.positive("device.buffer.program_queue_depth", q)?;
             }
             c.flush = resolve_flush(ctx, b, c.flush)?;
+            c.volatile_write_cache = b.volatile_write_cache.unwrap_or(c.volatile_write_cache);
             let stripe_units = c.geometry.planes() * c.geometry.units_per_page();
             if c.buffer_units < 2 * stripe_units {
                 return Err(ctx.err(format!(
@@ -674,7 +676,7 @@ fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Result<(), Con
         ("ftl", f.overprovisioning.is_some() || f.mapping.is_some() || f.gc_victim.is_some() || f.gc_threshold_blocks.is_some()
             || f.entry_size.is_some() || f.cmt.is_some()),
         ("buffer", b.size.is_some() || b.program_queue_depth.is_some() || b.flush.is_some()
-            || b.high_watermark.is_some() || b.low_watermark.is_some()),
+            || b.high_watermark.is_some() || b.low_watermark.is_some() || b.volatile_write_cache.is_some()),
     ];
     match set.iter().find(|(_, s)| *s) {
         Some((section, _)) => Err(ctx.err(format!("device.{section}: preset '{preset}' has no flash; remove this section"))),

@@ -236,4 +236,22 @@ fn scheduler_parameters_resolve_and_bad_ones_are_named() {
         let e = err(&with(host));
         assert!(e.contains(needle), "expected '{needle}' in: {e}");
     }
+
+fn volatile_write_cache_is_a_buffer_setting_with_preset_defaults() {
+    let cache = |text: &str| match load(text).unwrap().device.kind {
+        DeviceKind::Ssd(c) => c.volatile_write_cache,
+        DeviceKind::Null(_) => panic!("an SSD"),
+    };
+    assert!(!cache(MINIMAL), "paper-c keeps its protected buffer");
+    assert!(cache(&MINIMAL.replace("paper-c", "x25e")), "the X25-E has no power-loss protection");
+    let set = |v: &str| format!("{MINIMAL}\n[device.buffer]\nvolatile_write_cache = {v}\n");
+    assert!(cache(&set("true")));
+    // Protected hashes as before the setting existed; volatile is a different configuration.
+    let plain = load(MINIMAL).unwrap().config_hash();
+    assert_eq!(load(&set("false")).unwrap().config_hash(), plain);
+    assert_ne!(load(&set("true")).unwrap().config_hash(), plain);
+    let e = err(&set("\"yes\""));
+    assert!(e.contains("volatile_write_cache"), "{e}");
+    let e = err(&format!("{}\n[device.buffer]\nvolatile_write_cache = true\n", MINIMAL.replace("paper-c", "null")));
+    assert!(e.contains("device.buffer: preset 'null' has no flash"), "{e}");
 }

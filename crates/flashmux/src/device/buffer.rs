@@ -5,6 +5,9 @@
 //! (allocation is static by logical address, so each unit already knows its plane) until the
 //! flusher programs them; a slot is reused only when its program has finished. Rewriting a unit
 //! that is still dirty updates it in place: a *write hit*, one flash program saved.
+//!
+//! Every insertion gets the next number of one sequence (`born`), so a flush can tell the data
+//! that arrived before it from what came later: a plane's FIFO is in `born` order.
 
 use crate::units::Lpn;
 use std::collections::VecDeque;
@@ -24,6 +27,8 @@ struct Slot {
     state: SlotState,
     /// Bumped on every allocation, so stale FIFO entries (of a trimmed slot) are recognised.
     epoch: u32,
+    /// Position of the insertion that filled the slot in the buffer's sequence of insertions.
+    born: u64,
 }
 
 pub struct WriteBuffer {
@@ -33,6 +38,8 @@ pub struct WriteBuffer {
     dirty_per_plane: Vec<u32>,
     dirty: u32,
     programming: u32,
+    /// Insertions so far: the `born` number of the next one.
+    inserted: u64,
 }
 
 /// A dirty unit taken for programming.
@@ -46,13 +53,14 @@ pub struct DirtyUnit {
 impl WriteBuffer {
     pub fn new(slots: u32, planes: u32) -> Self {
         WriteBuffer {
-            slots: vec![Slot { lpn: 0, owner: 0, plane: 0, state: SlotState::Free, epoch: 0 }; slots as usize],
+            slots: vec![Slot { lpn: 0, owner: 0, plane: 0, state: SlotState::Free, epoch: 0, born: 0 }; slots as usize],
             // Pop from the end: lowest slot numbers first, for readable traces.
             free: (0..slots).rev().collect(),
             fifo: vec![VecDeque::new(); planes as usize],
             dirty_per_plane: vec![0; planes as usize],
             dirty: 0,
             programming: 0,
+            inserted: 0,
         }
     }
 
@@ -68,6 +76,30 @@ impl WriteBuffer {
     pub fn dirty(&self) -> u32 {
         self.dirty
     }
+    /// Slots holding data: dirty or being programmed.
+    pub fn occupied(&self) -> u32 {
+        self.dirty + self.programming
+    }
+    /// The `born` number the next insertion will get: data inserted so far is born before it.
+    pub fn next_born(&self) -> u64 {
+        self.inserted
+    }
+    pub fn born(&self, slot: u32) -> u64 {
+        self.slots[slot as usize].born
+    }
+
+    /// When the oldest dirty unit of `plane` was inserted.
+    pub fn oldest_dirty_born(&self, plane: u32) -> Option<u64> {
+        self.fifo[plane as usize].iter().find_map(|&(slot, epoch)| {
+            let s = &self.slots[slot as usize];
+            (s.epoch == epoch && s.state == SlotState::Dirty).then_some(s.born)
+        })
+    }
+
+    /// Slots holding data inserted before `born` (for invariant checks).
+    pub fn occupied_born_before(&self, born: u64) -> u32 {
+        self.slots.iter().filter(|s| s.state != SlotState::Free && s.born < born).count() as u32
+    }
 
     /// Takes a free slot for new data of `lpn`; None if the buffer is full.
     pub fn insert(&mut self, lpn: Lpn, owner: u16, plane: u32) -> Option<u32> {
@@ -78,6 +110,8 @@ impl WriteBuffer {
         s.plane = plane;
         s.state = SlotState::Dirty;
         s.epoch = s.epoch.wrapping_add(1);
+        s.born = self.inserted;
+        self.inserted += 1;
         self.fifo[plane as usize].push_back((slot, s.epoch));
         self.dirty_per_plane[plane as usize] += 1;
         self.dirty += 1;

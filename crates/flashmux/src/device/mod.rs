@@ -2,6 +2,10 @@
 //! cores) in front of a back end — the SSD model, or a `null` device that completes every command
 //! after a fixed latency, like Linux's `null_blk`.
 //!
+//! A `Flush` (NVMe Flush, or ATA FLUSH CACHE) carries no data: it completes once every write the
+//! device acknowledged before it is on flash — at once on a drive whose write buffer survives a
+//! power loss, after the buffer has been programmed on one whose buffer is volatile.
+//!
 //! The device never schedules events itself: every call appends `(time, DeviceEvent)` pairs and
 //! finished requests to an [`Outbox`] that the simulator drains into its event queue.
 
@@ -21,16 +25,20 @@ pub enum IoOp {
     Read,
     Write,
     Trim,
+    /// Make the writes acknowledged so far durable (fio's `fsync`/`fdatasync`). No data range.
+    Flush,
 }
 
 impl IoOp {
-    /// Position in fio's (read, write, trim) order.
+    /// Position in fio's (read, write, trim, sync) order — fio's `DDIR_*` numbers; per-direction
+    /// arrays of three cover the data directions only.
     pub fn index(self) -> usize {
         self as usize
     }
 }
 
-/// A command as the host submits it: a byte range of the device's logical space.
+/// A command as the host submits it: a byte range of the device's logical space (empty, at
+/// offset 0, for a flush).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Command {
     pub req: ReqId,
@@ -108,6 +116,7 @@ pub struct Device {
     free_cmds: Vec<u32>,
     backend: Backend,
     commands_completed: u64,
+    flushes_completed: u64,
 }
 
 impl Device {
@@ -123,6 +132,7 @@ impl Device {
             nvme,
             backend,
             commands_completed: 0,
+            flushes_completed: 0,
         }
     }
 
@@ -166,7 +176,11 @@ impl Device {
 
     pub fn submit(&mut self, now: SimTime, cmd: Command, out: &mut Outbox) {
         assert!(self.queue_has_room(cmd.queue), "submission to a full queue {:?}", cmd.queue);
-        assert!(cmd.len > 0 && cmd.offset + cmd.len <= self.capacity_bytes(), "command beyond the device: {cmd:?}");
+        let in_range = match cmd.op {
+            IoOp::Flush => cmd.offset == 0 && cmd.len == 0,
+            _ => cmd.len > 0 && cmd.offset + cmd.len <= self.capacity_bytes(),
+        };
+        assert!(in_range, "command beyond the device: {cmd:?}");
         let state = CmdState { cmd, progress: 0, done_at: now };
         let slot = match self.free_cmds.pop() {
             Some(s) => {
@@ -217,6 +231,7 @@ impl Device {
                 self.outstanding[cmd.queue.index()] -= 1;
                 self.free_cmds.push(slot);
                 self.commands_completed += 1;
+                self.flushes_completed += u64::from(cmd.op == IoOp::Flush);
                 out.completed.push(cmd.req);
             }
             DeviceEvent::ProgramDone(die) => {
@@ -239,6 +254,11 @@ impl Device {
 
     pub fn commands_completed(&self) -> u64 {
         self.commands_completed
+    }
+
+    /// Flush commands completed (any back end).
+    pub fn flushes_completed(&self) -> u64 {
+        self.flushes_completed
     }
 
     pub fn check_invariants(&self) {

@@ -15,6 +15,9 @@
 //!   between any two steps (reads have priority over GC); buffered writes to a plane wait until
 //!   its GC job is done (GC has priority over writes there), so GC throttles writes through the
 //!   buffer, as on real drives; writes to the die's other planes go between GC steps.
+//! - **Flushes** complete at once when the buffer is power-loss protected. A volatile buffer
+//!   must first reach flash: every unit it holds when the flush arrives is programmed (a partly
+//!   filled page padded) and the flush completes when the last of those programs ends.
 
 use super::buffer::WriteBuffer;
 use super::{CmdState, Command, DeviceEvent, IoOp, Outbox};
@@ -43,6 +46,11 @@ pub struct SsdConfig {
     pub host_link_bytes_per_sec: u64,
     /// How the controller holds the L2P table.
     pub mapping: MappingConfig,
+    /// The write buffer is lost on a power failure (no power-loss protection), so a flush must
+    /// program it. `false`: protected, a flush costs the command overhead only (and hashes as
+    /// absent, as before the setting existed).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub volatile_write_cache: bool,
 }
 
 impl SsdConfig {
@@ -117,6 +125,28 @@ pub struct SsdStats {
     pub gc_map_updates_cached: u64,
     /// DFTL: map programs that waited for a free block in their plane.
     pub map_programs_deferred: u64,
+    /// Partly filled flash pages programmed for a flush, padded to a whole page (the padding
+    /// units are the FTL's `padding_units_programmed`). Reported only when not zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub flush_padded_pages: u64,
+    /// Time flushes waited for buffered data to be programmed, summed over flushes. Reported
+    /// only when not zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub flush_wait_ns: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// A flush waiting for the data the buffer held when it arrived to be programmed.
+struct FlushCmd {
+    slot: u32,
+    /// Data born (inserted) before this must be on flash.
+    before: u64,
+    /// Buffer slots still holding such data.
+    remaining: u32,
+    arrived: SimTime,
 }
 
 struct GcRun {
@@ -219,6 +249,8 @@ pub struct Ssd {
     plane_gc_jobs: Vec<u16>,
     /// Whether the flusher is draining the buffer (always, under `FlushPolicy::Page`).
     draining: bool,
+    /// Flushes waiting for buffered data, in arrival order.
+    flush_cmds: VecDeque<FlushCmd>,
 }
 
 /// An SSD configuration that cannot be built.
@@ -272,6 +304,7 @@ impl Ssd {
             pages_scratch: Vec::new(),
             plane_gc_jobs: vec![0; planes],
             draining: false,
+            flush_cmds: VecDeque::new(),
         })
     }
 
@@ -370,9 +403,10 @@ impl Ssd {
                 } else {
                     now
                 };
-                self.trim(&cmd);
+                self.trim(now, &cmd, out);
                 out.events.push((mapped, DeviceEvent::Complete(slot)));
             }
+            IoOp::Flush => self.begin_flush_cmd(now, slot, out),
             IoOp::Write => {
                 let (first, last) = self.unit_range(&cmd);
                 let mapped = self.translate(now, cmd.tenant, first, last, true, out);
@@ -622,7 +656,7 @@ impl Ssd {
         }
     }
 
-    fn trim(&mut self, cmd: &Command) {
+    fn trim(&mut self, now: SimTime, cmd: &Command, out: &mut Outbox) {
         let unit = self.geo.unit_bytes as u64;
         // Only whole units are deallocated; partial ones keep their data, as drives do.
         let first = cmd.offset.div_ceil(unit);
@@ -630,7 +664,9 @@ impl Ssd {
         for lpn in first..end {
             let l = Lpn(lpn as u32);
             if let Loc::Buffer(s) = self.ftl.unmap(l) {
+                let born = self.buf.born(s);
                 self.buf.discard(s);
+                self.flush_data_left(now, born, out);
             }
         }
         self.tenant(cmd.tenant.index()).trim_units += end.saturating_sub(first);
@@ -644,21 +680,29 @@ impl Ssd {
         }
     }
 
-    /// Planes of `die` that have a full flash page of dirty units and room to program it.
-    /// A plane takes host programs when it has a flash page of dirty units, room for them, and no
-    /// GC job of its own pending (GC goes before buffered writes in that plane).
-    fn plane_ready(&self, plane: u32) -> bool {
+    /// A plane takes host programs when it has a flash page of dirty units and the flush policy
+    /// wants them (`policy`) — or a waiting flush needs its dirty data, however little —, room
+    /// for a page, and no GC job of its own pending (GC goes before buffered writes in that plane).
+    fn plane_ready(&self, plane: u32, policy: bool) -> bool {
         let upp = self.geo.units_per_page();
+        let dirty = self.buf.dirty_in_plane(plane);
         self.plane_gc_jobs[plane as usize] == 0
-            && self.buf.dirty_in_plane(plane) >= upp
+            && dirty > 0
+            && ((policy && dirty >= upp) || self.flush_needs(plane))
             && self.ftl.can_program_host(plane, upp)
     }
 
-    fn die_can_program(&self, die: u32) -> bool {
+    /// Whether a waiting flush needs `plane`'s oldest dirty unit on flash.
+    fn flush_needs(&self, plane: u32) -> bool {
+        let Some(f) = self.flush_cmds.back() else { return false };
+        self.buf.oldest_dirty_born(plane).is_some_and(|b| b < f.before)
+    }
+
+    fn die_can_program(&self, die: u32, policy: bool) -> bool {
         let d = &self.dies[die as usize];
         let ppd = self.geo.planes_per_die;
         (d.inflight_progs.len() as u32) < self.cfg.program_queue_depth
-            && (die * ppd..(die + 1) * ppd).any(|p| self.plane_ready(p))
+            && (die * ppd..(die + 1) * ppd).any(|p| self.plane_ready(p, policy))
     }
 
     /// Whether the flush policy wants dirty data programmed now (updates the watermark state).
@@ -675,38 +719,38 @@ impl Ssd {
         self.draining
     }
 
-    /// Starts programs on every die that can take one, round-robin, while the flush policy wants.
+    /// Starts programs on every die that can take one, round-robin, while the flush policy or a
+    /// waiting flush wants.
     fn flush(&mut self, now: SimTime, out: &mut Outbox) {
-        while self.wants_flush() {
+        loop {
+            let policy = self.wants_flush();
+            if !policy && self.flush_cmds.is_empty() {
+                break;
+            }
             let Some(die) = self.ready.pop_front() else { break };
             self.dies[die as usize].in_ready_queue = false;
-            if !self.die_can_program(die) {
+            if !self.die_can_program(die, policy) {
                 continue;
             }
-            self.program(now, die, out);
-            if self.die_can_program(die) {
+            self.program(now, die, policy, out);
+            if self.die_can_program(die, policy) {
                 self.mark_die(die);
             }
         }
     }
 
     /// One (multi-plane) program of a flash page per ready plane of `die`.
-    fn program(&mut self, now: SimTime, die: u32, out: &mut Outbox) {
-        let upp = self.geo.units_per_page();
+    fn program(&mut self, now: SimTime, die: u32, policy: bool, out: &mut Outbox) {
         let ppd = self.geo.planes_per_die;
-        let mut units = 0u32;
+        let (mut units, mut pages) = (0u32, 0u64);
         for plane in die * ppd..(die + 1) * ppd {
-            if !self.plane_ready(plane) {
-                continue;
-            }
-            for _ in 0..upp {
-                let u = self.buf.take_dirty(plane).expect("plane_ready checked the dirty count");
-                self.ftl.program_host(plane, u.lpn, u.owner);
-                self.dies[die as usize].inflight_slots.push_back(u.slot);
-                units += 1;
+            if self.plane_ready(plane, policy) {
+                units += self.take_page(die, plane);
+                pages += 1;
             }
         }
-        let bytes = units as u64 * self.geo.unit_bytes as u64;
+        // A padded page crosses the channel whole.
+        let bytes = pages * self.geo.page_bytes as u64;
         let ch = self.geo.channel_of_die(die) as usize;
         let xfer = Nanos::for_transfer(bytes, self.timing.channel_bytes_per_sec) + self.timing.command;
         let (_, loaded) = self.channels[ch].reserve(now, now, xfer);
@@ -722,14 +766,76 @@ impl Ssd {
         self.schedule_new_gc(now, out);
     }
 
+    /// Takes up to a flash page of `plane`'s oldest dirty units into a program of `die`; a page
+    /// a flush needs before it is full is padded. Returns the units taken.
+    fn take_page(&mut self, die: u32, plane: u32) -> u32 {
+        let upp = self.geo.units_per_page();
+        let mut taken = 0;
+        while taken < upp {
+            let Some(u) = self.buf.take_dirty(plane) else { break };
+            self.ftl.program_host(plane, u.lpn, u.owner);
+            self.dies[die as usize].inflight_slots.push_back(u.slot);
+            taken += 1;
+        }
+        if taken < upp {
+            self.ftl.pad_host_page(plane);
+            self.stats.flush_padded_pages += 1;
+        }
+        taken
+    }
+
+    /// A Flush command: done now if the buffer is protected or empty; otherwise it waits until
+    /// every unit the buffer holds now has been programmed, and the flusher takes partly filled
+    /// pages meanwhile.
+    fn begin_flush_cmd(&mut self, now: SimTime, slot: u32, out: &mut Outbox) {
+        let held = self.buf.occupied();
+        if !self.cfg.volatile_write_cache || held == 0 {
+            out.events.push((now, DeviceEvent::Complete(slot)));
+            return;
+        }
+        self.flush_cmds.push_back(FlushCmd { slot, before: self.buf.next_born(), remaining: held, arrived: now });
+        self.mark_dirty_dies();
+    }
+
+    /// Puts every die with dirty data in the flusher's queue.
+    fn mark_dirty_dies(&mut self) {
+        for plane in 0..self.geo.planes() {
+            if self.buf.dirty_in_plane(plane) > 0 {
+                self.mark_die(self.geo.die_of_plane(plane));
+            }
+        }
+    }
+
+    /// A buffer slot that held data born `born` is free: flushes waiting for it may complete.
+    /// A later flush waits for a superset of an earlier one's data, so they complete in order.
+    fn flush_data_left(&mut self, now: SimTime, born: u64, out: &mut Outbox) {
+        if self.flush_cmds.is_empty() {
+            return;
+        }
+        for f in self.flush_cmds.iter_mut().filter(|f| born < f.before) {
+            f.remaining -= 1;
+        }
+        while self.flush_cmds.front().is_some_and(|f| f.remaining == 0) {
+            let f = self.flush_cmds.pop_front().expect("front checked");
+            debug_assert_eq!(self.buf.occupied_born_before(f.before), 0, "flush completes with its data buffered");
+            self.stats.flush_wait_ns += now.since(f.arrived).0;
+            out.events.push((now, DeviceEvent::Complete(f.slot)));
+            if self.flush_cmds.is_empty() {
+                // The flusher dropped dies the policy did not want while flushes forced it.
+                self.mark_dirty_dies();
+            }
+        }
+    }
+
     /// A program finished: its buffer slots are free; waiting writes may now fit.
     pub fn program_done(&mut self, now: SimTime, die: u32, cmds: &mut [CmdState], out: &mut Outbox) {
-        let d = &mut self.dies[die as usize];
-        let (end, units) = d.inflight_progs.pop_front().expect("program completion without a program");
+        let (end, units) = self.dies[die as usize].inflight_progs.pop_front().expect("program completion without a program");
         debug_assert!(end <= now);
         for _ in 0..units {
-            let slot = d.inflight_slots.pop_front().expect("slot of a finished program");
+            let slot = self.dies[die as usize].inflight_slots.pop_front().expect("slot of a finished program");
+            let born = self.buf.born(slot);
             self.buf.release(slot);
+            self.flush_data_left(now, born, out);
         }
         self.mark_die(die);
         self.admit_waiting(now, cmds, out);
@@ -892,6 +998,10 @@ impl Ssd {
             assert!(d.inflight_progs.iter().zip(d.inflight_progs.iter().skip(1)).all(|(a, b)| a.0 <= b.0));
         }
         assert_eq!(jobs, self.plane_gc_jobs, "per-plane GC job counts out of sync");
+        for (i, f) in self.flush_cmds.iter().enumerate() {
+            assert_eq!(f.remaining, self.buf.occupied_born_before(f.before), "flush's remaining data miscounted");
+            assert!(i == 0 || self.flush_cmds[i - 1].before <= f.before, "flushes out of order");
+        }
         for c in &self.channels {
             c.check_invariants();
         }

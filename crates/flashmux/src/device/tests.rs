@@ -38,6 +38,7 @@ fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) -> SsdConfig 
         flush: FlushPolicy::Page,
         host_link_bytes_per_sec: 4_000_000_000,
         mapping: MappingConfig::Full,
+        volatile_write_cache: false,
     }
 }
 
@@ -349,4 +350,116 @@ fn partial_unit_write_reads_the_old_data_first() {
     let w2 = h.submit(IoOp::Write, 100 * 4096, 512, 1);
     h.run_all();
     assert!(h.done[&w2].0 - t1 < 5_000);
+}
+
+fn volatile(mut c: SsdConfig) -> SsdConfig {
+    c.volatile_write_cache = true;
+    c
+}
+
+/// Writes one unit (a partly filled page with 4 units per page) and runs until it is acknowledged.
+fn one_buffered_unit(h: &mut Harness) {
+    h.submit(IoOp::Write, 0, 4096, 0);
+    h.run_all();
+    assert_eq!(h.ssd().buffered_dirty_units(), 1, "a partly filled page waits in the buffer");
+}
+
+#[test]
+fn flush_with_a_protected_buffer_costs_the_command_only() {
+    let mut h = Harness::new_ssd(ssd_config(4, 1, 64));
+    one_buffered_unit(&mut h);
+    let t0 = h.now;
+    let f = h.submit(IoOp::Flush, 0, 0, 0);
+    h.run_all();
+    assert_eq!(h.done[&f], t0 + Nanos(1000), "controller overhead only");
+    assert_eq!(h.ssd().buffered_dirty_units(), 1, "the protected buffer keeps its data");
+    assert_eq!(h.ssd().stats().flash_programs, 0);
+    assert_eq!(h.dev.flushes_completed(), 1);
+    h.dev.check_invariants();
+}
+
+#[test]
+fn flush_of_an_empty_volatile_buffer_costs_the_command_only() {
+    let mut h = Harness::new_ssd(volatile(ssd_config(4, 1, 64)));
+    let f = h.submit(IoOp::Flush, 0, 0, 0);
+    h.run_all();
+    assert_eq!(h.done[&f], SimTime(1000));
+    assert_eq!(h.ssd().stats().flash_programs, 0);
+}
+
+#[test]
+fn flush_of_a_volatile_buffer_programs_and_pads_a_partial_page() {
+    let mut h = Harness::new_ssd(volatile(ssd_config(4, 1, 64)));
+    one_buffered_unit(&mut h);
+    let t0 = h.now;
+    let f = h.submit(IoOp::Flush, 0, 0, 0);
+    h.run_all();
+    let lat = h.done[&f].since(t0);
+    // Fetch 1 us, the page over the channel (16 KiB at 400 MB/s, 41 us), then tPROG 500 us.
+    assert!(lat >= Nanos::from_us(500) + Nanos(1000), "a flush waits for the program: {lat:?}");
+    assert!(lat < Nanos::from_us(560), "{lat:?}");
+    let s = h.ssd();
+    assert_eq!(s.buffered_dirty_units(), 0);
+    assert!(matches!(s.ftl().lookup(Lpn(0)), Loc::Flash(_)), "the data is on flash");
+    assert_eq!(s.ftl().stats().padding_units_programmed, 3, "the rest of the page is padding");
+    assert_eq!((s.stats().flash_programs, s.stats().flush_padded_pages), (1, 1));
+    assert_eq!(s.stats().flush_wait_ns, lat.0 - 1000);
+    h.dev.check_invariants();
+}
+
+#[test]
+fn flush_covers_data_before_it_and_not_after_it() {
+    let mut h = Harness::new_ssd(volatile(ssd_config(4, 1, 64)));
+    one_buffered_unit(&mut h);
+    let f = h.submit(IoOp::Flush, 0, 0, 0);
+    // Arrives while the flush waits, in another plane (the next flash page of logical space).
+    let w = h.submit(IoOp::Write, 4 * 4096, 4096, 0);
+    h.run_all();
+    assert!(h.done[&w] < h.done[&f], "a write does not wait for an earlier flush");
+    let s = h.ssd();
+    assert!(matches!(s.ftl().lookup(Lpn(0)), Loc::Flash(_)));
+    assert!(matches!(s.ftl().lookup(Lpn(4)), Loc::Buffer(_)), "later data is not forced out");
+    assert_eq!(s.stats().flush_padded_pages, 1);
+    h.dev.check_invariants();
+}
+
+#[test]
+fn flush_waits_for_programs_already_under_way() {
+    // One unit per page: the write's four pages are programmed at once, one per die.
+    let mut h = Harness::new_ssd(volatile(ssd_config(1, 1, 64)));
+    h.submit(IoOp::Write, 0, 4 * 4096, 0);
+    h.run_until(SimTime(20_000));
+    assert_eq!(h.ssd().buffered_dirty_units(), 0, "all handed to programs");
+    let f = h.submit(IoOp::Flush, 0, 0, 0);
+    h.run_all();
+    assert!(h.done[&f] > SimTime(500_000), "{:?}", h.done[&f]);
+    assert_eq!(h.ssd().stats().flash_programs, 4);
+    assert_eq!(h.ssd().stats().flush_padded_pages, 0);
+}
+
+#[test]
+fn flush_drains_a_watermark_buffer_below_its_high_mark() {
+    let mut c = volatile(ssd_config(1, 1, 64));
+    c.flush = FlushPolicy::Watermark { high: 0.9, low: 0.7 };
+    let mut h = Harness::new_ssd(c);
+    h.submit(IoOp::Write, 0, 8 * 4096, 0);
+    h.run_all();
+    assert_eq!(h.ssd().buffered_dirty_units(), 8, "below the high mark nothing is programmed");
+    let f = h.submit(IoOp::Flush, 0, 0, 0);
+    h.run_all();
+    assert!(h.done.contains_key(&f));
+    assert_eq!(h.ssd().buffered_dirty_units(), 0);
+    h.dev.check_invariants();
+}
+
+#[test]
+fn null_device_completes_a_flush_after_its_latency() {
+    let mut h = Harness::with(Device::new(
+        nvme(),
+        Backend::Null(NullConfig { capacity_bytes: 1 << 30, latency: Nanos::from_us(5) }),
+    ));
+    let f = h.submit(IoOp::Flush, 0, 0, 0);
+    h.run_all();
+    assert_eq!(h.done[&f], SimTime(1000 + 5000));
+    assert_eq!(h.dev.flushes_completed(), 1);
 }

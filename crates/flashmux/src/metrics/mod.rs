@@ -196,12 +196,15 @@ impl DirStats {
     }
 }
 
-/// Read, write and trim statistics of a job or tenant.
+/// Read, write and trim statistics of a job or tenant, and its syncs.
 #[derive(Clone, Debug, Default)]
 pub struct IoStats {
     pub read: DirStats,
     pub write: DirStats,
     pub trim: DirStats,
+    /// Completion latency of each sync (`fsync`/`fdatasync`), fio's `sync_stat`. Syncs carry no
+    /// data and are not in the counts and latencies of the three directions.
+    pub sync: LatStat,
 }
 
 impl IoStats {
@@ -209,6 +212,7 @@ impl IoStats {
         self.read.merge(&o.read);
         self.write.merge(&o.write);
         self.trim.merge(&o.trim);
+        self.sync.merge(&o.sync);
     }
     pub fn ios(&self) -> u64 {
         self.read.ios + self.write.ios + self.trim.ios

@@ -161,6 +161,14 @@ pub struct DeviceResult {
     pub write_buffer_hits: u64,
     /// The map cache, with DFTL.
     pub cmt: Option<CmtReport>,
+    /// Flush commands the device completed (fio's `fsync`/`fdatasync`/`end_fsync`). Reported
+    /// only when not zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub flushes: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// The DFTL map cache as configured, and the balanced policy's periods.

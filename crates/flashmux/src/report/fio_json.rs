@@ -7,8 +7,8 @@
 //! `latency_window_us`; tools written for them read 3.33 output too.
 //!
 //! What fio would report for things flashmux does not model is fio's own value for "nothing":
-//! CPU usage, context switches, page faults, short and dropped I/Os, sync latencies and the
-//! `latency_target` settings are zero. There is no `disk_util` array: flashmux's device is not a
+//! CPU usage, context switches, page faults, short and dropped I/Os and the `latency_target`
+//! settings are zero. `sync` holds the job's `fsync`/`fdatasync` syncs (fio's `sync_stat`). There is no `disk_util` array: flashmux's device is not a
 //! block device in `/sys/block`, and fio omits the key entirely in that case (as for a file on
 //! tmpfs: `show_disk_util` returns early on an empty disk list).
 
@@ -70,7 +70,8 @@ fn job_json(r: &RunResults, job: &JobResult, group: &[GroupDir; 3], plus: bool) 
     for d in DIRS {
         o.insert(d.name().into(), dir_json(job, d, &group[d.index()], plus));
     }
-    o.insert("sync".into(), json!({ "total_ios": 0, "lat_ns": lat_json(&LatStat::default(), false, false) }));
+    // fio: total_ios, then the sync latencies with percentiles (clat_percentiles is on).
+    o.insert("sync".into(), json!({ "total_ios": job.io.sync.count(), "lat_ns": lat_json(&job.io.sync, true, plus) }));
     o.insert("job_runtime".into(), json!(ms(job.runtime_ns)));
     o.insert("usr_cpu".into(), json!(0.0));
     o.insert("sys_cpu".into(), json!(0.0));
@@ -391,6 +392,29 @@ mod tests {
         assert_eq!(job["iodepth_level"]["16"], 99.9);
         assert_eq!(job["iodepth_submit"]["4"], 100.0);
         assert_eq!(job["sync"]["lat_ns"]["N"], 0);
+    }
+
+    #[test]
+    fn syncs_fill_the_sync_object() {
+        let mut r = run();
+        for ns in [40_000, 60_000, 600_000] {
+            r.jobs[0].io.sync.record(ns);
+        }
+        for plus in [false, true] {
+            let sync = &fio_json(&r, plus)["jobs"][0]["sync"];
+            assert_eq!(keys(sync), FIO_SYNC_KEYS);
+            assert_eq!(sync["total_ios"], 3);
+            let lat = &sync["lat_ns"];
+            assert_eq!((&lat["N"], &lat["min"], &lat["max"]), (&json!(3), &json!(40_000), &json!(600_000)));
+            // fio prints sync percentiles (clat_percentiles is on by default), and bins with json+.
+            let mut want = FIO_LAT_KEYS.to_vec();
+            want.push("percentile");
+            if plus {
+                want.push("bins");
+            }
+            assert_eq!(keys(lat), want);
+            assert_eq!(keys(&lat["percentile"]), FIO_PERCENTILE_KEYS);
+        }
     }
 
     #[test]

@@ -184,6 +184,7 @@ pub(crate) mod test_fixture {
                 },
                 channel_utilisation: 0.5,
                 write_buffer_hits: 6,
+                flushes: 0,
             },
             timeline_interval_ns: SEC,
             timeline: vec![

@@ -53,6 +53,7 @@ fn job_status(out: &mut String, job: &JobResult, group: &[GroupDir; 3]) -> fmt::
     lat_lines(out, "nsec", &LAT_KEYS_NS_US, &lat.ns)?;
     lat_lines(out, "usec", &LAT_KEYS_NS_US, &lat.us)?;
     lat_lines(out, "msec", &LAT_KEYS_MS, &lat.ms)?;
+    sync_status(out, &job.io.sync)?;
     writeln!(out, "  cpu          : usr=0.00%, sys=0.00%, ctx=0, majf=0, minf=0")?;
     writeln!(out, "  IO depths    : {}", dist(&DEPTH_KEYS, &iodepth_dist(job)))?;
     let batches = dist(&BATCH_KEYS, &batch_dist(job));
@@ -60,14 +61,27 @@ fn job_status(out: &mut String, job: &JobResult, group: &[GroupDir; 3]) -> fmt::
     writeln!(out, "     complete  : {batches}")?;
     writeln!(
         out,
-        "     issued rwts: total={},{},{},0 short=0,0,0,0 dropped=0,0,0,0",
-        job.io.read.ios, job.io.write.ios, job.io.trim.ios
+        "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0",
+        job.io.read.ios,
+        job.io.write.ios,
+        job.io.trim.ios,
+        job.io.sync.count()
     )?;
     writeln!(
         out,
         "     latency   : target=0.00ns, window=0.00ns, percentile=100.00%, depth={}",
         latency_depth(job)
     )
+}
+
+/// `show_ddir_status` for the syncs: their latency and its percentiles, when there were any.
+fn sync_status(out: &mut String, sync: &LatStat) -> fmt::Result {
+    if sync.count() == 0 {
+        return Ok(());
+    }
+    writeln!(out, "  fsync/fdatasync/sync_file_range:")?;
+    display_lat(out, "sync", sync)?;
+    clat_percentiles(out, "sync", sync)
 }
 
 /// `show_ddir_status` for read, write or trim.
@@ -367,6 +381,23 @@ mod tests {
         assert_eq!(lines[18], "     issued rwts: total=1000,0,0,0 short=0,0,0,0 dropped=0,0,0,0");
         assert_eq!(lines[19], "     latency   : target=0.00ns, window=0.00ns, percentile=100.00%, depth=16");
         assert_eq!(lines[20], "a: (groupid=0, jobs=1): err= 0: pid=0: Thu Jan  1 00:00:00 1970");
+    }
+
+    #[test]
+    fn syncs_print_after_the_latency_distribution() {
+        let mut r = run();
+        for ns in [400_000, 600_000, 1_000_000] {
+            r.jobs[0].io.sync.record(ns);
+        }
+        let text = fio_normal(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines.iter().position(|l| l.starts_with("  fsync/fdatasync/sync_file_range:")).expect("a sync block");
+        assert!(lines[at - 1].starts_with("  lat (usec)   :"), "{}", lines[at - 1]);
+        assert_eq!(lines[at + 1], "    sync (usec): min=400, max=1000, avg=666.67, stdev=305.51");
+        assert_eq!(lines[at + 2], "    sync percentiles (usec):");
+        assert!(text.contains("\n     issued rwts: total=1000,0,0,3 short="), "{text}");
+        // Without syncs there is no block.
+        assert!(!fio_normal(&run()).contains("fsync/"));
     }
 
     #[test]

@@ -69,6 +69,12 @@ pub fn tenant_table(r: &RunResults) -> String {
             ),
         ),
     ];
+    if d.flushes > 0 {
+        let pos = lines.iter().position(|(k, _)| *k == "write-buffer hits").map_or(lines.len(), |p| p + 1);
+        let wait = d.ssd.flush_wait_ns as f64 / d.flushes as f64 / 1e3;
+        let value = format!("{}, {} padded pages, {wait:.1} us mean wait for programs", d.flushes, d.ssd.flush_padded_pages);
+        lines.insert(pos, ("flushes", value));
+    }
     if let Some(c) = &d.cmt {
         lines.insert(
             1,
@@ -231,6 +237,19 @@ mod tests {
         assert_eq!(lines[15], "warning: GC never ran during the measured period");
         assert_eq!(lines.len(), 16);
         assert!(text.is_ascii());
+    }
+
+    #[test]
+    fn flushes_get_a_line_when_there_were_any() {
+        let mut r = run();
+        r.device.flushes = 4;
+        r.device.ssd.flush_padded_pages = 3;
+        r.device.ssd.flush_wait_ns = 2_000_000;
+        let text = tenant_table(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[10], "write-buffer hits:   6");
+        assert_eq!(lines[11], "flushes:             4, 3 padded pages, 500.0 us mean wait for programs");
+        assert_eq!(lines.len(), 17);
     }
 
     #[test]

@@ -1,6 +1,14 @@
 //! A fio job clone running in simulated time: its generator supplies addresses and sizes; this
 //! decides *when* (iodepth, `rate`/`rate_iops`, `thinktime`, `runtime`, `ramp_time`,
-//! `startdelay`) and keeps its statistics.
+//! `startdelay`), when it syncs (`fsync`, `fdatasync`, `end_fsync`), and keeps its statistics.
+//!
+//! Syncs follow fio's `get_rw_ddir`: right after every `fsync`-th (or `fdatasync`-th) write
+//! issued, the next I/O is a sync — unless that write was the job's last (a volume-limited fio
+//! job leaves its loop when the last byte is issued) or the runtime is over. A sync is
+//! serialised with the job's other I/O: it waits until everything in flight has completed, is
+//! then the job's only I/O in flight, and nothing is issued until it completes. `end_fsync`
+//! syncs once more when a writing job stops, after its I/O has drained; like fio (whose
+//! `TD_FSYNCING` state is not accounted), that sync is not in the job's statistics.
 
 use super::SimError;
 use crate::config::{Scenario, TenantSpec};
@@ -32,6 +40,21 @@ pub struct IoReq {
     pub op: IoOp,
     pub offset: u64,
     pub len: u64,
+}
+
+impl IoReq {
+    /// A sync: a flush of the device, no data.
+    const SYNC: IoReq = IoReq { op: IoOp::Flush, offset: 0, len: 0 };
+}
+
+/// The sync a job has in flight, if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SyncState {
+    None,
+    /// An `fsync`/`fdatasync` sync.
+    Periodic,
+    /// The `end_fsync` sync.
+    End,
 }
 
 pub enum Next {
@@ -69,6 +92,14 @@ pub struct JobRt {
     next_allowed: [SimTime; 3],
     think_count: u64,
     think_until: SimTime,
+    /// Writes issued since the ramp ended (fio's `io_issues[DDIR_WRITE]`), which time the syncs.
+    writes_issued: u64,
+    /// A write completed a period of `fsync`/`fdatasync`: a sync goes before the next I/O.
+    sync_due: bool,
+    sync: SyncState,
+    /// The last I/O issued was a sync (fio's `should_fsync` then skips `end_fsync`).
+    last_was_sync: bool,
+    end_sync_done: bool,
     stats: IoStats,
     samples: Vec<JobSample>,
     cur_sample: JobSample,
@@ -119,6 +150,11 @@ impl JobRt {
             next_allowed: [SimTime::ZERO; 3],
             think_count: 0,
             think_until: SimTime::ZERO,
+            writes_issued: 0,
+            sync_due: false,
+            sync: SyncState::None,
+            last_was_sync: false,
+            end_sync_done: false,
             stats: IoStats::default(),
             samples: Vec::new(),
             cur_sample: JobSample::default(),
@@ -147,6 +183,9 @@ impl JobRt {
             }
             self.reaping = false;
         }
+        if self.sync != SyncState::None {
+            return Next::Blocked;
+        }
         if now < self.think_until {
             return Next::WaitUntil(self.think_until);
         }
@@ -154,6 +193,10 @@ impl JobRt {
             // fio clears its issue-side counts when the ramp ends (number_ios counts from then).
             self.ramp_ended = true;
             self.gen.end_ramp();
+            self.writes_issued = 0;
+        }
+        if self.sync_due {
+            return self.periodic_sync();
         }
         let io = match self.pending.take().or_else(|| self.gen.next()) {
             Some(io) => io,
@@ -183,7 +226,55 @@ impl JobRt {
         if self.spec.thinktime > 0 && self.spec.thinktime_blocks_type == ThinktimeBlocksType::Issue {
             self.count_toward_think(now);
         }
+        self.last_was_sync = false;
+        if io.dir == Dir::Write {
+            self.count_write();
+        }
         Next::Io(IoReq { op: op_of(io.dir), offset: io.offset, len: io.len })
+    }
+
+    /// fio's `get_rw_ddir`: a sync is due after every `fsync`-th or `fdatasync`-th write.
+    fn count_write(&mut self) {
+        self.writes_issued += 1;
+        let every = |n: u64| n > 0 && self.writes_issued % n == 0;
+        self.sync_due = every(self.spec.fsync) || every(self.spec.fdatasync);
+    }
+
+    /// The due sync, once the job's I/O has drained; none if the job has nothing left to issue.
+    fn periodic_sync(&mut self) -> Next {
+        if self.inflight > 0 {
+            return Next::Blocked;
+        }
+        if self.pending.is_none() {
+            self.pending = self.gen.next();
+        }
+        if self.pending.is_none() {
+            self.exhausted = true;
+            return Next::Exhausted;
+        }
+        self.sync_due = false;
+        Next::Io(self.start_sync(SyncState::Periodic))
+    }
+
+    fn start_sync(&mut self, kind: SyncState) -> IoReq {
+        self.inflight += 1;
+        self.sync = kind;
+        self.last_was_sync = true;
+        IoReq::SYNC
+    }
+
+    /// fio's `end_fsync`: once a writing job has stopped issuing and drained, one last sync.
+    pub fn end_sync(&mut self) -> Option<IoReq> {
+        self.end_sync_pending().then(|| self.start_sync(SyncState::End))
+    }
+
+    fn end_sync_pending(&self) -> bool {
+        self.spec.end_fsync
+            && self.spec.rw.does(Dir::Write)
+            && !self.end_sync_done
+            && !self.last_was_sync
+            && self.stopping()
+            && self.inflight == 0
     }
 
     fn count_toward_think(&mut self, now: SimTime) {
@@ -196,6 +287,10 @@ impl JobRt {
 
     pub fn complete(&mut self, now: SimTime, op: IoOp, len: u64, slat_ns: u64, clat_ns: u64) {
         self.inflight -= 1;
+        if op == IoOp::Flush {
+            self.sync_complete(now, clat_ns);
+            return;
+        }
         if self.spec.thinktime > 0 && self.spec.thinktime_blocks_type == ThinktimeBlocksType::Complete {
             self.count_toward_think(now);
         }
@@ -207,12 +302,23 @@ impl JobRt {
             IoOp::Read => &mut self.stats.read,
             IoOp::Write => &mut self.stats.write,
             IoOp::Trim => &mut self.stats.trim,
+            IoOp::Flush => unreachable!("syncs are recorded by sync_complete"),
         };
         stats.record(len, slat_ns, clat_ns);
         let window = now.since(self.measure_from).0 / SAMPLE_INTERVAL.0;
         self.advance_samples(window);
         self.cur_sample.bytes[d] += len;
         self.cur_sample.ios[d] += 1;
+    }
+
+    /// fio records a sync's completion latency (`add_sync_clat_sample`), in its running state only.
+    fn sync_complete(&mut self, now: SimTime, clat_ns: u64) {
+        let kind = std::mem::replace(&mut self.sync, SyncState::None);
+        if kind == SyncState::End {
+            self.end_sync_done = true;
+        } else if now >= self.measure_from {
+            self.stats.sync.record(clat_ns);
+        }
     }
 
     /// Closes sample windows before `window`.
@@ -223,9 +329,12 @@ impl JobRt {
         }
     }
 
+    fn stopping(&self) -> bool {
+        self.state == JobState::Draining || (self.state == JobState::Running && self.exhausted)
+    }
+
     pub fn can_finish(&self) -> bool {
-        let stopping = self.state == JobState::Draining || (self.state == JobState::Running && self.exhausted);
-        stopping && self.inflight == 0
+        self.stopping() && self.inflight == 0 && !self.end_sync_pending()
     }
 
     pub fn finish(&mut self, now: SimTime) {
@@ -274,6 +383,9 @@ impl JobRt {
 
     pub fn check_invariants(&self) {
         assert!(self.inflight <= self.spec.iodepth, "job exceeds its iodepth");
+        if self.sync != SyncState::None {
+            assert_eq!(self.inflight, 1, "a sync is not the job's only I/O in flight");
+        }
         if self.state == JobState::Done {
             assert_eq!(self.inflight, 0, "finished job with I/O in flight");
         }

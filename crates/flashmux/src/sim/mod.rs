@@ -5,6 +5,7 @@
 //!   ▲                                                                   │
 //!   └──(completion overhead)◄── host completion ◄────── completion ◄────┘
 //! ```
+//! Flushes (fio's syncs) skip the host scheduler, as Linux's blk-flush machinery does.
 //! Events are typed and ordered by (time, insertion); nothing reads a clock, so a run is a pure
 //! function of its scenario and seed.
 
@@ -20,7 +21,8 @@ use crate::ftl::MappingConfig;
 use crate::metrics::{CmtReport, DeviceResult, JobResult, RunResults, StopReason, TenantResult};
 use crate::units::{JobId, QueueId, ReqId, SimTime, TenantId};
 use crate::virt::{Io, Machine, MachineEvent, VirtOutbox};
-use job::{JobRt, JobState};
+use job::{IoReq, JobRt, JobState};
+use std::collections::VecDeque;
 use timeline::Timeline;
 
 /// Everything that can happen.
@@ -94,6 +96,9 @@ pub struct Simulator {
     completed: u64,
     host_inflight: u32,
     host_wake_at: Option<SimTime>,
+    /// Flushes waiting for a host tag or room in their NVMe queue. Like Linux's blk-flush, they
+    /// bypass the I/O scheduler and go before what it holds.
+    host_flushes: VecDeque<ReqId>,
     sched: Box<dyn Scheduler>,
     /// The host CPU and virtualization path, when modelled (`[host.cpu]` or a VM mode).
     machine: Option<Machine>,
@@ -123,6 +128,7 @@ impl Simulator {
             completed: 0,
             host_inflight: 0,
             host_wake_at: None,
+            host_flushes: VecDeque::new(),
             sched: scenario.host.scheduler.build(&scenario.tenants.iter().map(|t| t.weight).collect::<Vec<_>>(), scenario.host.queue_depth),
             machine: None,
             vout: VirtOutbox::default(),
@@ -383,32 +389,7 @@ impl Simulator {
             let job = &mut self.jobs[j.index()];
             let tenant = job.tenant;
             match job.next_io(now) {
-                job::Next::Io(io) => {
-                    let id = self.alloc_req(Request {
-                        job: j,
-                        tenant,
-                        op: io.op,
-                        offset: io.offset,
-                        len: io.len,
-                        app_len: io.len,
-                        host_cpu: None,
-                        issued: now,
-                        queued: now,
-                        dispatched: now,
-                    });
-                    self.issued += 1;
-                    self.device.prefetch_hint(io.offset, true);
-                    match &mut self.machine {
-                        Some(m) => {
-                            let io = Io { req: id, job: j.index(), op: io.op, offset: io.offset, len: io.len };
-                            m.submit(now, io, &mut self.vout)
-                        }
-                        None => {
-                            let arrive = now + self.scenario.host.submit_overhead;
-                            self.events.push(arrive, Event::HostArrive(id));
-                        }
-                    }
-                }
+                job::Next::Io(io) => self.issue(j, tenant, io),
                 job::Next::WaitUntil(t) => {
                     let job = &mut self.jobs[j.index()];
                     if job.wake_at.is_none() {
@@ -422,6 +403,38 @@ impl Simulator {
                     self.maybe_finish_job(j);
                     return;
                 }
+            }
+        }
+    }
+
+    /// A job's I/O leaves the application: through the machine when modelled, else after the
+    /// submission overhead.
+    fn issue(&mut self, j: JobId, tenant: TenantId, io: IoReq) {
+        let now = self.now;
+        let id = self.alloc_req(Request {
+            job: j,
+            tenant,
+            op: io.op,
+            offset: io.offset,
+            len: io.len,
+            app_len: io.len,
+            host_cpu: None,
+            issued: now,
+            queued: now,
+            dispatched: now,
+        });
+        self.issued += 1;
+        if io.op != IoOp::Flush {
+            self.device.prefetch_hint(io.offset, true);
+        }
+        match &mut self.machine {
+            Some(m) => {
+                let io = Io { req: id, job: j.index(), op: io.op, offset: io.offset, len: io.len };
+                m.submit(now, io, &mut self.vout)
+            }
+            None => {
+                let arrive = now + self.scenario.host.submit_overhead;
+                self.events.push(arrive, Event::HostArrive(id));
             }
         }
     }
@@ -453,9 +466,13 @@ impl Simulator {
     fn host_arrive(&mut self, r: ReqId) {
         let req = &mut self.reqs[r.index()];
         req.queued = self.now;
-        self.device.prefetch_hint(req.offset, false);
-        let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, bytes: req.len };
-        self.sched.enqueue(self.now, sr);
+        if req.op == IoOp::Flush {
+            self.host_flushes.push_back(r);
+        } else {
+            self.device.prefetch_hint(req.offset, false);
+            let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, bytes: req.len };
+            self.sched.enqueue(self.now, sr);
+        }
         self.host_dispatch();
     }
 
@@ -494,6 +511,7 @@ impl Simulator {
     }
 
     fn host_dispatch(&mut self) {
+        self.dispatch_flushes();
         while self.host_inflight < self.scenario.host.queue_depth {
             let Some(sr) = self.sched.dispatch(self.now) else { break };
             let q = self.queue_for(sr.id, sr.tenant);
@@ -501,12 +519,7 @@ impl Simulator {
                 self.sched.requeue(sr);
                 break;
             }
-            let req = &mut self.reqs[sr.id.index()];
-            req.dispatched = self.now;
-            let cmd = Command { req: sr.id, tenant: sr.tenant, op: req.op, offset: req.offset, len: req.len, queue: q };
-            self.host_inflight += 1;
-            self.device.submit(self.now, cmd, &mut self.out);
-            self.drain_outbox();
+            self.send(sr.id, q);
         }
         if let Some(t) = self.sched.next_wakeup() {
             if t > self.now && self.host_wake_at.is_none_or(|w| t < w) {
@@ -514,6 +527,29 @@ impl Simulator {
                 self.events.push(t, Event::HostWake);
             }
         }
+    }
+
+    /// Waiting flushes go to the device in arrival order, within the host queue depth.
+    fn dispatch_flushes(&mut self) {
+        while self.host_inflight < self.scenario.host.queue_depth {
+            let Some(&r) = self.host_flushes.front() else { break };
+            let q = self.queue_for(r, self.reqs[r.index()].tenant);
+            if !self.device.queue_has_room(q) {
+                break;
+            }
+            self.host_flushes.pop_front();
+            self.send(r, q);
+        }
+    }
+
+    /// Submits request `r` to NVMe queue `q`.
+    fn send(&mut self, r: ReqId, q: QueueId) {
+        let req = &mut self.reqs[r.index()];
+        req.dispatched = self.now;
+        let cmd = Command { req: r, tenant: req.tenant, op: req.op, offset: req.offset, len: req.len, queue: q };
+        self.host_inflight += 1;
+        self.device.submit(self.now, cmd, &mut self.out);
+        self.drain_outbox();
     }
 
     fn drain_outbox(&mut self) {
@@ -527,8 +563,10 @@ impl Simulator {
         for &r in &done {
             let req = self.reqs[r.index()];
             self.host_inflight -= 1;
-            let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, bytes: req.len };
-            self.sched.complete(self.now, &sr, self.now.since(req.dispatched));
+            if req.op != IoOp::Flush {
+                let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, bytes: req.len };
+                self.sched.complete(self.now, &sr, self.now.since(req.dispatched));
+            }
             match &mut self.machine {
                 Some(m) => m.host_complete(self.now, r, &mut self.vout),
                 None => self.events.push(self.now + self.scenario.host.completion_overhead, Event::AppComplete(r)),
@@ -545,7 +583,9 @@ impl Simulator {
         self.completed += 1;
         let slat = req.queued.since(req.issued).0;
         let clat = self.now.since(req.queued).0;
-        self.timeline.record(req.tenant, req.op, req.app_len, slat + clat);
+        if req.op != IoOp::Flush {
+            self.timeline.record(req.tenant, req.op, req.app_len, slat + clat);
+        }
         let j = req.job;
         self.jobs[j.index()].complete(self.now, req.op, req.app_len, slat, clat);
         if let Some(limit) = self.scenario.stop.requests {
@@ -560,6 +600,11 @@ impl Simulator {
 
     fn maybe_finish_job(&mut self, j: JobId) {
         let job = &mut self.jobs[j.index()];
+        if let Some(io) = job.end_sync() {
+            let tenant = job.tenant;
+            self.issue(j, tenant, io);
+            return;
+        }
         if !job.can_finish() {
             return;
         }
@@ -797,6 +842,7 @@ impl Simulator {
                             periods: s.map_cache().periods().to_vec(),
                         }),
                     },
+                    flushes: self.device.flushes_completed(),
                 }
             }
             Backend::Null(n) => DeviceResult {
@@ -814,6 +860,7 @@ impl Simulator {
                 channel_utilisation: 0.0,
                 write_buffer_hits: 0,
                 cmt: None,
+                flushes: self.device.flushes_completed(),
             },
         }
     }

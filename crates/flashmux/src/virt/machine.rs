@@ -1144,10 +1144,11 @@ impl Machine {
 
     /// Merges `r` into `last` (and its chain) when they are adjacent requests of one direction
     /// within `max_merge`, counting the merge for thread `t`'s block layer (its VM's, or the
-    /// host's for a process).
+    /// host's for a process). Trims and flushes are never merged.
     fn try_merge(&mut self, t: u32, last: ReqId, r: ReqId) -> bool {
         let (a, b) = (self.reqs[last.index()], self.reqs[r.index()]);
-        if a.op != b.op || b.op == Some(IoOp::Trim) || a.offset + a.len != b.offset || a.len + b.len > self.virt.max_merge_bytes {
+        let mergeable = matches!(b.op, Some(IoOp::Read | IoOp::Write));
+        if a.op != b.op || !mergeable || a.offset + a.len != b.offset || a.len + b.len > self.virt.max_merge_bytes {
             return false;
         }
         self.reqs[r.index()].member = true;

@@ -279,6 +279,13 @@ pub struct FioJob {
     pub thinktime_blocks_type: ThinktimeBlocksType,
     pub thinktime_iotime: u64,
 
+    /// `fsync`: a writing job syncs after every this many writes issued; 0 never.
+    pub fsync: u64,
+    /// `fdatasync`: the same with fdatasync(2); on a block device it does what `fsync` does.
+    pub fdatasync: u64,
+    /// `end_fsync`: a writing job syncs once more when its writes are done.
+    pub end_fsync: bool,
+
     pub random_distribution: RandomDistribution,
     /// `percentage_random` per direction, default 100.
     pub percentage_random: PerDir<u32>,
@@ -300,7 +307,7 @@ pub struct FioJob {
     /// once, under `"global options"` (see [`super::JobFile::global_options`]).
     pub inherited_options: Vec<(String, String)>,
     /// Options given (here or in a `[global]` above) that flashmux accepts without modelling:
-    /// `direct`, `ioengine`, `filename`, `fsync`, `verify`, ... Each name once, in fio's parse
+    /// `direct`, `ioengine`, `filename`, `fsync_on_close`, `verify`, ... Each name once, in fio's parse
     /// order.
     pub noted_unmodelled: Vec<String>,
 
@@ -346,6 +353,9 @@ impl Default for FioJob {
             thinktime_blocks: 1,
             thinktime_blocks_type: ThinktimeBlocksType::Complete,
             thinktime_iotime: 0,
+            fsync: 0,
+            fdatasync: 0,
+            end_fsync: false,
             random_distribution: RandomDistribution::Random,
             percentage_random: PerDir::splat(100),
             norandommap: false,
@@ -507,6 +517,9 @@ impl FioJob {
                 }
             }
             "thinktime_iotime" => self.thinktime_iotime = o.time(NS_PER_SEC, EXPECT_TIME_S)?,
+            "fsync" => self.fsync = o.int_in(0, u32::MAX as u64)?,
+            "fdatasync" => self.fdatasync = o.int_in(0, u32::MAX as u64)?,
+            "end_fsync" => self.end_fsync = o.bool()?,
             "random_distribution" => self.random_distribution = parse_distribution(&o)?,
             "percentage_random" => {
                 let p = o.per_dir(warnings, EXPECT_PERCENT, |t| {
@@ -739,16 +752,16 @@ pub(crate) fn priority(canonical: &str) -> i32 {
 }
 
 /// fio options flashmux accepts without modelling them: they concern the host, the I/O engine,
-/// buffers, logging or reporting, or (`fsync`, `verify` and their families) they make fio send
-/// extra commands (flushes, verification reads) that the simulator does not generate. Jobs list
-/// them in `noted_unmodelled` so the caller can say so once.
+/// buffers, logging or reporting, or (`fsync_on_close`, `sync`, `verify` and their families) they
+/// make fio send extra commands (flushes, verification reads) or open files in modes the
+/// simulator does not model. Jobs list them in `noted_unmodelled` so the caller can say so once.
 #[rustfmt::skip]
 const NOTED: &[&str] = &[
     "description", "direct", "buffered", "ioengine", "filename", "filename_format", "directory",
     "unique_filename", "opendir", "lockfile", "thread", "nice", "prio", "prioclass", "cpumask",
     "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "cgroup",
     "cgroup_weight", "cgroup_nodelete", "uid", "gid", "exec_prerun", "exec_postrun", "invalidate",
-    "end_fsync", "fsync", "fdatasync", "fsync_on_close", "sync", "write_barrier",
+    "fsync_on_close", "sync", "write_barrier",
     "sync_file_range", "create_serialize", "create_fsync", "create_on_open", "create_only",
     "allow_file_create", "allow_mounted_write", "pre_read", "unlink", "unlink_each_loop",
     "overwrite", "fallocate", "fadvise_hint", "write_hint", "mem", "iomem_align", "hugepage-size",
@@ -1433,6 +1446,18 @@ mod tests {
         assert!(!job("runtime=30\ntime_based=0").time_based);
         assert!(err("runtime=30x").contains("option 'runtime'"));
         assert!(err("time_based=yes").contains("0 or 1"));
+    }
+
+    #[test]
+    fn sync_options_are_modelled() {
+        let j = job("fsync=32\nfdatasync=8\nend_fsync=1\nfsync_on_close=1");
+        assert_eq!((j.fsync, j.fdatasync, j.end_fsync), (32, 8, true));
+        assert_eq!(j.noted_unmodelled, vec!["fsync_on_close"]);
+        let d = job("rw=write");
+        assert_eq!((d.fsync, d.fdatasync, d.end_fsync), (0, 0, false));
+        assert!(err("fsync=-1").contains("option 'fsync'"));
+        assert!(err("fdatasync=4294967296").contains("from 0 to 4294967295"));
+        assert!(err("end_fsync=yes").contains("0 or 1"));
     }
 
     #[test]

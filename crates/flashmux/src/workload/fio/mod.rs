@@ -9,7 +9,7 @@
 //!
 //! Time is not modelled here: a [`JobGen`] only knows volume. The caller enforces `runtime`,
 //! `time_based`, `ramp_time`, rates and think times (all available on [`FioJob`]) by deciding when
-//! to call [`JobGen::next`].
+//! to call [`JobGen::next`], and issues the syncs of `fsync`, `fdatasync` and `end_fsync`.
 
 mod dist;
 mod gen;
