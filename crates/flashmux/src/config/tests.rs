@@ -236,7 +236,9 @@ fn scheduler_parameters_resolve_and_bad_ones_are_named() {
         let e = err(&with(host));
         assert!(e.contains(needle), "expected '{needle}' in: {e}");
     }
+}
 
+#[test]
 fn volatile_write_cache_is_a_buffer_setting_with_preset_defaults() {
     let cache = |text: &str| match load(text).unwrap().device.kind {
         DeviceKind::Ssd(c) => c.volatile_write_cache,
