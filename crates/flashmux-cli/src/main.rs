@@ -2,6 +2,7 @@
 
 mod bench;
 mod output;
+mod personalities;
 mod reproduce;
 mod sweep;
 
@@ -31,6 +32,9 @@ enum Command {
     Run(RunArgs),
     /// List the built-in device presets.
     Presets,
+    /// List the built-in workload personalities (`personality = "..."` in a scenario), or print
+    /// one's fio job.
+    Personalities(personalities::PersonalitiesArgs),
     /// Print the built-in default scenario (a starting point for your own).
     DefaultScenario,
     /// Measure the simulator's speed: 4 KiB random writes at QD 32 on an aged drive.
@@ -106,6 +110,7 @@ fn main() -> ExitCode {
             print_presets();
             Ok(ExitCode::SUCCESS)
         }
+        Command::Personalities(args) => personalities::run(args),
         Command::DefaultScenario => {
             print!("{DEFAULT_SCENARIO}");
             Ok(ExitCode::SUCCESS)

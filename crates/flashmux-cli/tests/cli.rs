@@ -124,6 +124,8 @@ fn bad_input_is_one_clear_error_with_exit_code_2() {
     assert!(e.contains("fio:3: option 'bs': invalid value '4kk'"), "{e}");
     let e = rejected("job-file", &format!("{SMALL}\n[[tenant]]\nname = \"t\"\njob_file = \"nowhere.fio\"\n"));
     assert!(e.contains("nowhere.fio"), "{e}");
+    let e = rejected("personality", &format!("{SMALL}\n[[tenant]]\nname = \"t\"\npersonality = \"mail\"\n"));
+    assert!(e.contains("personality: unknown personality 'mail': expected one of fileserver, varmail"), "{e}");
     let e = rejected("zero-channels", &format!("{}\n{TENANT}", SMALL.replace("channels = 4", "channels = 0")));
     assert!(e.contains("device.geometry.channels: must be at least 1"), "{e}");
     let e = rejected("page-size", &format!("{}\n{TENANT}", SMALL.replace("chips_per_channel = 1", "chips_per_channel = 1\npage_size = \"3000\"")));
@@ -189,6 +191,41 @@ fn presets_and_default_scenario_are_listed() {
     }
     let o = flashmux().arg("default-scenario").output().unwrap();
     assert!(String::from_utf8(o.stdout).unwrap().contains("[[tenant]]"));
+}
+
+#[test]
+fn personalities_are_listed_printed_and_measured() {
+    const NAMES: [&str; 6] = ["fileserver", "varmail", "webproxy", "msn", "exchange", "financial"];
+    let o = flashmux().arg("personalities").output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let list = String::from_utf8(o.stdout).unwrap();
+    for (line, name) in list.lines().zip(NAMES) {
+        assert!(line.starts_with(name) && line.len() > name.len() + 20, "{list}");
+    }
+    assert_eq!(list.lines().count(), NAMES.len(), "{list}");
+    // One's job, printed, runs as a fio job file.
+    let o = flashmux().args(["personalities", "varmail"]).output().unwrap();
+    let job = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(job, flashmux::workload::personality::VARMAIL.job);
+    let dir = tmpdir("personality");
+    let fio = write(&dir, "varmail.fio", &job);
+    let o = flashmux()
+        .args(["run", "--device", "paper-c", "--time", "5ms", "--no-progress", "-o"])
+        .arg(dir.join("out"))
+        .arg("--fio")
+        .arg(&fio)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8(o.stdout).unwrap().contains("varmail: (groupid=0, jobs=1)"));
+    let o = flashmux().args(["personalities", "oltp"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains(&format!("unknown personality 'oltp': expected one of {}", NAMES.join(", "))), "{}", stderr(&o));
+    let o = flashmux().args(["personalities", "--measure", "--requests", "20000"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8(o.stdout).unwrap();
+    assert!(table.contains("personality") && table.contains("paper D, Table 3"), "{table}");
+    assert!(NAMES.iter().all(|n| table.lines().any(|l| l.starts_with(n))), "{table}");
 }
 
 #[test]

@@ -14,6 +14,7 @@ use crate::host::{CfqParams, HostConfig, MotsParams, SchedulerKind};
 use crate::units::{parse_duration, parse_rate, parse_size, Nanos};
 use crate::virt::{Aio, Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
 use crate::workload::fio::{parse_job_file, parse_job_text, JobFile};
+use crate::workload::personality;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -252,6 +253,8 @@ struct TenantSection {
     weight: Option<toml::Value>,
     fio: Option<String>,
     job_file: Option<String>,
+    /// A built-in workload (`workload::personality`) by name.
+    personality: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -954,7 +957,7 @@ fn resolve_tenants(
     collected: &mut Collected,
 ) -> Result<Vec<TenantSpec>, ConfigError> {
     if ts.is_empty() {
-        return Err(ctx.err("no tenants: add at least one [[tenant]] with a fio job (fio = \"...\" or job_file = \"...\")"));
+        return Err(ctx.err("no tenants: add at least one [[tenant]] with a workload (fio = \"...\", job_file = \"...\" or personality = \"...\")"));
     }
     if ts.len() >= crate::ftl::MAP_OWNER as usize {
         return Err(ctx.err(format!("{} tenants: at most {} are supported", ts.len(), crate::ftl::MAP_OWNER)));
@@ -996,15 +999,7 @@ fn resolve_tenants(
             }
         };
         let weight = resolve_weight(ctx, &key, t.weight.as_ref())?;
-        let jf = match (&t.fio, &t.job_file) {
-            (Some(text), None) => {
-                let label = format!("{}[tenant {name}].fio", ctx.file);
-                parse_job_text(text, &label, &|v| std::env::var(v).ok())?
-            }
-            (None, Some(path)) => parse_job_file(&base.join(path))?,
-            (Some(_), Some(_)) => return Err(ctx.err(format!("{key}: give either fio or job_file, not both"))),
-            (None, None) => return Err(ctx.err(format!("{key}: no workload: give fio = \"...\" or job_file = \"...\""))),
-        };
+        let jf = tenant_workload(ctx, &key, &name, t, base)?;
         if jf.jobs.is_empty() {
             return Err(ctx.err(format!("{key}: the fio job has no job sections")));
         }
@@ -1013,6 +1008,28 @@ fn resolve_tenants(
     }
     check_overlaps(ctx, &out, capacity)?;
     Ok(out)
+}
+
+/// A tenant's jobs: from exactly one of `fio`, `job_file` and `personality`.
+fn tenant_workload(ctx: &Ctx, key: &str, name: &str, t: &TenantSection, base: &Path) -> Result<JobFile, ConfigError> {
+    match (&t.fio, &t.job_file, &t.personality) {
+        (Some(text), None, None) => {
+            let label = format!("{}[tenant {name}].fio", ctx.file);
+            Ok(parse_job_text(text, &label, &|v| std::env::var(v).ok())?)
+        }
+        (None, Some(path), None) => Ok(parse_job_file(&base.join(path))?),
+        (None, None, Some(p)) => match personality::get(p) {
+            Some(p) => Ok(p.parse()?),
+            None => Err(ctx.err(format!(
+                "{key}.personality: unknown personality '{p}': expected one of {} (flashmux personalities)",
+                personality::names()
+            ))),
+        },
+        (None, None, None) => Err(ctx.err(format!(
+            "{key}: no workload: give fio = \"...\", job_file = \"...\" or personality = \"...\""
+        ))),
+        _ => Err(ctx.err(format!("{key}: give only one of fio, job_file and personality"))),
+    }
 }
 
 fn resolve_weight(ctx: &Ctx, key: &str, v: Option<&toml::Value>) -> Result<u32, ConfigError> {

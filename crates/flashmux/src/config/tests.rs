@@ -106,6 +106,15 @@ fio = "[c]\nrw=read\n"
     assert_eq!(s.tenants[2].region, (0, cap));
 }
 
+#[test]
+fn a_personality_is_its_fio_job() {
+    let s = load("[device]\npreset = \"paper-c\"\n[[tenant]]\nname = \"mail\"\npersonality = \"varmail\"\n").unwrap();
+    let expected = crate::workload::personality::VARMAIL.parse().unwrap().jobs;
+    assert_eq!(s.tenants[0].jobs, expected);
+    assert_eq!(s.tenants[0].jobs[0].file, "<personality varmail>");
+    assert!(s.notes.contains(&"fsync".to_string()), "{:?}", s.notes);
+}
+
 // ---- Bad input: one clear error each ----
 
 #[test]
@@ -169,9 +178,22 @@ fn tenant_errors() {
     let e = err(&two("\"left\"", "\"auto\""));
     assert!(e.contains("unknown region 'left'"), "{e}");
     let e = err(&MINIMAL.replace("name = \"a\"", "name = \"a\"\njob_file = \"x.fio\""));
-    assert!(e.contains("either fio or job_file"), "{e}");
+    assert!(e.contains("tenant[0] (a): give only one of fio, job_file and personality"), "{e}");
+    let e = err(&MINIMAL.replace("name = \"a\"", "name = \"a\"\npersonality = \"varmail\""));
+    assert!(e.contains("give only one of fio, job_file and personality"), "{e}");
+    let e = err("[device]\npreset = \"paper-c\"\n[[tenant]]\nname = \"a\"\n");
+    assert!(e.contains("tenant[0] (a): no workload: give fio = \"...\", job_file = \"...\" or personality = \"...\""), "{e}");
     let e = err(&format!("{MINIMAL}\n[[tenant]]\nname = \"a\"\nfio = \"[b]\\nrw=read\\n\"\n"));
     assert!(e.contains("used by another tenant"), "{e}");
+}
+
+#[test]
+fn unknown_personality_lists_the_valid_names() {
+    let e = err("[device]\npreset = \"paper-c\"\n[[tenant]]\nname = \"a\"\npersonality = \"oltp\"\n");
+    assert!(
+        e.contains("tenant[0] (a).personality: unknown personality 'oltp': expected one of fileserver, varmail, webproxy, msn, exchange, financial"),
+        "{e}"
+    );
 }
 
 #[test]

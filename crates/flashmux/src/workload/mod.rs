@@ -2,3 +2,4 @@
 //! simulator drives their generators in time (iodepth, rates, think time, runtime).
 
 pub mod fio;
+pub mod personality;
