@@ -57,11 +57,11 @@ pub fn format_checks(checks: &[Check]) -> String {
     out
 }
 
-/// A bundled experiment's sweep, `experiments/<dir>/experiment.toml` or (`quick`) `quick.toml`,
-/// with its `base.toml` inline.
-pub(super) fn variant(dir: &str, quick: bool, full: &str, quick_text: &str, base: &str) -> Result<Experiment, ExperimentError> {
+/// A one-part bundled experiment's sweep, `experiments/<dir>/experiment.toml` or (`quick`)
+/// `quick.toml`, with its `base.toml` inline.
+pub(super) fn variant(dir: &str, quick: bool, full: &str, quick_text: &str, base: &str) -> Result<Vec<Experiment>, ExperimentError> {
     let (text, file) = if quick { (quick_text, "quick.toml") } else { (full, "experiment.toml") };
-    embedded(text, &format!("experiments/{dir}/{file}"), base, &format!("experiments/{dir}/base.toml"))
+    Ok(vec![embedded(text, &format!("experiments/{dir}/{file}"), base, &format!("experiments/{dir}/base.toml"))?])
 }
 
 /// A sweep parameter's value as text (a string without its quotes).

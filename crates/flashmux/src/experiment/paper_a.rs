@@ -30,10 +30,6 @@ const WORKLOADS: [(&str, &str); 4] = [
 ];
 
 fn parts(quick: bool) -> Result<Vec<Experiment>, ExperimentError> {
-    Ok(vec![experiment(quick)?])
-}
-
-fn experiment(quick: bool) -> Result<Experiment, ExperimentError> {
     super::bundled::variant("paper-a-multiqueue", quick, EXPERIMENT, QUICK, BASE)
 }
 
@@ -300,7 +296,7 @@ mod tests {
     #[test]
     fn the_bundled_experiments_resolve() {
         for quick in [false, true] {
-            let e = experiment(quick).unwrap();
+            let e = parts(quick).unwrap().remove(0);
             let points = e.points().unwrap();
             assert_eq!(points.len(), if quick { 3 * 2 * 6 } else { 3 * 2 * 4 * 16 });
             for p in &points {

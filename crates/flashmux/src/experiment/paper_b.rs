@@ -33,10 +33,6 @@ const ORDER: [&str; 6] = [BARE, EXITLESS, POLL, INVMM, VIRTIO, IDE];
 const PATTERNS: [(&str, &str); 2] = [("read", "sequential"), ("randread", "random")];
 
 fn parts(quick: bool) -> Result<Vec<Experiment>, ExperimentError> {
-    Ok(vec![experiment(quick)?])
-}
-
-fn experiment(quick: bool) -> Result<Experiment, ExperimentError> {
     super::bundled::variant("paper-b-exitless", quick, EXPERIMENT, QUICK, BASE)
 }
 
@@ -296,7 +292,7 @@ mod tests {
     #[test]
     fn the_bundled_experiments_resolve() {
         for quick in [false, true] {
-            let e = experiment(quick).unwrap();
+            let e = parts(quick).unwrap().remove(0);
             let points = e.points().unwrap();
             assert_eq!(points.len(), if quick { 6 * 2 * 2 } else { 6 * 2 * 6 });
             for p in &points {

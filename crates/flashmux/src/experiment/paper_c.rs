@@ -28,10 +28,6 @@ pub const MISS_TOLERANCE: f64 = 0.01;
 
 /// The bundled experiment with its base scenario inline, so it runs from any directory.
 fn parts(quick: bool) -> Result<Vec<Experiment>, ExperimentError> {
-    Ok(vec![experiment(quick)?])
-}
-
-fn experiment(quick: bool) -> Result<Experiment, ExperimentError> {
     super::bundled::variant("paper-c-cmt", quick, EXPERIMENT, QUICK, BASE)
 }
 
@@ -231,7 +227,7 @@ mod tests {
     #[test]
     fn the_bundled_experiments_resolve() {
         for quick in [false, true] {
-            let e = experiment(quick).unwrap();
+            let e = parts(quick).unwrap().remove(0);
             let points = e.points().unwrap();
             assert_eq!(points.len(), if quick { 18 } else { 21 });
             for p in &points {

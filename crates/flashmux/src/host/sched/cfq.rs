@@ -169,13 +169,15 @@ impl Cfq {
         self.groups[g].weight as f64 * self.mots_scale(g)
     }
 
-    /// `st->total_weight`: the weights of the groups waiting or active.
-    fn busy_weight(&self) -> u64 {
+    /// The groups waiting or active (Linux's service tree holds both).
+    fn busy(&self) -> impl Iterator<Item = usize> + '_ {
         let active = self.active.as_ref().map(|a| a.g);
-        (0..self.groups.len())
-            .filter(|&g| self.groups[g].on_tree || Some(g) == active)
-            .map(|g| self.groups[g].weight as u64)
-            .sum()
+        (0..self.groups.len()).filter(move |&g| self.groups[g].on_tree || Some(g) == active)
+    }
+
+    /// `st->total_weight`: the weights of the busy groups.
+    fn busy_weight(&self) -> u64 {
+        self.busy().map(|g| self.groups[g].weight as u64).sum()
     }
 
     /// The slice of group `g` now (`cfq_group_slice` within `[low_slice, slice_sync]`, times the
@@ -258,11 +260,7 @@ impl Cfq {
 
     /// `cfq_group_notify_queue_add`: a group with new work joins the tree behind the last one.
     fn join_tree(&mut self, g: usize) {
-        let active = self.active.as_ref().map(|a| a.g);
-        let last = (0..self.groups.len())
-            .filter(|&k| self.groups[k].on_tree || Some(k) == active)
-            .map(|k| self.groups[k].vdisktime)
-            .max_by(f64::total_cmp);
+        let last = self.busy().map(|k| self.groups[k].vdisktime).max_by(f64::total_cmp);
         let grp = &mut self.groups[g];
         grp.vdisktime = match last {
             Some(v) => v + IDLE_DELAY_NS,
