@@ -1,8 +1,14 @@
-//! Fairness end to end: bandwidth shares over the tenants' common measured interval.
+//! Fairness end to end: bandwidth shares over the tenants' common measured interval, and the
+//! scenarios of the alone baseline.
 
 mod common;
 
-use common::run_checked;
+use common::{run_checked, scenario};
+use flashmux::device::Backend;
+use flashmux::ftl::Ftl;
+use flashmux::metrics::RunResults;
+use flashmux::sim::Simulator;
+use flashmux::units::Lpn;
 
 const MS: u64 = 1_000_000;
 
@@ -120,4 +126,105 @@ fn tenants_that_never_run_together_have_no_shares() {
     assert!(r.tenants.iter().all(|t| t.share.is_none()));
     assert_eq!(r.fairness.jain_index, None);
     assert!(r.warnings.iter().any(|w| w.contains("never ran at the same time")), "{:?}", r.warnings);
+}
+
+/// A random writer and a reader on a small aged drive.
+const WRITER_AND_READER: &str = r#"
+seed = 3
+[device]
+preset = "paper-c"
+[device.geometry]
+channels = 4
+chips_per_channel = 1
+blocks_per_plane = 64
+[device.ftl]
+overprovisioning = 0.15
+[device.buffer]
+size = "256KiB"
+[precondition]
+state = "aged"
+[stop]
+time = "150ms"
+[[tenant]]
+name = "writer"
+fio = """
+[writer]
+rw=randwrite
+bs=4k
+iodepth=16
+"""
+[[tenant]]
+name = "reader"
+weight = 800
+fio = """
+[reader]
+rw=randread
+bs=4k
+iodepth=2
+"""
+"#;
+
+fn ftl(sim: &Simulator) -> &Ftl {
+    match sim.device().backend() {
+        Backend::Ssd(s) => s.ftl(),
+        Backend::Null(_) => panic!("an SSD scenario"),
+    }
+}
+
+#[test]
+fn alone_scenarios_keep_the_drive_state_and_run_one_tenant() {
+    let shared = scenario(WRITER_AND_READER);
+    assert!(shared.alone(2).is_none());
+    let reference = Simulator::new(shared.clone()).unwrap();
+    for i in 0..2 {
+        let alone = shared.alone(i).unwrap();
+        assert_eq!(alone.seed, shared.seed);
+        assert_eq!(alone.tenants.iter().map(|t| (t.region, t.weight)).collect::<Vec<_>>(),
+            shared.tenants.iter().map(|t| (t.region, t.weight)).collect::<Vec<_>>());
+        let mut sim = Simulator::new(alone).unwrap();
+        // Preconditioned identically: the same report, every logical page in the same place,
+        // written by the same tenant.
+        assert_eq!(sim.precondition_report(), reference.precondition_report());
+        let (a, b) = (ftl(&sim), ftl(&reference));
+        assert!(a.stats().gc_runs == 0 && b.stats().gc_runs == 0);
+        for l in 0..a.logical_units() as u32 {
+            let (la, lb) = (a.lookup(Lpn(l)), b.lookup(Lpn(l)));
+            assert_eq!(la, lb, "logical unit {l}");
+            if let flashmux::ftl::Loc::Flash(p) = la {
+                assert_eq!(a.owner_of(p), b.owner_of(p));
+            }
+        }
+        sim.check_invariants_every(2000);
+        sim.run();
+        let r: RunResults = sim.finish();
+        // Only the tenant's own jobs did I/O.
+        assert!(r.tenants[i].io.ios() > 0);
+        assert_eq!(r.tenants[1 - i].io.ios(), 0);
+        assert_eq!(r.requests_completed + r.requests_in_flight, r.requests_issued);
+        assert!(r.requests_completed >= r.tenants[i].io.ios());
+        assert_eq!(r.fairness.tenants_counted, 1);
+        assert_eq!(r.tenants[i].share.map(|s| (s.achieved, s.error)), Some((1.0, 0.0)));
+    }
+}
+
+#[test]
+fn the_reader_is_slowed_down_by_the_writer() {
+    let text = WRITER_AND_READER;
+    let mut shared = run_checked(text, 5000);
+    let s = scenario(text);
+    let alone: Vec<RunResults> = (0..2)
+        .map(|i| {
+            let mut sim = Simulator::new(s.alone(i).unwrap()).unwrap();
+            sim.run();
+            sim.finish()
+        })
+        .collect();
+    shared.add_alone_baseline(&alone);
+    let b = shared.fairness.baseline.as_ref().expect("added");
+    let reader = b.tenants[1].slowdown.expect("the reader did I/O in both runs");
+    let writer = b.tenants[0].slowdown.expect("the writer did I/O in both runs");
+    assert!(reader > 1.5, "GC and programs on the reader's dies: {reader}");
+    let fairness = b.fairness.expect("two slowdowns");
+    assert!((fairness - reader.min(writer) / reader.max(writer)).abs() < 1e-12);
+    assert!(fairness > 0.0 && fairness < 1.0);
 }

@@ -1,7 +1,7 @@
 //! The results of a run: everything every report (fio JSON, text, table, timeline CSV) is written
 //! from. Plain data; no model state.
 
-use super::{Fairness, IoStats, LatSummary, Share};
+use super::{AloneBaseline, Fairness, IoStats, LatSummary, Share};
 use crate::device::precondition::PreconditionReport;
 use crate::device::{SsdStats, TenantDeviceStats};
 use crate::ftl::{FtlStats, MapStats, PeriodRecord};
@@ -218,5 +218,24 @@ impl TenantResult {
     /// Latency summary over all directions.
     pub fn lat_summary(&self) -> LatSummary {
         self.io.all_lat().summary()
+    }
+
+    /// Mean total latency (slat + clat) over all its I/O; `None` without I/O.
+    pub fn lat_mean_ns(&self) -> Option<f64> {
+        let lat = self.io.all_lat();
+        (lat.count() > 0).then(|| lat.mean())
+    }
+}
+
+impl RunResults {
+    /// Adds slowdowns against runs of each tenant alone: `alone[i]` is the run of
+    /// [`Scenario::alone`](crate::config::Scenario::alone)`(i)`; a tenant without its alone run
+    /// has no slowdown.
+    pub fn add_alone_baseline(&mut self, alone: &[RunResults]) {
+        let shared: Vec<Option<f64>> = self.tenants.iter().map(TenantResult::lat_mean_ns).collect();
+        let alone: Vec<Option<f64>> = (0..self.tenants.len())
+            .map(|i| alone.get(i).and_then(|r| r.tenants.get(i)).and_then(TenantResult::lat_mean_ns))
+            .collect();
+        self.fairness.baseline = Some(AloneBaseline::new(&shared, &alone));
     }
 }

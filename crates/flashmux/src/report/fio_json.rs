@@ -183,7 +183,7 @@ fn run_json(r: &RunResults) -> Value {
         // becomes null.
         "device": r.device,
         "tenants": tenants,
-        "fairness": fairness_json(&r.fairness),
+        "fairness": fairness_json(&r.fairness, &r.tenants),
     });
     if let Some(virt) = &r.virt {
         v["virt"] = json!(virt);
@@ -249,14 +249,32 @@ fn tenant_json(r: &RunResults, t: &TenantResult, gc_total: u64) -> Value {
     Value::Object(o)
 }
 
-/// The run's fairness.
-fn fairness_json(f: &Fairness) -> Value {
+/// The run's fairness. The alone baseline's keys (`tenants`, `fairness`) are there only when it
+/// was measured.
+fn fairness_json(f: &Fairness, tenants: &[TenantResult]) -> Value {
     let mut o = Map::new();
     o.insert("interval_ns".into(), f.interval_ns.map_or(Value::Null, |(s, e)| json!({ "start": s, "end": e })));
     o.insert("tenants_counted".into(), json!(f.tenants_counted));
     o.insert("share_error_mean".into(), json!(f.share_error_mean));
     o.insert("share_error_max".into(), json!(f.share_error_max));
     o.insert("jain_index".into(), json!(f.jain_index));
+    if let Some(b) = &f.baseline {
+        let per_tenant: Vec<Value> = b
+            .tenants
+            .iter()
+            .zip(tenants)
+            .map(|(s, t)| {
+                json!({
+                    "name": t.name,
+                    "lat_shared_mean_ns": s.lat_shared_ns,
+                    "lat_alone_mean_ns": s.lat_alone_ns,
+                    "slowdown": s.slowdown,
+                })
+            })
+            .collect();
+        o.insert("tenants".into(), json!(per_tenant));
+        o.insert("fairness".into(), json!(b.fairness));
+    }
     Value::Object(o)
 }
 
@@ -551,6 +569,7 @@ mod tests {
         assert!((num(&t0["share"]["error"]) - 0.125).abs() < 1e-12);
         assert!((num(&t1["share"]["error"]) - 0.25).abs() < 1e-12);
         let fair = &f["fairness"];
+        // Without an alone baseline its keys are absent, not null.
         assert_eq!(keys(fair), ["interval_ns", "tenants_counted", "share_error_mean", "share_error_max", "jain_index"]);
         assert_eq!(fair["interval_ns"], json!({ "start": 0, "end": 1_000_000_000u64 }));
         assert_eq!(fair["tenants_counted"], 2);
@@ -560,6 +579,35 @@ mod tests {
         assert!((num(&fair["jain_index"]) - 25.0 / 26.0).abs() < 1e-12);
     }
 
+    #[test]
+    fn alone_baseline_adds_slowdowns() {
+        let mut r = run();
+        let mut alone = [run(), run()];
+        // vm0 alone: every latency half as long; vm1 alone did nothing.
+        alone[0].tenants[0].io = IoStats::default();
+        for j in &r.jobs[..2] {
+            let mut half = IoStats::default();
+            for i in 0..j.io.read.lat.count() {
+                half.read.record(4096, 0, (j.io.read.lat.mean() / 2.0) as u64 + i % 2);
+            }
+            alone[0].tenants[0].io.merge(&half);
+        }
+        alone[1].tenants[1].io = IoStats::default();
+        r.add_alone_baseline(&alone);
+        let v = fio_json(&r, false);
+        let fair = &v["flashmux"]["fairness"];
+        assert_eq!(keys(fair).last(), Some(&"fairness"));
+        let t = &fair["tenants"];
+        assert_eq!(keys(&t[0]), ["name", "lat_shared_mean_ns", "lat_alone_mean_ns", "slowdown"]);
+        assert_eq!((t[0]["name"].as_str(), t[1]["name"].as_str()), (Some("vm0"), Some("vm1")));
+        let shared = r.tenants[0].lat_mean_ns().unwrap_or(f64::NAN);
+        assert_eq!(t[0]["lat_shared_mean_ns"], shared);
+        let slowdown = t[0]["slowdown"].as_f64().unwrap_or(f64::NAN);
+        assert!(slowdown > 1.9 && slowdown < 2.1, "{slowdown}");
+        // vm1 has no alone latency, so no slowdown; with one slowdown, fairness is 1.
+        assert!(t[1]["lat_alone_mean_ns"].is_null() && t[1]["slowdown"].is_null());
+        assert_eq!(fair["fairness"], 1.0);
+    }
 
     /// Paths of every `null` in `v`.
     fn nulls(v: &Value, path: &str, out: &mut Vec<String>) {

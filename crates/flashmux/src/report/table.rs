@@ -4,12 +4,15 @@
 use super::fio_stats::{per_sec, NS_PER_SEC};
 use super::{precondition_state_name, ratio, stop_reason_name};
 use crate::device::precondition::{PreconditionReport, PreconditionState};
-use crate::metrics::{Fairness, RunResults, TenantResult};
+use crate::metrics::{Fairness, RunResults, Slowdown, TenantResult};
 
 const HEADERS: [&str; 14] = [
     "tenant", "IOPS", "MB/s", "mean us", "p50 us", "p99 us", "p99.9 us", "GC pages", "GC share", "erases", "weight",
     "share", "ideal", "share err",
 ];
+
+/// Extra columns with an alone baseline: the tenant's mean latency alone and its slowdown.
+const BASELINE_HEADERS: [&str; 2] = ["alone us", "slowdown"];
 
 /// Extra columns with DFTL: map-cache lookups, miss ratio, translation pages read and written
 /// back, mean wait of the commands that waited for a translation page, cache pages held.
@@ -22,15 +25,23 @@ pub fn tenant_table(r: &RunResults) -> String {
     // GC shares are of all units GC moved, including data no single tenant owns.
     let gc_total = r.tenants.iter().map(|t| t.gc_units_moved).sum::<u64>() + r.device.unowned_gc_units_moved;
     let dftl = r.device.cmt.is_some();
+    let baseline = r.fairness.baseline.as_ref();
     let mut headers = HEADERS.to_vec();
+    if baseline.is_some() {
+        headers.extend(BASELINE_HEADERS);
+    }
     if dftl {
         headers.extend(MAP_HEADERS);
     }
     let rows: Vec<Vec<String>> = r
         .tenants
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(i, t)| {
             let mut row = tenant_row(t, gc_total);
+            if let Some(b) = baseline {
+                row.extend(slowdown_cells(b.tenants.get(i)));
+            }
             if dftl {
                 row.extend(map_cells(t));
             }
@@ -73,6 +84,10 @@ pub fn tenant_table(r: &RunResults) -> String {
         ),
         ("fairness", fairness(&r.fairness)),
     ];
+    if let Some(b) = baseline {
+        let f = b.fairness.filter(|f| f.is_finite()).map_or_else(|| "-".into(), |f| format!("{f:.3}"));
+        lines.push(("slowdown fairness", format!("{f} (min / max slowdown against each tenant alone)")));
+    }
     if let Some(c) = &d.cmt {
         lines.insert(
             1,
@@ -134,6 +149,13 @@ fn tenant_row(t: &TenantResult, gc_total: u64) -> Vec<String> {
         percent(share.map(|s| s.achieved)),
         percent(share.map(|s| s.ideal)),
         percent(share.map(|s| s.error)),
+    ]
+}
+
+fn slowdown_cells(s: Option<&Slowdown>) -> Vec<String> {
+    vec![
+        s.and_then(|s| s.lat_alone_ns).filter(|ns| ns.is_finite()).map_or_else(|| "-".into(), us),
+        s.and_then(|s| s.slowdown).filter(|x| x.is_finite()).map_or_else(|| "-".into(), |x| format!("{x:.2}")),
     ]
 }
 
@@ -280,6 +302,21 @@ mod tests {
         assert!(text.contains("\nfairness:            - (0 tenants with demand, no common interval)\n"));
         assert!(text.contains("\nprecondition:        none\n"));
         assert!(!text.contains("warning"));
+    }
+
+    #[test]
+    fn alone_baseline_columns_and_line() {
+        let mut r = run();
+        let alone = [run(), run()];
+        r.add_alone_baseline(&alone);
+        let text = tenant_table(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].ends_with("  share err  alone us  slowdown"), "{}", lines[0]);
+        // Alone runs identical to the shared one: no slowdown.
+        let alone_us = us(r.tenants[0].lat_mean_ns().unwrap_or(f64::NAN));
+        assert!(lines[2].ends_with(&format!("{alone_us:>8}      1.00")), "{}", lines[2]);
+        assert!(text.contains("\nslowdown fairness:   1.000 (min / max slowdown against each tenant alone)\n"));
+        assert!(text.is_ascii());
     }
 
     #[test]
