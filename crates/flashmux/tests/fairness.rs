@@ -125,7 +125,6 @@ fn tenants_that_never_run_together_have_no_shares() {
     assert_eq!((r.fairness.interval_ns, r.fairness.tenants_counted), (None, 2));
     assert!(r.tenants.iter().all(|t| t.share.is_none()));
     assert_eq!(r.fairness.jain_index, None);
-    assert!(r.warnings.iter().any(|w| w.contains("never ran at the same time")), "{:?}", r.warnings);
 }
 
 /// A random writer and a reader on a small aged drive.

@@ -693,11 +693,6 @@ impl Simulator {
         let fairness = measure_fairness(&window, &mut tenants);
         let device = self.device_result(now);
         let mut warnings: Vec<String> = self.scenario.warnings.clone();
-        if fairness.tenants_counted > 1 && window.common.is_none() {
-            warnings.push(
-                "the tenants never ran at the same time: no bandwidth shares are measured".to_string(),
-            );
-        }
         let host_writes = device.ftl.host_units_programmed;
         if let Backend::Ssd(_) = self.device.backend() {
             if self.scenario.precondition.state == PreconditionState::Aged && host_writes > 0 && device.ftl.gc_runs == 0 {
