@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use flashmux::config::{ConfigError, Scenario, DEFAULT_SCENARIO, PRESET_NAMES};
 use flashmux::device::precondition::PreconditionState;
+use flashmux::metrics::{RunResults, StopReason};
 use flashmux::sim::{progress_fraction, Progress, SimError, Simulator};
 use flashmux::units::parse_duration;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -95,6 +96,11 @@ struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// Also run each tenant alone (same scenario, seed and drive state; only its jobs issue
+    /// I/O) and report its slowdown, mean latency shared / alone, and the run's fairness, min / max
+    /// slowdown.
+    #[arg(long)]
+    alone_baseline: bool,
 }
 
 /// Exit codes: 0 success, 1 failure while running or writing results, 2 bad input, 3 a
@@ -200,55 +206,100 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // A second Ctrl-C while results are being written falls through to the default handler's effect.
         ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
     }
-    let on_terminal = !args.no_progress && std::io::stderr().is_terminal();
-    // Aging a large drive takes seconds before the first event: say so.
-    let aging = (on_terminal && scenario.precondition.state != PreconditionState::Clean).then(|| {
-        let s = ProgressBar::new_spinner();
-        s.set_message(format!(
-            "preconditioning the drive ({}, fill {:.0}%)",
-            scenario.precondition.state.name(),
-            scenario.precondition.fill * 100.0
-        ));
-        s.enable_steady_tick(std::time::Duration::from_millis(120));
-        s
-    });
-    let mut sim = Simulator::new(scenario)?;
-    if let Some(s) = aging {
-        s.finish_and_clear();
+    let driver = Driver {
+        interrupted: &interrupted,
+        on_terminal: !args.no_progress && std::io::stderr().is_terminal(),
+        check_every: args.check_invariants.then_some(args.check_every),
+    };
+    let baseline = args.alone_baseline.then(|| scenario.clone());
+    let mut results = driver.simulate(scenario, "")?;
+    let mut stopped = results.stop_reason == StopReason::Interrupted;
+    if let (Some(s), false) = (baseline, stopped) {
+        stopped = !driver.add_alone_baseline(&s, &mut results)?;
     }
-    if args.check_invariants {
-        sim.check_invariants_every(args.check_every);
-    }
-    let bar = on_terminal.then(|| {
-        let b = ProgressBar::new(1000);
-        b.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {msg} (ETA {eta})")
-                .expect("valid template"),
-        );
-        b
-    });
-    loop {
-        if interrupted.load(Ordering::SeqCst) {
-            sim.interrupt();
-        }
-        let progress = sim.run_for(200_000);
-        if let Some(b) = &bar {
-            if let Some(f) = progress_fraction(&sim) {
-                b.set_position((f * 1000.0) as u64);
-            }
-            b.set_message(format!("sim {} | {} requests", sim.now(), sim.requests_completed()));
-        }
-        if let Progress::Finished(_) = progress {
-            break;
-        }
-    }
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    let results = sim.finish();
     output::write_all(&results, &out_dir, args.output_format)?;
-    if results.stop_reason == flashmux::metrics::StopReason::Interrupted {
+    if stopped {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs simulations the way `run` shows them: a progress bar on a terminal, Ctrl-C stopping the
+/// current one with partial results.
+struct Driver<'a> {
+    interrupted: &'a AtomicBool,
+    on_terminal: bool,
+    /// Check invariants every so many events.
+    check_every: Option<u64>,
+}
+
+impl Driver<'_> {
+    /// One simulation to its end (or the user's Ctrl-C); `label` prefixes the progress message.
+    fn simulate(&self, scenario: Scenario, label: &str) -> anyhow::Result<RunResults> {
+        // Aging a large drive takes seconds before the first event: say so.
+        let aging = (self.on_terminal && scenario.precondition.state != PreconditionState::Clean).then(|| {
+            let s = ProgressBar::new_spinner();
+            s.set_message(format!(
+                "{label}preconditioning the drive ({}, fill {:.0}%)",
+                scenario.precondition.state.name(),
+                scenario.precondition.fill * 100.0
+            ));
+            s.enable_steady_tick(std::time::Duration::from_millis(120));
+            s
+        });
+        let mut sim = Simulator::new(scenario)?;
+        if let Some(s) = aging {
+            s.finish_and_clear();
+        }
+        if let Some(every) = self.check_every {
+            sim.check_invariants_every(every);
+        }
+        let bar = self.on_terminal.then(|| {
+            let b = ProgressBar::new(1000);
+            b.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {msg} (ETA {eta})")
+                    .expect("valid template"),
+            );
+            b
+        });
+        loop {
+            if self.interrupted.load(Ordering::SeqCst) {
+                sim.interrupt();
+            }
+            let progress = sim.run_for(200_000);
+            if let Some(b) = &bar {
+                if let Some(f) = progress_fraction(&sim) {
+                    b.set_position((f * 1000.0) as u64);
+                }
+                b.set_message(format!("{label}sim {} | {} requests", sim.now(), sim.requests_completed()));
+            }
+            if let Progress::Finished(_) = progress {
+                break;
+            }
+        }
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        Ok(sim.finish())
+    }
+
+    /// Runs each tenant of `scenario` alone, one after the other, and adds the slowdowns to
+    /// `shared`. Returns false if the user stopped a run: the shared results then say so in a
+    /// warning and have no baseline.
+    fn add_alone_baseline(&self, scenario: &Scenario, shared: &mut RunResults) -> anyhow::Result<bool> {
+        let n = scenario.tenants.len();
+        let mut alone = Vec::with_capacity(n);
+        for (i, s) in (0..n).map_while(|i| scenario.alone(i)).enumerate() {
+            let name = s.tenants[i].name.clone();
+            eprintln!("flashmux: alone baseline: running tenant '{name}' alone ({} of {n})", i + 1);
+            let r = self.simulate(s, &format!("alone {}/{n} ({name}) | ", i + 1))?;
+            if r.stop_reason == StopReason::Interrupted {
+                shared.warnings.push("the alone baseline was interrupted: no slowdowns were measured".into());
+                return Ok(false);
+            }
+            alone.push(r);
+        }
+        shared.add_alone_baseline(&alone);
+        Ok(true)
+    }
 }

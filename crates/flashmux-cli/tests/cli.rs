@@ -256,3 +256,99 @@ fn interrupt_writes_partial_results() {
     assert_eq!(v["flashmux"]["stop_reason"], "interrupted");
     assert!(v["jobs"][0]["write"]["total_ios"].as_u64().unwrap() > 0);
 }
+
+/// A random writer and a reader sharing a small aged drive for 150 ms.
+fn writer_and_reader() -> String {
+    let tenant = |name: &str, rw: &str, depth: u32| {
+        format!("[[tenant]]\nname = \"{name}\"\nfio = \"\"\"\n[{name}]\nrw={rw}\nbs=4k\niodepth={depth}\n\"\"\"\n")
+    };
+    format!(
+        "{SMALL}\n[precondition]\nstate = \"aged\"\n[stop]\ntime = \"150ms\"\n{}{}",
+        tenant("writer", "randwrite", 16),
+        tenant("reader", "randread", 2)
+    )
+}
+
+#[test]
+fn alone_baseline_reports_slowdowns_and_fairness() {
+    let dir = tmpdir("alone");
+    let text = writer_and_reader();
+    let a = run_scenario(&dir, &text, &["--alone-baseline", "--output-format", "json"]);
+    assert!(a.status.success(), "{}", stderr(&a));
+    let e = stderr(&a);
+    assert!(e.contains("running tenant 'writer' alone (1 of 2)") && e.contains("tenant 'reader' alone (2 of 2)"), "{e}");
+    let v: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
+    let f = &v["flashmux"]["fairness"];
+    let t = &f["tenants"];
+    assert_eq!((t[0]["name"].as_str(), t[1]["name"].as_str()), (Some("writer"), Some("reader")));
+    // The reader waits behind the writer's programs and GC: slower than alone.
+    let slowdown = |i: usize| t[i]["slowdown"].as_f64().unwrap();
+    assert!(slowdown(1) > 1.0, "{f}");
+    assert_eq!(t[1]["lat_shared_mean_ns"], v["flashmux"]["tenants"][1]["lat_ns"]["mean"]);
+    let ratio = t[1]["lat_shared_mean_ns"].as_f64().unwrap() / t[1]["lat_alone_mean_ns"].as_f64().unwrap();
+    assert!((ratio - slowdown(1)).abs() < 1e-9);
+    let fairness = f["fairness"].as_f64().unwrap();
+    assert!((fairness - slowdown(0).min(slowdown(1)) / slowdown(0).max(slowdown(1))).abs() < 1e-12, "{f}");
+    assert_eq!(f["tenants_counted"], 2);
+    assert!(f["jain_index"].as_f64().unwrap() > 0.0);
+    // Same seed, same bytes, baseline included.
+    let b = run_scenario(&dir, &text, &["--alone-baseline", "--output-format", "json"]);
+    assert_eq!(a.stdout, b.stdout);
+    // Without the flag the baseline's keys are absent; the shared run is the same.
+    let c = run_scenario(&dir, &text, &["--output-format", "json"]);
+    assert!(!stderr(&c).contains("alone"), "{}", stderr(&c));
+    let mut without: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    assert!(without["flashmux"]["fairness"].get("tenants").is_none());
+    assert!(without["flashmux"]["fairness"].get("fairness").is_none());
+    let mut with = v.clone();
+    for o in [&mut with, &mut without] {
+        if let Some(f) = o["flashmux"]["fairness"].as_object_mut() {
+            f.remove("tenants");
+            f.remove("fairness");
+        }
+    }
+    assert_eq!(with, without);
+    // The table: per-tenant slowdowns and the fairness line.
+    let d = run_scenario(&dir, &text, &["--alone-baseline"]);
+    assert!(d.status.success(), "{}", stderr(&d));
+    let table = std::fs::read_to_string(dir.join("out/summary.txt")).unwrap();
+    assert!(table.lines().next().unwrap().ends_with("share err  alone us  slowdown"), "{table}");
+    assert!(table.contains("\nslowdown fairness:   "), "{table}");
+    assert!(table.contains("\nfairness:            share error mean "), "{table}");
+}
+
+#[test]
+fn interrupt_during_the_alone_baseline_keeps_the_shared_results() {
+    use std::io::BufRead;
+    let dir = tmpdir("alone-sigint");
+    let tenant = |name: &str| format!("[[tenant]]\nname = \"{name}\"\nfio = \"\"\"\n[{name}]\nrw=randread\nbs=4k\niodepth=8\ntime_based\nruntime=100000s\n\"\"\"\n");
+    let scenario = write(&dir, "long.toml", &format!("[device]\npreset = \"null\"\n[stop]\ntime = \"1s\"\n{}{}", tenant("a"), tenant("b")));
+    let mut child = flashmux()
+        .arg("run")
+        .arg(&scenario)
+        .arg("-o")
+        .arg(dir.join("out"))
+        .args(["--alone-baseline", "--output-format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("alone (1 of 2)") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "the alone runs never started");
+    }
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out/results.json")).unwrap()).unwrap();
+    // The shared run had finished: its results are whole, without a baseline.
+    assert_eq!(v["flashmux"]["stop_reason"], "time-limit");
+    assert!(v["jobs"][1]["read"]["total_ios"].as_u64().unwrap() > 0);
+    assert!(v["flashmux"]["fairness"].get("tenants").is_none());
+    let warnings = v["flashmux"]["warnings"].to_string();
+    assert!(warnings.contains("the alone baseline was interrupted"), "{warnings}");
+}

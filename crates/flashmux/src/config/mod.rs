@@ -139,6 +139,22 @@ impl Scenario {
         schema::from_fio_jobs(jf, &path.display().to_string(), device_preset)
     }
 
+    /// The same scenario with only tenant `tenant`'s jobs issuing I/O: the baseline its slowdown
+    /// is measured against. Every tenant keeps its region, so the drive is preconditioned exactly
+    /// as for the shared run, and the seed and the tenant's job streams are the same. `None` if
+    /// there is no such tenant.
+    pub fn alone(&self, tenant: usize) -> Option<Scenario> {
+        let name = &self.tenants.get(tenant)?.name;
+        let mut s = self.clone();
+        s.name = format!("{} (alone: {name})", self.name);
+        for (i, t) in s.tenants.iter_mut().enumerate() {
+            if i != tenant {
+                t.jobs.clear();
+            }
+        }
+        Some(s)
+    }
+
     /// SHA-256 (hex) of everything that determines the run's results.
     pub fn config_hash(&self) -> String {
         let view = serde_json::json!({

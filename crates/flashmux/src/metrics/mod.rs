@@ -1,8 +1,11 @@
 //! Measurement: latency statistics (exact mean/stddev/min/max, hdrhistogram percentiles), per
-//! direction I/O counters, and the result records every report is written from.
+//! direction I/O counters, fairness of proportional sharing, and the result records every report
+//! is written from.
 
+mod fairness;
 mod results;
 
+pub use fairness::*;
 pub use results::*;
 
 use hdrhistogram::Histogram;

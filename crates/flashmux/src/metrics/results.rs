@@ -1,7 +1,7 @@
 //! The results of a run: everything every report (fio JSON, text, table, timeline CSV) is written
 //! from. Plain data; no model state.
 
-use super::{IoStats, LatSummary};
+use super::{AloneBaseline, Fairness, IoStats, LatSummary, Share};
 use crate::device::precondition::PreconditionReport;
 use crate::device::{SsdStats, TenantDeviceStats};
 use crate::ftl::{FtlStats, MapStats, PeriodRecord};
@@ -47,6 +47,8 @@ pub struct RunResults {
     pub virt: Option<crate::virt::VirtResult>,
     pub timeline_interval_ns: u64,
     pub timeline: Vec<TimelineRow>,
+    /// Bandwidth shares against the tenants' weights (and slowdowns, with an alone baseline).
+    pub fairness: Fairness,
     /// Things the user should know (e.g. "GC never ran during the measured period").
     pub warnings: Vec<String>,
 }
@@ -127,6 +129,11 @@ pub struct TenantResult {
     pub jobs: Vec<usize>,
     /// Bytes of the device's logical space the tenant may address: (offset, length).
     pub region: (u64, u64),
+    /// Proportional-share weight (1..=1000).
+    pub weight: u32,
+    /// Its bandwidth share over the tenants' common measured interval; `None` when it is not
+    /// counted (no demand) or no share is defined.
+    pub share: Option<Share>,
     /// Longest runtime among its jobs.
     pub runtime_ns: u64,
     pub io: IoStats,
@@ -207,11 +214,36 @@ pub struct TimelineRow {
     pub map_misses: u64,
     /// Map-cache pages held on the tenant's behalf at the interval's end.
     pub cmt_pages: u32,
+    /// Bytes completed in the interval as a fraction of those of the tenants whose measured
+    /// periods overlap it, the fraction the weights give, and the relative error; NaN when the
+    /// tenant's period does not overlap the interval or nothing completed in it.
+    pub share: f64,
+    pub share_ideal: f64,
+    pub share_error: f64,
 }
 
 impl TenantResult {
     /// Latency summary over all directions.
     pub fn lat_summary(&self) -> LatSummary {
         self.io.all_lat().summary()
+    }
+
+    /// Mean total latency (slat + clat) over all its I/O; `None` without I/O.
+    pub fn lat_mean_ns(&self) -> Option<f64> {
+        let lat = self.io.all_lat();
+        (lat.count() > 0).then(|| lat.mean())
+    }
+}
+
+impl RunResults {
+    /// Adds slowdowns against runs of each tenant alone: `alone[i]` is the run of
+    /// [`Scenario::alone`](crate::config::Scenario::alone)`(i)`; a tenant without its alone run
+    /// has no slowdown.
+    pub fn add_alone_baseline(&mut self, alone: &[RunResults]) {
+        let shared: Vec<Option<f64>> = self.tenants.iter().map(TenantResult::lat_mean_ns).collect();
+        let alone: Vec<Option<f64>> = (0..self.tenants.len())
+            .map(|i| alone.get(i).and_then(|r| r.tenants.get(i)).and_then(TenantResult::lat_mean_ns))
+            .collect();
+        self.fairness.baseline = Some(AloneBaseline::new(&shared, &alone));
     }
 }

@@ -18,7 +18,7 @@ use super::fio_stats::{
     DIRS, EPOCH_CTIME, LAT_KEYS_MS, LAT_KEYS_NS_US,
 };
 use super::{ratio, stop_reason_name};
-use crate::metrics::{IoStats, JobResult, LatStat, RunResults, TenantResult, FIO_PERCENTILES};
+use crate::metrics::{Fairness, IoStats, JobResult, LatStat, RunResults, TenantResult, FIO_PERCENTILES};
 use serde_json::{json, Map, Value};
 
 /// The run as fio's JSON output; `plus` selects `json+`, which adds every completion-latency
@@ -184,6 +184,7 @@ fn run_json(r: &RunResults) -> Value {
         // becomes null.
         "device": r.device,
         "tenants": tenants,
+        "fairness": fairness_json(&r.fairness, &r.tenants),
     });
     if let Some(virt) = &r.virt {
         v["virt"] = json!(virt);
@@ -199,6 +200,7 @@ fn tenant_json(r: &RunResults, t: &TenantResult, gc_total: u64) -> Value {
     o.insert("name".into(), json!(t.name));
     o.insert("index".into(), json!(t.index));
     o.insert("region".into(), json!({ "offset": t.region.0, "length": t.region.1 }));
+    o.insert("weight".into(), json!(t.weight));
     o.insert("jobs".into(), json!(jobs));
     for d in DIRS {
         o.insert(d.name().into(), tenant_dir_json(&t.io, d, t.runtime_ns));
@@ -210,6 +212,17 @@ fn tenant_json(r: &RunResults, t: &TenantResult, gc_total: u64) -> Value {
             "p50": lat.percentile(50.0),
             "p99": lat.percentile(99.0),
             "p99.9": lat.percentile(99.9),
+        }),
+    );
+    // Null for a tenant not counted; non-finite values become null too.
+    let share = t.share;
+    o.insert(
+        "share".into(),
+        json!({
+            "bw_bytes": share.map(|s| s.bw_bytes),
+            "achieved": share.map(|s| s.achieved),
+            "ideal": share.map(|s| s.ideal),
+            "error": share.map(|s| s.error),
         }),
     );
     o.insert("gc_pages_moved".into(), json!(t.gc_units_moved));
@@ -234,6 +247,35 @@ fn tenant_json(r: &RunResults, t: &TenantResult, gc_total: u64) -> Value {
         }),
     );
     o.insert("device".into(), json!(t.device));
+    Value::Object(o)
+}
+
+/// The run's fairness. The alone baseline's keys (`tenants`, `fairness`) are there only when it
+/// was measured.
+fn fairness_json(f: &Fairness, tenants: &[TenantResult]) -> Value {
+    let mut o = Map::new();
+    o.insert("interval_ns".into(), f.interval_ns.map_or(Value::Null, |(s, e)| json!({ "start": s, "end": e })));
+    o.insert("tenants_counted".into(), json!(f.tenants_counted));
+    o.insert("share_error_mean".into(), json!(f.share_error_mean));
+    o.insert("share_error_max".into(), json!(f.share_error_max));
+    o.insert("jain_index".into(), json!(f.jain_index));
+    if let Some(b) = &f.baseline {
+        let per_tenant: Vec<Value> = b
+            .tenants
+            .iter()
+            .zip(tenants)
+            .map(|(s, t)| {
+                json!({
+                    "name": t.name,
+                    "lat_shared_mean_ns": s.lat_shared_ns,
+                    "lat_alone_mean_ns": s.lat_alone_ns,
+                    "slowdown": s.slowdown,
+                })
+            })
+            .collect();
+        o.insert("tenants".into(), json!(per_tenant));
+        o.insert("fairness".into(), json!(b.fairness));
+    }
     Value::Object(o)
 }
 
@@ -512,7 +554,8 @@ mod tests {
                 "timeline_interval_ns",
                 "warnings",
                 "device",
-                "tenants"
+                "tenants",
+                "fairness"
             ]
         );
         assert_eq!(f["stop_reason"], "all-jobs-done");
@@ -533,6 +576,61 @@ mod tests {
         assert_eq!(t0["map"]["miss_ratio"], 0.1);
         assert_eq!(t0["device"]["write_buffer_hits"], 3);
         assert_eq!(keys(&t0["lat_ns"]), ["mean", "p50", "p99", "p99.9"]);
+    }
+
+    #[test]
+    fn shares_and_fairness() {
+        let v = fio_json(&run(), false);
+        let f = &v["flashmux"];
+        let (t0, t1) = (&f["tenants"][0], &f["tenants"][1]);
+        assert_eq!((t0["weight"].as_u64(), t1["weight"].as_u64()), (Some(500), Some(250)));
+        assert_eq!(keys(&t0["share"]), ["bw_bytes", "achieved", "ideal", "error"]);
+        let num = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+        // 3 and 1 MB/s against weights 2:1: shares 3/4 and 1/4, ideal 2/3 and 1/3.
+        assert_eq!(t0["share"]["bw_bytes"], 3e6);
+        assert_eq!(t0["share"]["achieved"], 0.75);
+        assert!((num(&t0["share"]["ideal"]) - 2.0 / 3.0).abs() < 1e-12);
+        assert!((num(&t0["share"]["error"]) - 0.125).abs() < 1e-12);
+        assert!((num(&t1["share"]["error"]) - 0.25).abs() < 1e-12);
+        let fair = &f["fairness"];
+        // Without an alone baseline its keys are absent, not null.
+        assert_eq!(keys(fair), ["interval_ns", "tenants_counted", "share_error_mean", "share_error_max", "jain_index"]);
+        assert_eq!(fair["interval_ns"], json!({ "start": 0, "end": 1_000_000_000u64 }));
+        assert_eq!(fair["tenants_counted"], 2);
+        assert!((num(&fair["share_error_mean"]) - 0.1875).abs() < 1e-12);
+        assert!((num(&fair["share_error_max"]) - 0.25).abs() < 1e-12);
+        // x = 3e6/500, 1e6/250 = 6000, 4000: J = 10000² / (2 · (6000² + 4000²)) = 25/26.
+        assert!((num(&fair["jain_index"]) - 25.0 / 26.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn alone_baseline_adds_slowdowns() {
+        let mut r = run();
+        let mut alone = [run(), run()];
+        // vm0 alone: every latency half as long; vm1 alone did nothing.
+        alone[0].tenants[0].io = IoStats::default();
+        for j in &r.jobs[..2] {
+            let mut half = IoStats::default();
+            for i in 0..j.io.read.lat.count() {
+                half.read.record(4096, 0, (j.io.read.lat.mean() / 2.0) as u64 + i % 2);
+            }
+            alone[0].tenants[0].io.merge(&half);
+        }
+        alone[1].tenants[1].io = IoStats::default();
+        r.add_alone_baseline(&alone);
+        let v = fio_json(&r, false);
+        let fair = &v["flashmux"]["fairness"];
+        assert_eq!(keys(fair).last(), Some(&"fairness"));
+        let t = &fair["tenants"];
+        assert_eq!(keys(&t[0]), ["name", "lat_shared_mean_ns", "lat_alone_mean_ns", "slowdown"]);
+        assert_eq!((t[0]["name"].as_str(), t[1]["name"].as_str()), (Some("vm0"), Some("vm1")));
+        let shared = r.tenants[0].lat_mean_ns().unwrap_or(f64::NAN);
+        assert_eq!(t[0]["lat_shared_mean_ns"], shared);
+        let slowdown = t[0]["slowdown"].as_f64().unwrap_or(f64::NAN);
+        assert!(slowdown > 1.9 && slowdown < 2.1, "{slowdown}");
+        // vm1 has no alone latency, so no slowdown; with one slowdown, fairness is 1.
+        assert!(t[1]["lat_alone_mean_ns"].is_null() && t[1]["slowdown"].is_null());
+        assert_eq!(fair["fairness"], 1.0);
     }
 
     /// Paths of every `null` in `v`.
@@ -563,7 +661,13 @@ mod tests {
                     "/flashmux/device/precondition/state".to_owned(),
                     "/flashmux/device/cmt".to_owned(),
                 ];
+                for k in ["interval_ns", "share_error_mean", "share_error_max", "jain_index"] {
+                    expected.push(format!("/flashmux/fairness/{k}"));
+                }
                 for t in 0..tenants {
+                    for k in ["bw_bytes", "achieved", "ideal", "error"] {
+                        expected.push(format!("/flashmux/tenants/{t}/share/{k}"));
+                    }
                     expected.push(format!("/flashmux/tenants/{t}/gc_share"));
                     expected.push(format!("/flashmux/tenants/{t}/map/miss_ratio"));
                     expected.push(format!("/flashmux/tenants/{t}/map/map_wait_mean_ns"));

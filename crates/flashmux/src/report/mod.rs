@@ -59,7 +59,8 @@ pub(crate) mod test_fixture {
     use crate::device::{SsdStats, TenantDeviceStats};
     use crate::ftl::{FtlStats, MapStats};
     use crate::metrics::{
-        DeviceResult, IoStats, JobResult, JobSample, RunResults, StopReason, TenantResult, TimelineRow,
+        shares, DeviceResult, Fairness, IoStats, JobResult, JobSample, RunResults, StopReason, TenantResult,
+        TimelineRow,
     };
 
     pub(crate) const SEC: u64 = 1_000_000_000;
@@ -91,6 +92,8 @@ pub(crate) mod test_fixture {
 
     /// Two tenants: `vm0` runs job `a` twice (group 0; clone 0 reads 4,096,000 bytes in 2 s,
     /// clone 1 8,192,000 bytes in 4 s), `vm1` runs job `b` (group 1; writes 100 × 4 KiB in 1 s).
+    /// In their common interval, the first second, vm0 (weight 500) moved 3 MB/s and vm1 (weight
+    /// 250) 1 MB/s: shares 3/4 and 1/4 against 2/3 and 1/3.
     pub(crate) fn run() -> RunResults {
         let mut a0 = job("a", 0, 0);
         a0.tenant = "vm0".into();
@@ -119,7 +122,7 @@ pub(crate) mod test_fixture {
         b0.iodepth_levels = vec![(4, 1.0)];
         b0.samples = vec![JobSample { bytes: [0, 204_800, 0], ios: [0, 50, 0] }; 2];
 
-        let tenant = |name: &str, index: usize, jobs: Vec<usize>, src: &[&JobResult], gc: u64| {
+        let tenant = |name: &str, index: usize, jobs: Vec<usize>, src: &[&JobResult], gc: u64, weight: u32| {
             let mut io = IoStats::default();
             src.iter().for_each(|j| io.merge(&j.io));
             TenantResult {
@@ -127,6 +130,8 @@ pub(crate) mod test_fixture {
                 index,
                 jobs,
                 region: (index as u64 * (1 << 30), 1 << 30),
+                weight,
+                share: None,
                 runtime_ns: src.iter().map(|j| j.runtime_ns).max().unwrap_or(0),
                 io,
                 gc_units_moved: gc,
@@ -135,8 +140,15 @@ pub(crate) mod test_fixture {
                 device: TenantDeviceStats { write_units: 7, write_buffer_hits: 3, ..Default::default() },
             }
         };
-        let tenants =
-            vec![tenant("vm0", 0, vec![0, 1], &[&a0, &a1], 60), tenant("vm1", 1, vec![2], &[&b0], 30)];
+        let mut tenants = vec![
+            tenant("vm0", 0, vec![0, 1], &[&a0, &a1], 60, 500),
+            tenant("vm1", 1, vec![2], &[&b0], 30, 250),
+        ];
+        let weights = [500, 250];
+        let shares = shares(&[Some(3e6), Some(1e6)], &weights);
+        tenants[0].share = shares[0];
+        tenants[1].share = shares[1];
+        let fairness = Fairness::of_shares(&shares, &weights, Some((0, SEC)), 2);
 
         RunResults {
             virt: None,
@@ -202,6 +214,9 @@ pub(crate) mod test_fixture {
                     map_lookups: 0,
                     map_misses: 0,
                     cmt_pages: 0,
+                    share: 1.0,
+                    share_ideal: 1.0,
+                    share_error: 0.0,
                 },
                 TimelineRow {
                     time_s: 0.0,
@@ -217,8 +232,12 @@ pub(crate) mod test_fixture {
                     map_lookups: 0,
                     map_misses: 0,
                     cmt_pages: 0,
+                    share: f64::NAN,
+                    share_ideal: f64::NAN,
+                    share_error: f64::NAN,
                 },
             ],
+            fairness,
             warnings: vec!["GC never ran during the measured period".into()],
         }
     }
@@ -240,7 +259,9 @@ pub(crate) mod test_fixture {
         for j in &mut r.jobs {
             *j = job(&j.name, j.clone, j.groupid);
         }
+        r.fairness = Fairness::default();
         for t in &mut r.tenants {
+            t.share = None;
             t.runtime_ns = 0;
             t.io = IoStats::default();
             t.gc_units_moved = 0;

@@ -4,30 +4,44 @@
 use super::fio_stats::{per_sec, NS_PER_SEC};
 use super::{precondition_state_name, ratio, stop_reason_name};
 use crate::device::precondition::{PreconditionReport, PreconditionState};
-use crate::metrics::{RunResults, TenantResult};
+use crate::metrics::{Fairness, RunResults, Slowdown, TenantResult};
 
-const HEADERS: [&str; 10] =
-    ["tenant", "IOPS", "MB/s", "mean us", "p50 us", "p99 us", "p99.9 us", "GC pages", "GC share", "erases"];
+const HEADERS: [&str; 14] = [
+    "tenant", "IOPS", "MB/s", "mean us", "p50 us", "p99 us", "p99.9 us", "GC pages", "GC share", "erases", "weight",
+    "share", "ideal", "share err",
+];
+
+/// Extra columns with an alone baseline: the tenant's mean latency alone and its slowdown.
+const BASELINE_HEADERS: [&str; 2] = ["alone us", "slowdown"];
 
 /// Extra columns with DFTL: map-cache lookups, miss ratio, translation pages read and written
 /// back, mean wait of the commands that waited for a translation page, cache pages held.
 const MAP_HEADERS: [&str; 6] = ["map lookups", "map miss", "map loads", "map flushes", "map wait us", "CMT pages"];
 
 /// The per-tenant table and the device summary. Throughput is decimal MB/s over each tenant's
-/// runtime; latencies are total latency (submission + completion) over all directions.
+/// runtime; latencies are total latency (submission + completion) over all directions; shares
+/// are of the bandwidth in the tenants' common measured interval.
 pub fn tenant_table(r: &RunResults) -> String {
     // GC shares are of all units GC moved, including data no single tenant owns.
     let gc_total = r.tenants.iter().map(|t| t.gc_units_moved).sum::<u64>() + r.device.unowned_gc_units_moved;
     let dftl = r.device.cmt.is_some();
+    let baseline = r.fairness.baseline.as_ref();
     let mut headers = HEADERS.to_vec();
+    if baseline.is_some() {
+        headers.extend(BASELINE_HEADERS);
+    }
     if dftl {
         headers.extend(MAP_HEADERS);
     }
     let rows: Vec<Vec<String>> = r
         .tenants
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(i, t)| {
             let mut row = tenant_row(t, gc_total);
+            if let Some(b) = baseline {
+                row.extend(slowdown_cells(b.tenants.get(i)));
+            }
             if dftl {
                 row.extend(map_cells(t));
             }
@@ -68,12 +82,17 @@ pub fn tenant_table(r: &RunResults) -> String {
                 r.requests_issued, r.requests_completed, r.requests_in_flight
             ),
         ),
+        ("fairness", fairness(&r.fairness)),
     ];
     if d.flushes > 0 {
         let pos = lines.iter().position(|(k, _)| *k == "write-buffer hits").map_or(lines.len(), |p| p + 1);
         let wait = d.ssd.flush_wait_ns as f64 / d.flushes as f64 / 1e3;
         let value = format!("{}, {} padded pages, {wait:.1} us mean wait for programs", d.flushes, d.ssd.flush_padded_pages);
         lines.insert(pos, ("flushes", value));
+    }
+    if let Some(b) = baseline {
+        let f = b.fairness.filter(|f| f.is_finite()).map_or_else(|| "-".into(), |f| format!("{f:.3}"));
+        lines.push(("slowdown fairness", format!("{f} (min / max slowdown against each tenant alone)")));
     }
     if let Some(c) = &d.cmt {
         lines.insert(
@@ -102,18 +121,24 @@ pub fn tenant_table(r: &RunResults) -> String {
     out
 }
 
+/// Latency in µs: two decimals below 10 µs, one above.
+fn us(ns: f64) -> String {
+    if ns < 10_000.0 {
+        format!("{:.2}", ns / 1000.0)
+    } else {
+        format!("{:.1}", ns / 1000.0)
+    }
+}
+
+/// A fraction as a percentage with one decimal; `-` when undefined.
+fn percent(x: Option<f64>) -> String {
+    x.filter(|x| x.is_finite()).map_or_else(|| "-".into(), |x| format!("{:.1}%", x * 100.0))
+}
+
 fn tenant_row(t: &TenantResult, gc_total: u64) -> Vec<String> {
     let lat = t.io.all_lat();
-    // Latency in µs: two decimals below 10 µs, one above.
-    let us = |ns: f64| {
-        if lat.count() == 0 {
-            "-".to_owned()
-        } else if ns < 10_000.0 {
-            format!("{:.2}", ns / 1000.0)
-        } else {
-            format!("{:.1}", ns / 1000.0)
-        }
-    };
+    let us = |ns: f64| if lat.count() == 0 { "-".to_owned() } else { us(ns) };
+    let share = t.share;
     vec![
         t.name.clone(),
         format!("{:.1}", per_sec(t.io.ios(), t.runtime_ns)),
@@ -126,7 +151,34 @@ fn tenant_row(t: &TenantResult, gc_total: u64) -> Vec<String> {
         ratio(t.gc_units_moved as f64, gc_total as f64)
             .map_or_else(|| "-".into(), |s| format!("{:.1}%", s * 100.0)),
         if t.gc_erases.is_finite() { format!("{:.1}", t.gc_erases) } else { "-".into() },
+        t.weight.to_string(),
+        percent(share.map(|s| s.achieved)),
+        percent(share.map(|s| s.ideal)),
+        percent(share.map(|s| s.error)),
     ]
+}
+
+fn slowdown_cells(s: Option<&Slowdown>) -> Vec<String> {
+    vec![
+        s.and_then(|s| s.lat_alone_ns).filter(|ns| ns.is_finite()).map_or_else(|| "-".into(), us),
+        s.and_then(|s| s.slowdown).filter(|x| x.is_finite()).map_or_else(|| "-".into(), |x| format!("{x:.2}")),
+    ]
+}
+
+/// The share errors' mean and maximum and Jain's index, over the common measured interval.
+fn fairness(f: &Fairness) -> String {
+    let Some((start, end)) = f.interval_ns else {
+        return format!("- ({} tenants with demand, no common interval)", f.tenants_counted);
+    };
+    let jain = f.jain_index.filter(|j| j.is_finite()).map_or_else(|| "-".into(), |j| format!("{j:.3}"));
+    format!(
+        "share error mean {}, max {}, Jain's index {jain} ({} tenants, {:.6} s to {:.6} s)",
+        percent(f.share_error_mean),
+        percent(f.share_error_max),
+        f.tenants_counted,
+        start as f64 / NS_PER_SEC as f64,
+        end as f64 / NS_PER_SEC as f64
+    )
 }
 
 fn map_cells(t: &TenantResult) -> Vec<String> {
@@ -204,18 +256,19 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "tenant   IOPS  MB/s  mean us  p50 us  p99 us  p99.9 us  GC pages  GC share  erases"
+            "tenant   IOPS  MB/s  mean us  p50 us  p99 us  p99.9 us  GC pages  GC share  erases  weight  share  ideal  share err"
         );
         assert_eq!(
             lines[1],
-            "------  -----  ----  -------  ------  ------  --------  --------  --------  ------"
+            "------  -----  ----  -------  ------  ------  --------  --------  --------  ------  ------  -----  -----  ---------"
         );
-        // vm0: 3000 requests, 12,288,000 bytes in 4 s; 60 of 100 GC-moved units, 60/64 erases.
+        // vm0: 3000 requests, 12,288,000 bytes in 4 s; 60 of 100 GC-moved units, 60/64 erases;
+        // weight 500 of 750, 3 of 4 MB/s in the common interval.
         assert!(lines[2].starts_with("vm0     750.0  3.07"), "{}", lines[2]);
-        assert!(lines[2].ends_with("        60     60.0%     0.9"), "{}", lines[2]);
+        assert!(lines[2].ends_with("        60     60.0%     0.9     500  75.0%  66.7%      12.5%"), "{}", lines[2]);
         // vm1: 100 writes, 409,600 bytes in 1 s; latencies 3–12 ms.
         assert!(lines[3].starts_with("vm1     100.0  0.41"), "{}", lines[3]);
-        assert!(lines[3].ends_with("        30     30.0%     0.5"), "{}", lines[3]);
+        assert!(lines[3].ends_with("        30     30.0%     0.5     250  25.0%  33.3%      25.0%"), "{}", lines[3]);
         let lat = r.tenants[1].io.all_lat();
         assert!(lines[3].contains(&format!("{:.1}", lat.percentile(99.0) as f64 / 1000.0)));
         // All rows equally wide (right-aligned numbers).
@@ -234,8 +287,12 @@ mod tests {
         assert_eq!(lines[12], "stop reason:         all-jobs-done");
         assert_eq!(lines[13], "simulated time:      4.000000 s");
         assert_eq!(lines[14], "requests:            issued 3102, completed 3100, in flight 2");
-        assert_eq!(lines[15], "warning: GC never ran during the measured period");
-        assert_eq!(lines.len(), 16);
+        assert_eq!(
+            lines[15],
+            "fairness:            share error mean 18.8%, max 25.0%, Jain's index 0.962 (2 tenants, 0.000000 s to 1.000000 s)"
+        );
+        assert_eq!(lines[16], "warning: GC never ran during the measured period");
+        assert_eq!(lines.len(), 17);
         assert!(text.is_ascii());
     }
 
@@ -249,17 +306,36 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[10], "write-buffer hits:   6");
         assert_eq!(lines[11], "flushes:             4, 3 padded pages, 500.0 us mean wait for programs");
-        assert_eq!(lines.len(), 17);
+        assert_eq!(lines.len(), 18);
     }
 
     #[test]
     fn empty_run_shows_dashes() {
         let text = tenant_table(&empty_run());
         let vm0 = text.lines().nth(2).unwrap_or_default();
-        assert_eq!(vm0, "vm0      0.0  0.00        -       -       -         -         0         -     0.0");
+        assert_eq!(
+            vm0,
+            "vm0      0.0  0.00        -       -       -         -         0         -     0.0     500      -      -          -"
+        );
         assert!(text.contains("\nwrite amplification: -\n"));
+        assert!(text.contains("\nfairness:            - (0 tenants with demand, no common interval)\n"));
         assert!(text.contains("\nprecondition:        none\n"));
         assert!(!text.contains("warning"));
+    }
+
+    #[test]
+    fn alone_baseline_columns_and_line() {
+        let mut r = run();
+        let alone = [run(), run()];
+        r.add_alone_baseline(&alone);
+        let text = tenant_table(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].ends_with("  share err  alone us  slowdown"), "{}", lines[0]);
+        // Alone runs identical to the shared one: no slowdown.
+        let alone_us = us(r.tenants[0].lat_mean_ns().unwrap_or(f64::NAN));
+        assert!(lines[2].ends_with(&format!("{alone_us:>8}      1.00")), "{}", lines[2]);
+        assert!(text.contains("\nslowdown fairness:   1.000 (min / max slowdown against each tenant alone)\n"));
+        assert!(text.is_ascii());
     }
 
     #[test]

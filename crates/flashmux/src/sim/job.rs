@@ -172,6 +172,11 @@ impl JobRt {
         self.next_allowed = [now; 3];
     }
 
+    /// When its measured period begins (after `ramp_time`); set by [`JobRt::begin`].
+    pub fn measure_from(&self) -> SimTime {
+        self.measure_from
+    }
+
     pub fn next_io(&mut self, now: SimTime) -> Next {
         if self.state != JobState::Running || self.inflight >= self.spec.iodepth {
             self.reaping = self.state == JobState::Running;
@@ -285,17 +290,18 @@ impl JobRt {
         }
     }
 
-    pub fn complete(&mut self, now: SimTime, op: IoOp, len: u64, slat_ns: u64, clat_ns: u64) {
+    /// An I/O completed; returns whether it is measured (not in the ramp).
+    pub fn complete(&mut self, now: SimTime, op: IoOp, len: u64, slat_ns: u64, clat_ns: u64) -> bool {
         self.inflight -= 1;
         if op == IoOp::Flush {
             self.sync_complete(now, clat_ns);
-            return;
+            return false; // a sync moves no bytes
         }
         if self.spec.thinktime > 0 && self.spec.thinktime_blocks_type == ThinktimeBlocksType::Complete {
             self.count_toward_think(now);
         }
         if now < self.measure_from {
-            return; // ramp time: not measured
+            return false; // ramp time: not measured
         }
         let d = op.index();
         let stats = match op {
@@ -309,6 +315,7 @@ impl JobRt {
         self.advance_samples(window);
         self.cur_sample.bytes[d] += len;
         self.cur_sample.ios[d] += 1;
+        true
     }
 
     /// fio records a sync's completion latency (`add_sync_clat_sample`), in its running state only.

@@ -10,6 +10,7 @@
 //! function of its scenario and seed.
 
 mod job;
+mod overlap;
 mod timeline;
 
 use crate::config::{DeviceKind, Scenario};
@@ -18,10 +19,11 @@ use crate::device::{Backend, Command, Device, DeviceEvent, IoOp, Outbox, Ssd};
 use crate::engine::{rng_for, EventQueue};
 use crate::host::{SchedReq, Scheduler};
 use crate::ftl::MappingConfig;
-use crate::metrics::{CmtReport, DeviceResult, JobResult, RunResults, StopReason, TenantResult};
+use crate::metrics::{CmtReport, DeviceResult, Fairness, JobResult, RunResults, StopReason, TenantResult};
 use crate::units::{JobId, QueueId, ReqId, SimTime, TenantId};
 use crate::virt::{Io, Machine, MachineEvent, VirtOutbox};
 use job::{IoReq, JobRt, JobState};
+use overlap::{Overlap, Window};
 use std::collections::VecDeque;
 use timeline::Timeline;
 
@@ -106,6 +108,8 @@ pub struct Simulator {
     device: Device,
     out: Outbox,
     timeline: Timeline,
+    /// The tenants' common measured interval, for their bandwidth shares.
+    overlap: Overlap,
     precondition: PreconditionReport,
     finished: Option<StopReason>,
     check_every: Option<u64>,
@@ -135,6 +139,7 @@ impl Simulator {
             device,
             out: Outbox::default(),
             timeline: Timeline::new(scenario.tenants.len(), scenario.output.timeline_interval),
+            overlap: Overlap::new(scenario.tenants.len()),
             precondition: PreconditionReport::default(),
             finished: None,
             check_every: None,
@@ -376,6 +381,7 @@ impl Simulator {
     fn job_start(&mut self, j: JobId) {
         let job = &mut self.jobs[j.index()];
         job.begin(self.now);
+        self.overlap.job_began(job.tenant.index(), job.measure_from());
         if let Some(deadline) = job.deadline {
             self.events.push(deadline, Event::JobDeadline(j));
         }
@@ -424,6 +430,7 @@ impl Simulator {
             dispatched: now,
         });
         self.issued += 1;
+        self.overlap.issued(tenant.index());
         if io.op != IoOp::Flush {
             self.device.prefetch_hint(io.offset, true);
         }
@@ -587,7 +594,9 @@ impl Simulator {
             self.timeline.record(req.tenant, req.op, req.app_len, slat + clat);
         }
         let j = req.job;
-        self.jobs[j.index()].complete(self.now, req.op, req.app_len, slat, clat);
+        if self.jobs[j.index()].complete(self.now, req.op, req.app_len, slat, clat) {
+            self.overlap.record(req.tenant.index(), self.now, req.app_len);
+        }
         if let Some(limit) = self.scenario.stop.requests {
             if self.completed >= limit {
                 self.finished = Some(StopReason::RequestLimit);
@@ -609,7 +618,11 @@ impl Simulator {
             return;
         }
         job.finish(self.now);
-        let d = self.scenario.tenants[job.tenant.index()].domain;
+        let t = job.tenant.index();
+        if self.tenant_jobs[t].iter().all(|&k| self.jobs[k].state == JobState::Done) {
+            self.overlap.tenant_done(t, self.now);
+        }
+        let d = self.scenario.tenants[t].domain;
         let (phases, current) = &mut self.phases[d];
         let phase_done = phases[*current].iter().all(|&k| self.jobs[k].state == JobState::Done);
         if phase_done {
@@ -709,6 +722,8 @@ impl Simulator {
                     index: i,
                     jobs: self.tenant_jobs[i].clone(),
                     region: t.region,
+                    weight: t.weight,
+                    share: None,
                     runtime_ns: runtime,
                     io,
                     gc_units_moved,
@@ -718,7 +733,9 @@ impl Simulator {
                 }
             })
             .collect();
-        let (jobs, tenants) = self.apply_group_reporting(jobs, tenants);
+        let (jobs, mut tenants) = self.apply_group_reporting(jobs, tenants);
+        let window = self.overlap.finish(now);
+        let fairness = measure_fairness(&window, &mut tenants);
         let device = self.device_result(now);
         let mut warnings: Vec<String> = self.scenario.warnings.clone();
         let host_writes = device.ftl.host_units_programmed;
@@ -751,7 +768,8 @@ impl Simulator {
             device,
             timeline_interval_ns: self.timeline.interval().0,
             virt: self.machine.as_ref().map(|m| m.result(now)),
-            timeline: self.timeline.into_rows(&self.scenario),
+            timeline: self.timeline.into_rows(&self.scenario, &window.periods),
+            fairness,
             warnings,
         }
     }
@@ -864,6 +882,19 @@ impl Simulator {
             },
         }
     }
+}
+
+/// Each tenant's bandwidth share over the common measured interval, and the run's fairness.
+fn measure_fairness(window: &Window, tenants: &mut [TenantResult]) -> Fairness {
+    let weights: Vec<u32> = tenants.iter().map(|t| t.weight).collect();
+    let secs = window.common.map_or(0.0, |(s, e)| e.since(s).as_secs_f64());
+    let bw: Vec<Option<f64>> = window.bytes.iter().map(|b| b.map(|b| b as f64 / secs)).collect();
+    let shares = crate::metrics::shares(&bw, &weights);
+    for (t, s) in tenants.iter_mut().zip(&shares) {
+        t.share = *s;
+    }
+    let counted = window.periods.iter().flatten().count();
+    Fairness::of_shares(&shares, &weights, window.common.map(|(s, e)| (s.0, e.0)), counted)
 }
 
 fn build_device(s: &Scenario) -> Result<Device, SimError> {

@@ -2,7 +2,7 @@
 
 use crate::config::Scenario;
 use crate::device::IoOp;
-use crate::metrics::{LatStat, TimelineRow};
+use crate::metrics::{shares, LatStat, Share, TimelineRow};
 use crate::units::{Nanos, SimTime, TenantId};
 
 #[derive(Default)]
@@ -103,28 +103,53 @@ impl Timeline {
         }
     }
 
-    pub fn into_rows(self, scenario: &Scenario) -> Vec<TimelineRow> {
-        self.rows
-            .into_iter()
-            .map(|r| {
-                let secs = r.len.as_secs_f64();
-                let per_s = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
-                TimelineRow {
-                    time_s: r.start.as_secs_f64(),
-                    interval_s: secs,
-                    tenant: scenario.tenants[r.tenant].name.clone(),
-                    read_iops: per_s(r.ios[0]),
-                    write_iops: per_s(r.ios[1]),
-                    read_mbps: per_s(r.bytes[0]) / 1e6,
-                    write_mbps: per_s(r.bytes[1]) / 1e6,
-                    lat_mean_us: r.lat_mean_ns / 1e3,
-                    lat_p99_us: r.lat_p99_ns as f64 / 1e3,
-                    gc_units_moved: r.delta.gc_moved,
-                    map_lookups: r.delta.map_lookups,
-                    map_misses: r.delta.map_misses,
-                    cmt_pages: r.cmt_pages,
-                }
-            })
-            .collect()
+    /// The rows; `periods[t]` is tenant t's measured period (`None`: no demand), which decides
+    /// the intervals in which its share is measured.
+    pub fn into_rows(self, scenario: &Scenario, periods: &[Option<(SimTime, SimTime)>]) -> Vec<TimelineRow> {
+        let weights: Vec<u32> = scenario.tenants.iter().map(|t| t.weight).collect();
+        let mut out = Vec::with_capacity(self.rows.len());
+        // Each interval closes with one row per tenant.
+        for interval in self.rows.chunks(weights.len().max(1)) {
+            let shares = interval_shares(interval, periods, &weights);
+            out.extend(interval.iter().zip(shares).map(|(r, s)| row(scenario, r, s)));
+        }
+        out
+    }
+}
+
+/// Each tenant's share of the bandwidth of one interval among the tenants whose measured periods
+/// overlap it.
+fn interval_shares(interval: &[Row], periods: &[Option<(SimTime, SimTime)>], weights: &[u32]) -> Vec<Option<Share>> {
+    let bw: Vec<Option<f64>> = interval
+        .iter()
+        .map(|r| {
+            let end = r.start + r.len;
+            let bw = r.bytes.iter().sum::<u64>() as f64 / r.len.as_secs_f64();
+            periods[r.tenant].filter(|&(b, e)| b < end && e > r.start).map(|_| bw)
+        })
+        .collect();
+    shares(&bw, weights)
+}
+
+fn row(scenario: &Scenario, r: &Row, share: Option<Share>) -> TimelineRow {
+    let secs = r.len.as_secs_f64();
+    let per_s = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
+    TimelineRow {
+        time_s: r.start.as_secs_f64(),
+        interval_s: secs,
+        tenant: scenario.tenants[r.tenant].name.clone(),
+        read_iops: per_s(r.ios[0]),
+        write_iops: per_s(r.ios[1]),
+        read_mbps: per_s(r.bytes[0]) / 1e6,
+        write_mbps: per_s(r.bytes[1]) / 1e6,
+        lat_mean_us: r.lat_mean_ns / 1e3,
+        lat_p99_us: r.lat_p99_ns as f64 / 1e3,
+        gc_units_moved: r.delta.gc_moved,
+        map_lookups: r.delta.map_lookups,
+        map_misses: r.delta.map_misses,
+        cmt_pages: r.cmt_pages,
+        share: share.map_or(f64::NAN, |s| s.achieved),
+        share_ideal: share.map_or(f64::NAN, |s| s.ideal),
+        share_error: share.map_or(f64::NAN, |s| s.error),
     }
 }
