@@ -21,8 +21,13 @@ pub struct BenchArgs {
     /// Requests to simulate after preconditioning.
     #[arg(long, default_value_t = 2_000_000)]
     requests: u64,
+    /// Queue depth of each tenant.
     #[arg(long, default_value_t = 32)]
     iodepth: u32,
+    /// Tenants, each running the same random writes over the whole drive, with weights 1000,
+    /// 700, 400, 100 in turn (they matter to `cfq` and `mcfq`).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    tenants: u32,
     /// Over-provisioning (physical = logical × (1 + op)); default: the preset's.
     #[arg(long)]
     overprovisioning: Option<f64>,
@@ -61,26 +66,34 @@ state = "aged"
 scheduler = "{scheduler}"
 [stop]
 requests = {requests}
-[[tenant]]
-name = "randwrite"
-fio = """
-[randwrite]
-rw=randwrite
-bs=4k
-iodepth={iodepth}
-norandommap
-time_based
-runtime=100000s
-"""
-"#,
+{tenants}"#,
         seed = a.seed,
         preset = a.preset,
         capacity = a.capacity,
         op = op,
         scheduler = a.scheduler,
         requests = a.requests,
-        iodepth = a.iodepth
+        tenants = tenants_toml(a),
     )
+}
+
+/// Weights the bench's tenants take in turn: paper D's 10 : 7 : 4 : 1.
+const WEIGHTS: [u32; 4] = [1000, 700, 400, 100];
+
+fn tenants_toml(a: &BenchArgs) -> String {
+    (0..a.tenants)
+        .map(|i| {
+            // One tenant keeps the historical name (and default weight) of the reference run.
+            let (name, weight) = match a.tenants {
+                1 => ("randwrite".to_string(), String::new()),
+                _ => (format!("t{i}"), format!("weight = {}\n", WEIGHTS[i as usize % WEIGHTS.len()])),
+            };
+            format!(
+                "[[tenant]]\nname = \"{name}\"\n{weight}fio = \"\"\"\n[randwrite]\nrw=randwrite\nbs=4k\niodepth={}\nnorandommap\ntime_based\nruntime=100000s\n\"\"\"\n",
+                a.iodepth
+            )
+        })
+        .collect()
 }
 
 /// (VmRSS, VmHWM) of this process in bytes, where /proc is available.

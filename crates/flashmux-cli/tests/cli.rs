@@ -352,3 +352,18 @@ fn interrupt_during_the_alone_baseline_keeps_the_shared_results() {
     let warnings = v["flashmux"]["warnings"].to_string();
     assert!(warnings.contains("the alone baseline was interrupted"), "{warnings}");
 }
+
+#[test]
+fn bench_runs_many_weighted_tenants() {
+    let o = flashmux()
+        .args(["bench", "--preset", "tlc-nvme", "--capacity", "16GiB", "--requests", "20000"])
+        .args(["--tenants", "8", "--iodepth", "4", "--scheduler", "mcfq"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("simulated 20000 requests"), "{out}");
+    let o = flashmux().args(["bench", "--tenants", "0"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--tenants"), "{}", stderr(&o));
+}

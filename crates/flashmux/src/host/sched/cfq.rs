@@ -54,7 +54,7 @@ use super::{SchedReq, SchedTenantStats, Scheduler};
 use crate::device::IoOp;
 use crate::units::{Nanos, SimTime};
 use serde::Serialize;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 /// `CFQ_WEIGHT_DEFAULT`: the weight whose vdisktime runs at wall-clock speed.
 const WEIGHT_DEFAULT: f64 = 500.0;
@@ -113,6 +113,7 @@ struct Group {
     inflight: u32,
     /// Waiting on the service tree (the active group is not on it).
     on_tree: bool,
+    /// Never negative, so its bit pattern orders like the number (the service tree's key).
     vdisktime: f64,
     stats: SchedTenantStats,
 }
@@ -135,9 +136,18 @@ struct Active {
     dispatched: u64,
 }
 
+/// A place on the service tree: vdisktime (as ordered bits), then the group's index.
+type TreeKey = (u64, usize);
+
 pub struct Cfq {
     p: CfqParams,
     groups: Vec<Group>,
+    /// The waiting groups by vdisktime (`st->rb`): O(log groups) to select, join and leave.
+    tree: BTreeSet<TreeKey>,
+    /// The weights of the groups on the tree (with the active group's, `st->total_weight`).
+    tree_weight: u64,
+    /// Requests queued in all groups.
+    queued: usize,
     active: Option<Active>,
     /// `st->min_vdisktime`: never decreases.
     min_vdisktime: f64,
@@ -161,7 +171,17 @@ impl Cfq {
                 stats: SchedTenantStats { scale: 1.0, ..Default::default() },
             })
             .collect();
-        Cfq { p, groups, active: None, min_vdisktime: 0.0, depth: depth.max(1), mots }
+        Cfq {
+            p,
+            groups,
+            tree: BTreeSet::new(),
+            tree_weight: 0,
+            queued: 0,
+            active: None,
+            min_vdisktime: 0.0,
+            depth: depth.max(1),
+            mots,
+        }
     }
 
     /// The weight CFQ schedules a group by: its own, times the MoTS scale under `mcfq`.
@@ -169,15 +189,22 @@ impl Cfq {
         self.groups[g].weight as f64 * self.mots_scale(g)
     }
 
-    /// The groups waiting or active (Linux's service tree holds both).
-    fn busy(&self) -> impl Iterator<Item = usize> + '_ {
-        let active = self.active.as_ref().map(|a| a.g);
-        (0..self.groups.len()).filter(move |&g| self.groups[g].on_tree || Some(g) == active)
+    /// `st->total_weight`: the weights of the busy groups, waiting or active (Linux's service
+    /// tree holds both).
+    fn busy_weight(&self) -> u64 {
+        self.tree_weight + self.active.as_ref().map_or(0, |a| self.groups[a.g].weight as u64)
     }
 
-    /// `st->total_weight`: the weights of the busy groups.
-    fn busy_weight(&self) -> u64 {
-        self.busy().map(|g| self.groups[g].weight as u64).sum()
+    fn key(&self, g: usize) -> TreeKey {
+        (self.groups[g].vdisktime.to_bits(), g)
+    }
+
+    /// Puts group `g`, at its vdisktime, on the service tree.
+    fn insert(&mut self, g: usize) {
+        debug_assert!(!self.groups[g].on_tree);
+        self.tree.insert(self.key(g));
+        self.tree_weight += self.groups[g].weight as u64;
+        self.groups[g].on_tree = true;
     }
 
     /// The slice of group `g` now (`cfq_group_slice` within `[low_slice, slice_sync]`, times the
@@ -222,16 +249,14 @@ impl Cfq {
         g.stats.service_ns += used.0;
         g.stats.turns += 1;
         if g.queued() > 0 {
-            g.on_tree = true;
+            self.insert(a.g);
         }
     }
 
     /// The waiting group with the least vdisktime becomes active.
     fn select(&mut self, now: SimTime) -> bool {
-        let next = (0..self.groups.len())
-            .filter(|&g| self.groups[g].on_tree)
-            .min_by(|&a, &b| self.groups[a].vdisktime.total_cmp(&self.groups[b].vdisktime).then(a.cmp(&b)));
-        let Some(g) = next else { return false };
+        let Some((_, g)) = self.tree.pop_first() else { return false };
+        self.tree_weight -= self.groups[g].weight as u64;
         self.min_vdisktime = self.min_vdisktime.max(self.groups[g].vdisktime);
         self.groups[g].on_tree = false;
         // The slice is sized while the group still counts as busy.
@@ -244,10 +269,11 @@ impl Cfq {
     }
 
     fn others_waiting(&self) -> bool {
-        self.groups.iter().any(|g| g.on_tree)
+        !self.tree.is_empty()
     }
 
     fn pop(&mut self, g: usize, now: SimTime) -> SchedReq {
+        self.queued -= 1;
         let grp = &mut self.groups[g];
         if let Some(r) = grp.requeued.take() {
             return r;
@@ -260,13 +286,17 @@ impl Cfq {
 
     /// `cfq_group_notify_queue_add`: a group with new work joins the tree behind the last one.
     fn join_tree(&mut self, g: usize) {
-        let last = self.busy().map(|k| self.groups[k].vdisktime).max_by(f64::total_cmp);
-        let grp = &mut self.groups[g];
-        grp.vdisktime = match last {
+        let waiting = self.tree.last().map(|&(_, k)| self.groups[k].vdisktime);
+        let active = self.active.as_ref().map(|a| self.groups[a.g].vdisktime);
+        let last = match (waiting, active) {
+            (Some(w), Some(a)) => Some(w.max(a)),
+            (w, a) => w.or(a),
+        };
+        self.groups[g].vdisktime = match last {
             Some(v) => v + IDLE_DELAY_NS,
             None => self.min_vdisktime,
         };
-        grp.on_tree = true;
+        self.insert(g);
     }
 }
 
@@ -282,6 +312,7 @@ impl Scheduler for Cfq {
     fn enqueue(&mut self, now: SimTime, r: SchedReq) {
         self.advance(now);
         let g = r.tenant.index();
+        self.queued += 1;
         let grp = &mut self.groups[g];
         match r.op {
             IoOp::Read => grp.reads.push_back((r, now)),
@@ -333,6 +364,7 @@ impl Scheduler for Cfq {
         grp.stats.dispatched -= 1;
         debug_assert!(grp.requeued.is_none(), "one request is requeued at a time");
         grp.requeued = Some(r);
+        self.queued += 1;
         if let Some(a) = self.active.as_mut().filter(|a| a.g == g) {
             a.dispatched -= 1;
         } else if !grp.on_tree {
@@ -369,7 +401,7 @@ impl Scheduler for Cfq {
     }
 
     fn queued(&self) -> usize {
-        self.groups.iter().map(Group::queued).sum()
+        self.queued
     }
 
     fn tenant_stats(&self, t: usize) -> SchedTenantStats {
@@ -386,7 +418,12 @@ impl Scheduler for Cfq {
                 assert!(active || g.on_tree, "group {i} has requests but is not scheduled");
             }
             assert!(g.vdisktime.is_finite() && g.vdisktime >= 0.0);
+            assert_eq!(g.on_tree, self.tree.contains(&self.key(i)), "group {i}'s place on the tree");
         }
+        assert_eq!(self.tree.len(), self.groups.iter().filter(|g| g.on_tree).count());
+        let weight: u64 = self.groups.iter().filter(|g| g.on_tree).map(|g| g.weight as u64).sum();
+        assert_eq!(self.tree_weight, weight, "the tree's weight");
+        assert_eq!(self.queued, self.groups.iter().map(Group::queued).sum::<usize>(), "the queued count");
         if let Some(m) = &self.mots {
             m.check_invariants();
         }
