@@ -79,4 +79,18 @@ fn mcfq_is_deterministic_and_reports_its_scales() {
     let b = run_checked(&text, 50_000);
     let json = |r: &RunResults| flashmux::report::fio_json(r, false).to_string();
     assert_eq!(json(&a), json(&b));
+    // Each tenant's scheduler record: turns, device time, the MoTS scale. The TVM (least weight)
+    // keeps scale 1; the others have been rescaled after 6 samples; the timeline's last row
+    // shows the same scale.
+    let s: Vec<_> = a.tenants.iter().map(|t| t.sched.expect("mcfq keeps per-tenant stats")).collect();
+    assert!(s.iter().all(|s| s.turns > 0 && s.service_ns > 0 && s.dispatched > 0), "{s:?}");
+    assert_eq!(s[3].scale, 1.0);
+    assert!(s[..3].iter().all(|s| s.scale != 1.0 && (0.125..=8.0).contains(&s.scale)), "{s:?}");
+    for (i, t) in a.tenants.iter().enumerate() {
+        let last = a.timeline.iter().rev().find(|r| r.tenant == t.name).expect("a timeline row");
+        assert_eq!(last.slice_scale, s[i].scale, "{}", t.name);
+    }
+    let none = run_checked(&weighted("none", &w, job, "", "1s"), 50_000);
+    assert!(none.tenants.iter().all(|t| t.sched.is_none()));
+    assert!(none.timeline.iter().all(|r| r.slice_scale == 1.0));
 }

@@ -5,6 +5,7 @@ use super::{AloneBaseline, Fairness, IoStats, LatSummary, Share};
 use crate::device::precondition::PreconditionReport;
 use crate::device::{SsdStats, TenantDeviceStats};
 use crate::ftl::{FtlStats, MapStats, PeriodRecord};
+use crate::host::SchedTenantStats;
 use serde::Serialize;
 
 /// Why the run ended.
@@ -143,6 +144,9 @@ pub struct TenantResult {
     pub gc_erases: f64,
     pub map: MapStats,
     pub device: TenantDeviceStats,
+    /// What the host scheduler did for the tenant (`None` under `none`, which keeps no
+    /// per-tenant state).
+    pub sched: Option<SchedTenantStats>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -214,6 +218,9 @@ pub struct TimelineRow {
     pub map_misses: u64,
     /// Map-cache pages held on the tenant's behalf at the interval's end.
     pub cmt_pages: u32,
+    /// The host scheduler's slice multiplier for the tenant at the interval's end (`mcfq`'s
+    /// MoTS scale; 1 under other schedulers).
+    pub slice_scale: f64,
     /// Bytes completed in the interval as a fraction of those of the tenants whose measured
     /// periods overlap it, the fraction the weights give, and the relative error; NaN when the
     /// tenant's period does not overlap the interval or nothing completed in it.

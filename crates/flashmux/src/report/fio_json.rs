@@ -225,6 +225,17 @@ fn tenant_json(r: &RunResults, t: &TenantResult, gc_total: u64) -> Value {
             "error": share.map(|s| s.error),
         }),
     );
+    if let Some(s) = t.sched {
+        o.insert(
+            "scheduler".into(),
+            json!({
+                "turns": s.turns,
+                "service_ns": s.service_ns,
+                "dispatched": s.dispatched,
+                "slice_scale": s.scale,
+            }),
+        );
+    }
     o.insert("gc_pages_moved".into(), json!(t.gc_units_moved));
     o.insert("gc_share".into(), json!(ratio(t.gc_units_moved as f64, gc_total as f64)));
     o.insert("gc_erases".into(), json!(t.gc_erases));
@@ -292,6 +303,7 @@ fn tenant_dir_json(io: &IoStats, d: Dir, runtime_ns: u64) -> Value {
 mod tests {
     use super::*;
     use crate::report::test_fixture::{empty_run, run};
+    use crate::host::SchedTenantStats;
 
     fn keys(v: &Value) -> Vec<&str> {
         v.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default()
@@ -601,6 +613,16 @@ mod tests {
         assert!((num(&fair["share_error_max"]) - 0.25).abs() < 1e-12);
         // x = 3e6/500, 1e6/250 = 6000, 4000: J = 10000² / (2 · (6000² + 4000²)) = 25/26.
         assert!((num(&fair["jain_index"]) - 25.0 / 26.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn scheduler_stats_only_under_a_scheduler_that_keeps_them() {
+        let mut r = run();
+        r.tenants[1].sched = Some(SchedTenantStats { turns: 3, service_ns: 250_000_000, dispatched: 40, scale: 1.5 });
+        let v = fio_json(&r, false);
+        let (t0, t1) = (&v["flashmux"]["tenants"][0], &v["flashmux"]["tenants"][1]);
+        assert!(t0.get("scheduler").is_none(), "{t0}");
+        assert_eq!(t1["scheduler"], json!({ "turns": 3, "service_ns": 250_000_000u64, "dispatched": 40, "slice_scale": 1.5 }));
     }
 
     #[test]

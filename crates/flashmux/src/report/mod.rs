@@ -138,6 +138,7 @@ pub(crate) mod test_fixture {
                 gc_erases: gc as f64 / 64.0,
                 map: MapStats { lookups: 100, hits: 90, misses: 10, miss_ratio: 0.1, ..Default::default() },
                 device: TenantDeviceStats { write_units: 7, write_buffer_hits: 3, ..Default::default() },
+                sched: None,
             }
         };
         let mut tenants = vec![
@@ -214,6 +215,7 @@ pub(crate) mod test_fixture {
                     map_lookups: 0,
                     map_misses: 0,
                     cmt_pages: 0,
+                    slice_scale: 1.0,
                     share: 1.0,
                     share_ideal: 1.0,
                     share_error: 0.0,
@@ -232,6 +234,7 @@ pub(crate) mod test_fixture {
                     map_lookups: 0,
                     map_misses: 0,
                     cmt_pages: 0,
+                    slice_scale: 0.5,
                     share: f64::NAN,
                     share_ideal: f64::NAN,
                     share_error: f64::NAN,

@@ -3,7 +3,7 @@
 use crate::metrics::RunResults;
 use std::io;
 
-const HEADER: [&str; 16] = [
+const HEADER: [&str; 17] = [
     "time_s",
     "interval_s",
     "tenant",
@@ -17,6 +17,7 @@ const HEADER: [&str; 16] = [
     "map_lookups",
     "map_misses",
     "cmt_pages",
+    "slice_scale",
     "share",
     "share_ideal",
     "share_error",
@@ -43,6 +44,7 @@ pub fn write_timeline_csv<W: io::Write>(r: &RunResults, w: W) -> io::Result<()> 
             row.map_lookups.to_string(),
             row.map_misses.to_string(),
             row.cmt_pages.to_string(),
+            num(row.slice_scale),
             num(row.share),
             num(row.share_ideal),
             num(row.share_error),
@@ -74,14 +76,14 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "time_s,interval_s,tenant,read_iops,write_iops,read_mbps,write_mbps,lat_mean_us,lat_p99_us,gc_pages_moved,map_lookups,map_misses,cmt_pages,share,share_ideal,share_error"
+            "time_s,interval_s,tenant,read_iops,write_iops,read_mbps,write_mbps,lat_mean_us,lat_p99_us,gc_pages_moved,map_lookups,map_misses,cmt_pages,slice_scale,share,share_ideal,share_error"
         );
         assert_eq!(
             lines[1],
-            "0.000000,1.000000,\"vm,0\",750.000000,0.000000,3.072000,0.000000,35.250000,0.333333,12,0,0,0,1.000000,1.000000,0.000000"
+            "0.000000,1.000000,\"vm,0\",750.000000,0.000000,3.072000,0.000000,35.250000,0.333333,12,0,0,0,1.000000,1.000000,1.000000,0.000000"
         );
         // vm1's period does not overlap the interval: no share.
-        assert_eq!(lines[2], "0.000000,1.000000,vm1,0.000000,100.000000,0.000000,0.409600,,6000.000000,0,0,0,0,,,");
+        assert_eq!(lines[2], "0.000000,1.000000,vm1,0.000000,100.000000,0.000000,0.409600,,6000.000000,0,0,0,0,0.500000,,,");
         assert_eq!(lines.len(), 3);
     }
 

@@ -17,7 +17,7 @@ use crate::config::{DeviceKind, Scenario};
 use crate::device::precondition::{owner_segments, precondition, PreconditionReport, PreconditionState};
 use crate::device::{Backend, Command, Device, DeviceEvent, IoOp, Outbox, Ssd};
 use crate::engine::{rng_for, EventQueue};
-use crate::host::{SchedReq, Scheduler};
+use crate::host::{SchedReq, Scheduler, SchedulerKind};
 use crate::ftl::MappingConfig;
 use crate::metrics::{CmtReport, DeviceResult, Fairness, JobResult, RunResults, StopReason, TenantResult};
 use crate::units::{JobId, QueueId, ReqId, SimTime, TenantId};
@@ -642,21 +642,25 @@ impl Simulator {
     /// Every tenant's device-side counters now, for the timeline.
     fn snapshots(&self) -> Vec<timeline::Snapshot> {
         (0..self.scenario.tenants.len())
-            .map(|t| match self.device.backend() {
-                Backend::Ssd(s) => {
-                    let id = TenantId(t as u16);
-                    let m = s.map_cache();
-                    let c = m.stats(id);
-                    timeline::Snapshot {
-                        totals: timeline::Counters {
-                            gc_moved: s.ftl().tenant_gc(id).units_moved,
-                            map_lookups: c.lookups,
-                            map_misses: c.misses,
-                        },
-                        cmt_pages: m.held(id),
+            .map(|t| {
+                let slice_scale = self.sched.tenant_stats(t).scale;
+                match self.device.backend() {
+                    Backend::Ssd(s) => {
+                        let id = TenantId(t as u16);
+                        let m = s.map_cache();
+                        let c = m.stats(id);
+                        timeline::Snapshot {
+                            totals: timeline::Counters {
+                                gc_moved: s.ftl().tenant_gc(id).units_moved,
+                                map_lookups: c.lookups,
+                                map_misses: c.misses,
+                            },
+                            cmt_pages: m.held(id),
+                            slice_scale,
+                        }
                     }
+                    Backend::Null(_) => timeline::Snapshot { slice_scale, ..Default::default() },
                 }
-                Backend::Null(_) => timeline::Snapshot::default(),
             })
             .collect()
     }
@@ -730,6 +734,7 @@ impl Simulator {
                     gc_erases,
                     map,
                     device: dev,
+                    sched: (self.scenario.host.scheduler != SchedulerKind::None).then(|| self.sched.tenant_stats(i)),
                 }
             })
             .collect();

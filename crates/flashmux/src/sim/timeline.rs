@@ -22,6 +22,7 @@ struct Row {
     lat_p99_ns: u64,
     delta: Counters,
     cmt_pages: u32,
+    slice_scale: f64,
 }
 
 /// A tenant's cumulative device-side counters at a moment; the timeline reports their changes.
@@ -37,6 +38,8 @@ pub struct Counters {
 pub struct Snapshot {
     pub totals: Counters,
     pub cmt_pages: u32,
+    /// The host scheduler's slice multiplier for the tenant (`mcfq`'s MoTS scale; 1 otherwise).
+    pub slice_scale: f64,
 }
 
 pub struct Timeline {
@@ -90,6 +93,7 @@ impl Timeline {
                     map_misses: now_c.map_misses - last.map_misses,
                 },
                 cmt_pages: snap[t].cmt_pages,
+                slice_scale: snap[t].slice_scale,
             });
             self.last[t] = now_c;
         }
@@ -148,6 +152,7 @@ fn row(scenario: &Scenario, r: &Row, share: Option<Share>) -> TimelineRow {
         map_lookups: r.delta.map_lookups,
         map_misses: r.delta.map_misses,
         cmt_pages: r.cmt_pages,
+        slice_scale: r.slice_scale,
         share: share.map_or(f64::NAN, |s| s.achieved),
         share_ideal: share.map_or(f64::NAN, |s| s.ideal),
         share_error: share.map_or(f64::NAN, |s| s.error),
