@@ -1,5 +1,5 @@
-//! Line charts drawn by flashmux itself: one SVG and one PNG per chart, with no system fonts and
-//! no external tools.
+//! Line and bar charts drawn by flashmux itself: one SVG and one PNG per chart, with no system
+//! fonts and no external tools.
 //!
 //! Charts are drawn with `plotters` (SVG and bitmap backends, its pure-Rust `ab_glyph` text
 //! backend). Text needs a font to be measured (both formats) and rasterised (PNG); the font is
@@ -18,6 +18,10 @@
 //!   An explicit [`LineChart::y_range`] fixes the y axis; values outside it are drawn at its edge.
 //! - With [`LineChart::log_x`] the x axis is logarithmic with ticks at powers of two (sweeps of
 //!   cache and buffer sizes double from point to point).
+//!
+//! A [`BarChart`] groups bars by category along x (VMs, say), one bar per [`BarSeries`] in each
+//! group, in the series' colour and named in the legend. A non-finite value draws no bar; a chart
+//! with no finite value is an error. The y axis starts at 0 unless a value is negative.
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::types::RangedCoordf64;
@@ -47,6 +51,24 @@ pub struct LineChart {
     pub y_range: Option<(f64, f64)>,
     /// Logarithmic x axis (base 2); points with x ≤ 0 are skipped.
     pub log_x: bool,
+}
+
+/// A grouped bar chart: for each category, one bar per series.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BarChart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// The groups along the x axis, named under them.
+    pub categories: Vec<String>,
+    pub series: Vec<BarSeries>,
+}
+
+/// One bar in each category: `values[i]` is category i's (missing or non-finite: no bar).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BarSeries {
+    pub label: String,
+    pub values: Vec<f64>,
 }
 
 /// Width and height of the charts, in pixels (the SVG's user units).
@@ -87,20 +109,48 @@ fn ensure_font() -> Result<(), PlotError> {
     }
 }
 
-/// Writes `<stem>.svg` and `<stem>.png` (both [`CHART_SIZE`]) into `dir`, creating `dir` if
-/// needed, and returns their paths (SVG first).
-pub fn write_line_chart(chart: &LineChart, dir: &Path, stem: &str) -> Result<Vec<PathBuf>, PlotError> {
+/// A chart ready to draw on any backend.
+trait Figure {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+}
+
+struct LineFigure<'a> {
+    chart: &'a LineChart,
+    layout: Layout,
+}
+
+impl Figure for LineFigure<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        draw(self.chart, &self.layout, root)
+    }
+}
+
+fn check_stem(stem: &str) -> Result<(), PlotError> {
     if stem.is_empty() || stem.contains(['/', '\\']) || stem == "." || stem == ".." {
         return Err(PlotError::BadStem(stem.to_string()));
     }
-    let layout = Layout::of(chart)?;
+    Ok(())
+}
+
+/// Writes `<stem>.svg` and `<stem>.png` (both [`CHART_SIZE`]) into `dir`, creating `dir` if
+/// needed, and returns their paths (SVG first).
+pub fn write_line_chart(chart: &LineChart, dir: &Path, stem: &str) -> Result<Vec<PathBuf>, PlotError> {
+    check_stem(stem)?;
+    write_figure(&LineFigure { chart, layout: Layout::of(chart)? }, dir, stem)
+}
+
+/// Writes a bar chart as `<stem>.svg` and `<stem>.png`, as [`write_line_chart`] does.
+pub fn write_bar_chart(chart: &BarChart, dir: &Path, stem: &str) -> Result<Vec<PathBuf>, PlotError> {
+    check_stem(stem)?;
+    write_figure(&BarFigure { chart, layout: BarLayout::of(chart)? }, dir, stem)
+}
+
+fn write_figure(fig: &impl Figure, dir: &Path, stem: &str) -> Result<Vec<PathBuf>, PlotError> {
     ensure_font()?;
     let svg_path = dir.join(format!("{stem}.svg"));
     let png_path = dir.join(format!("{stem}.png"));
-    let svg = render_svg(chart, &layout)
-        .map_err(|message| PlotError::Draw { path: svg_path.display().to_string(), message })?;
-    let png = render_png(chart, &layout)
-        .map_err(|message| PlotError::Draw { path: png_path.display().to_string(), message })?;
+    let svg = render_svg(fig).map_err(|message| PlotError::Draw { path: svg_path.display().to_string(), message })?;
+    let png = render_png(fig).map_err(|message| PlotError::Draw { path: png_path.display().to_string(), message })?;
     std::fs::create_dir_all(dir).map_err(|source| PlotError::Io { path: dir.display().to_string(), source })?;
     for (path, bytes) in [(&svg_path, svg.as_bytes()), (&png_path, png.as_slice())] {
         std::fs::write(path, bytes).map_err(|source| PlotError::Io { path: path.display().to_string(), source })?;
@@ -109,23 +159,23 @@ pub fn write_line_chart(chart: &LineChart, dir: &Path, stem: &str) -> Result<Vec
 }
 
 /// The SVG document of a chart.
-fn render_svg(chart: &LineChart, layout: &Layout) -> Result<String, String> {
+fn render_svg(fig: &impl Figure) -> Result<String, String> {
     let mut text = String::new();
     {
         let root = SVGBackend::with_string(&mut text, CHART_SIZE).into_drawing_area();
-        draw(chart, layout, &root).map_err(|e| e.to_string())?;
+        fig.draw(&root)?;
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(text)
 }
 
 /// The PNG file of a chart (8-bit RGB).
-fn render_png(chart: &LineChart, layout: &Layout) -> Result<Vec<u8>, String> {
+fn render_png(fig: &impl Figure) -> Result<Vec<u8>, String> {
     let (w, h) = CHART_SIZE;
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, CHART_SIZE).into_drawing_area();
-        draw(chart, layout, &root).map_err(|e| e.to_string())?;
+        fig.draw(&root)?;
         root.present().map_err(|e| e.to_string())?;
     }
     let mut out = Vec::new();
@@ -433,6 +483,94 @@ fn draw<DB: DrawingBackend>(chart: &LineChart, layout: &Layout, root: &DrawingAr
     Ok(())
 }
 
+/// A bar chart's geometry: category i spans x in [i, i + 1].
+struct BarLayout {
+    y_range: (f64, f64),
+    y_ticks: Vec<(f64, String)>,
+    y_label_area: u32,
+}
+
+impl BarLayout {
+    fn of(chart: &BarChart) -> Result<BarLayout, PlotError> {
+        let no_data = |reason: &str| PlotError::NoData { title: chart.title.clone(), reason: reason.to_string() };
+        if chart.categories.is_empty() {
+            return Err(no_data("the chart has no categories"));
+        }
+        if chart.series.is_empty() {
+            return Err(no_data("the chart has no series"));
+        }
+        let n = chart.categories.len();
+        let values = || chart.series.iter().flat_map(|s| s.values.iter().take(n)).copied().filter(|v| v.is_finite());
+        if values().next().is_none() {
+            return Err(no_data("no series has a finite value"));
+        }
+        let (lo, hi) = min_max(values().chain([0.0]));
+        let pad = (hi - lo) * 0.08;
+        let y_range = if hi > lo { (if lo < 0.0 { lo - pad } else { 0.0 }, if hi > 0.0 { hi + pad } else { 0.0 }) } else { (0.0, 1.0) };
+        let y_ticks = labelled(nice_ticks(y_range, 8));
+        let widest = y_ticks.iter().map(|(_, l)| l.chars().count()).max().unwrap_or(1) as u32;
+        Ok(BarLayout { y_range, y_ticks, y_label_area: (widest * 8 + 40).clamp(60, 160) })
+    }
+}
+
+struct BarFigure<'a> {
+    chart: &'a BarChart,
+    layout: BarLayout,
+}
+
+impl Figure for BarFigure<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let (chart, layout) = (self.chart, &self.layout);
+        let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        root.fill(&WHITE).map_err(err)?;
+        let n = chart.categories.len();
+        let centers: Vec<f64> = (0..n).map(|i| i as f64 + 0.5).collect();
+        let y_keys: Vec<f64> = layout.y_ticks.iter().map(|t| t.0).collect();
+        let mut ctx = ChartBuilder::on(root)
+            .caption(&chart.title, (FONT_FAMILY, 24))
+            .margin(16)
+            .x_label_area_size(50)
+            .y_label_area_size(layout.y_label_area)
+            .build_cartesian_2d(TickedAxis::new((0.0, n as f64), centers), TickedAxis::new(layout.y_range, y_keys))
+            .map_err(err)?;
+        let x_fmt = |v: &f64| chart.categories.get(v.floor() as usize).cloned().unwrap_or_default();
+        let y_fmt = |v: &f64| layout.y_ticks.iter().find(|t| t.0 == *v).map_or_else(|| format_value(*v), |t| t.1.clone());
+        ctx.configure_mesh()
+            .x_desc(chart.x_label.as_str())
+            .y_desc(chart.y_label.as_str())
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
+            .label_style((FONT_FAMILY, 15))
+            .axis_desc_style((FONT_FAMILY, 17))
+            .bold_line_style(BLACK.mix(0.12))
+            .light_line_style(TRANSPARENT)
+            .disable_x_mesh()
+            .draw()
+            .map_err(err)?;
+        // Each group fills 80% of its category; its bars share that width.
+        let width = 0.8 / chart.series.len() as f64;
+        for (j, series) in chart.series.iter().enumerate() {
+            let color = series_color(j);
+            let bars = series.values.iter().take(n).enumerate().filter(|(_, v)| v.is_finite()).map(move |(i, &v)| {
+                let x0 = i as f64 + 0.1 + j as f64 * width;
+                Rectangle::new([(x0, 0.0), (x0 + width * 0.92, v)], color.filled())
+            });
+            ctx.draw_series(bars)
+                .map_err(err)?
+                .label(series.label.as_str())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], color.filled()));
+        }
+        ctx.configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT_FAMILY, 15))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .draw()
+            .map_err(err)?;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -582,6 +720,58 @@ mod tests {
         assert!(l.len() >= 2, "{l:?}");
         assert_eq!(format_value(0.5), "0.5");
         assert_eq!(format_value(1024.0), "1024");
+    }
+
+    fn bars() -> BarChart {
+        BarChart {
+            title: "Shares per VM".into(),
+            x_label: "VM".into(),
+            y_label: "share (%)".into(),
+            categories: vec!["vm1".into(), "vm2".into(), "vm3".into()],
+            series: vec![
+                BarSeries { label: "ideal".into(), values: vec![50.0, 30.0, 20.0] },
+                BarSeries { label: "CFQ".into(), values: vec![40.0, f64::NAN, 25.0] },
+            ],
+        }
+    }
+
+    #[test]
+    fn bar_chart_writes_both_files_with_categories_and_legend() {
+        let dir = tmpdir("bars");
+        let paths = write_bar_chart(&bars(), &dir, "shares").unwrap();
+        assert_eq!(paths, vec![dir.join("shares.svg"), dir.join("shares.png")]);
+        let svg = std::fs::read_to_string(&paths[0]).unwrap();
+        for text in ["Shares per VM", "VM", "share (%)", "vm1", "vm2", "vm3", "ideal", "CFQ"] {
+            assert!(svg.contains(&format!(">\n{text}\n</text>")), "SVG lacks text '{text}'");
+        }
+        // Five bars (the NaN draws none) and two legend swatches, in the two series' colours.
+        let (c0, c1) = ("fill=\"#1F77B4\"", "fill=\"#FF7F0E\"");
+        assert_eq!((svg.matches(c0).count(), svg.matches(c1).count()), (4, 3), "{svg}");
+        assert_eq!(png_size(&std::fs::read(&paths[1]).unwrap()), CHART_SIZE);
+        let again = tmpdir("bars-again");
+        let p2 = write_bar_chart(&bars(), &again, "shares").unwrap();
+        for (x, y) in paths.iter().zip(&p2) {
+            assert_eq!(std::fs::read(x).unwrap(), std::fs::read(y).unwrap(), "deterministic");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&again);
+    }
+
+    #[test]
+    fn bar_chart_without_values_is_an_error() {
+        let dir = tmpdir("bars-empty");
+        let mut c = bars();
+        c.series.iter_mut().for_each(|s| s.values = vec![f64::NAN]);
+        assert!(matches!(write_bar_chart(&c, &dir, "x"), Err(PlotError::NoData { .. })));
+        let c = BarChart { categories: vec![], ..bars() };
+        assert!(write_bar_chart(&c, &dir, "x").unwrap_err().to_string().contains("no categories"));
+        assert!(matches!(write_bar_chart(&bars(), &dir, ".."), Err(PlotError::BadStem(_))));
+        assert!(!dir.exists());
+        // Negative values draw below a zero line.
+        let mut c = bars();
+        c.series[1].values[0] = -10.0;
+        assert!(write_bar_chart(&c, &dir, "neg").is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
