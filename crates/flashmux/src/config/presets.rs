@@ -20,7 +20,7 @@ pub struct Preset {
     pub nvme: NvmeConfig,
 }
 
-pub const PRESET_NAMES: [&str; 5] = ["paper-c", "x25e", "840pro", "tlc-nvme", "null"];
+pub const PRESET_NAMES: [&str; 6] = ["paper-c", "x25e", "840pro", "tlc-nvme", "cosmos", "null"];
 
 /// GC threshold used by the presets: 1% of a plane's blocks, at least 2.
 pub fn default_gc_threshold(blocks_per_plane: u32) -> u32 {
@@ -33,6 +33,7 @@ pub fn preset(name: &str) -> Option<Preset> {
         "x25e" => Some(x25e()),
         "840pro" => Some(mlc_840pro()),
         "tlc-nvme" => Some(tlc_nvme()),
+        "cosmos" => Some(cosmos()),
         "null" => Some(null()),
         _ => None,
     }
@@ -73,6 +74,7 @@ fn paper_c() -> Preset {
             mapping: MappingConfig::Full,
             // SSDsim models no flush command or power loss; flashmux keeps its protected buffer.
             volatile_write_cache: false,
+            open_channel: false,
         }),
         nvme: NvmeConfig { queues: 8, queue_depth: 1024, controller_cores: 4, command_overhead: Nanos(500) },
     }
@@ -113,6 +115,7 @@ fn x25e() -> Preset {
             mapping: MappingConfig::Full,
             // Intel's X25 generation has no power-loss capacitor (it arrived with the SSD 320).
             volatile_write_cache: true,
+            open_channel: false,
         }),
         nvme: NvmeConfig { queues: 1, queue_depth: 32, controller_cores: 1, command_overhead: Nanos::from_us(5) },
     }
@@ -154,6 +157,7 @@ fn mlc_840pro() -> Preset {
             flush: FlushPolicy::Page,
             // A consumer drive: no power-loss protection, so a FLUSH programs the buffer.
             volatile_write_cache: true,
+            open_channel: false,
             host_link_bytes_per_sec: 550_000_000,
             mapping: MappingConfig::Full,
         }),
@@ -197,8 +201,54 @@ fn tlc_nvme() -> Preset {
             mapping: MappingConfig::Full,
             // Datacenter NVMe drives protect their write buffer with capacitors.
             volatile_write_cache: false,
+            open_channel: false,
         }),
         nvme: NvmeConfig { queues: 16, queue_depth: 1024, controller_cores: 8, command_overhead: Nanos(1000) },
+    }
+}
+
+/// An OpenSSD Cosmos+ board with open-channel firmware under Linux pblk (paper E): 8 channels ×
+/// 8 ways of MLC NAND with 16 KiB pages and 256-page blocks, NV-DDR channels at 200 MB/s, PCIe
+/// Gen2 x8; the FTL (pblk) runs on the host with 11% over-provisioning, its ring write buffer in
+/// host memory. Flash scaled to 32 GiB so runs take seconds; set `device.capacity` for more.
+/// Every number and its source: docs/MODEL.md §6.
+fn cosmos() -> Preset {
+    let geometry = Geometry {
+        channels: 8,
+        chips_per_channel: 8,
+        dies_per_chip: 1,
+        planes_per_die: 1,
+        blocks_per_plane: 128,
+        pages_per_block: 256,
+        page_bytes: 16384,
+        unit_bytes: 4096,
+    };
+    Preset {
+        name: "cosmos",
+        summary: "OpenSSD Cosmos+ as an open-channel SSD under pblk (host FTL): 8 ch x 8 ways MLC, 16 KiB pages, tR 75us, tPROG 1.3ms, tBERS 3.8ms, OP 11%, 8 MiB ring write buffer, 32 GiB flash (scalable)",
+        kind: DeviceKind::Ssd(SsdConfig {
+            gc_threshold_blocks: default_gc_threshold(geometry.blocks_per_plane),
+            geometry,
+            timing: Timing {
+                read: Nanos::from_us(75),
+                program: Nanos::from_us(1300),
+                erase: Nanos::from_us(3800),
+                channel_bytes_per_sec: 200_000_000,
+                command: Nanos(0),
+            },
+            overprovisioning: 0.11,
+            victim_policy: VictimPolicy::Greedy,
+            buffer_units: 2048,
+            program_queue_depth: 2,
+            flush: FlushPolicy::Page,
+            host_link_bytes_per_sec: 3_200_000_000,
+            mapping: MappingConfig::Full,
+            // pblk's ring write buffer is host memory: a flush (REQ_PREFLUSH) must program it.
+            volatile_write_cache: true,
+            open_channel: true,
+        }),
+        // The "controller" of an open-channel drive is pblk's submission path on host cores.
+        nvme: NvmeConfig { queues: 8, queue_depth: 1024, controller_cores: 4, command_overhead: Nanos::from_us(3) },
     }
 }
 

@@ -43,6 +43,8 @@ struct ScenarioFile {
 #[serde(deny_unknown_fields)]
 struct DeviceSection {
     preset: Option<String>,
+    /// `ssd` (the drive runs its FTL) or `open-channel` (the FTL runs on the host, as pblk).
+    mode: Option<String>,
     capacity: Option<String>,
     #[serde(default)]
     geometry: GeometrySection,
@@ -379,6 +381,11 @@ fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigErro
     let kind = match p.kind {
         DeviceKind::Null(mut n) => {
             reject_ssd_keys(ctx, d, name)?;
+            if d.mode.as_deref().is_some_and(|m| m != "ssd") {
+                return Err(ctx.err(format!(
+                    "device.mode: preset '{name}' has no flash, so no FTL to run on the host: open-channel needs a flash preset"
+                )));
+            }
             if let Some(c) = &d.capacity {
                 n.capacity_bytes = ctx.size("device.capacity", c)?;
                 if n.capacity_bytes < 4096 {
@@ -449,6 +456,19 @@ fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigErro
                 c.overprovisioning = op;
             }
             c.mapping = resolve_mapping(ctx, f, &c.geometry)?;
+            c.open_channel = match d.mode.as_deref() {
+                None => c.open_channel,
+                Some("ssd") => false,
+                Some("open-channel") => true,
+                Some(m) => {
+                    return Err(ctx.err(format!("device.mode: unknown mode '{m}': expected one of ssd, open-channel")))
+                }
+            };
+            if c.open_channel && c.mapping != MappingConfig::Full {
+                return Err(ctx.err(
+                    "device.ftl.mapping: an open-channel drive's FTL runs on the host (pblk), which keeps the whole L2P table in host memory: use mapping = \"full\"",
+                ));
+            }
             if let Some(v) = &f.gc_victim {
                 c.victim_policy = match v.as_str() {
                     "greedy" => VictimPolicy::Greedy,

@@ -280,3 +280,27 @@ fn volatile_write_cache_is_a_buffer_setting_with_preset_defaults() {
     let e = err(&format!("{}\n[device.buffer]\nvolatile_write_cache = true\n", MINIMAL.replace("paper-c", "null")));
     assert!(e.contains("device.buffer: preset 'null' has no flash"), "{e}");
 }
+
+#[test]
+fn open_channel_is_a_device_mode_with_a_host_mapping() {
+    let oc = |text: &str| match load(text).unwrap().device.kind {
+        DeviceKind::Ssd(c) => c.open_channel,
+        DeviceKind::Null(_) => panic!("an SSD"),
+    };
+    assert!(!oc(MINIMAL), "drives run their own FTL by default");
+    assert!(oc(&MINIMAL.replace("paper-c", "cosmos")), "the Cosmos+ preset runs pblk");
+    let mode = |preset: &str, m: &str| MINIMAL.replace("preset = \"paper-c\"", &format!("preset = \"{preset}\"\nmode = \"{m}\""));
+    assert!(oc(&mode("paper-c", "open-channel")));
+    assert!(!oc(&mode("cosmos", "ssd")));
+    // Changing the mode changes the configuration; the default hashes as before the mode existed.
+    let plain = load(MINIMAL).unwrap().config_hash();
+    assert_eq!(load(&mode("paper-c", "ssd")).unwrap().config_hash(), plain);
+    assert_ne!(load(&mode("paper-c", "open-channel")).unwrap().config_hash(), plain);
+    let e = err(&mode("paper-c", "host"));
+    assert!(e.contains("device.mode: unknown mode 'host': expected one of ssd, open-channel"), "{e}");
+    let e = err(&mode("null", "open-channel"));
+    assert!(e.contains("device.mode") && e.contains("no flash"), "{e}");
+    let dftl = format!("{}\n[device.ftl]\nmapping = \"dftl\"\n", mode("paper-c", "open-channel"));
+    let e = err(&dftl);
+    assert!(e.contains("device.ftl.mapping") && e.contains("host memory"), "{e}");
+}

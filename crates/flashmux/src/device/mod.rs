@@ -145,6 +145,13 @@ impl Device {
     pub fn nvme(&self) -> &NvmeConfig {
         &self.nvme
     }
+    /// The host-side FTL of an open-channel drive; `None` for a drive with its own FTL.
+    pub fn host_ftl(&self) -> Option<&dyn crate::host::HostFtl> {
+        match &self.backend {
+            Backend::Ssd(s) if s.config().open_channel => Some(s.as_ref()),
+            _ => None,
+        }
+    }
     pub fn capacity_bytes(&self) -> u64 {
         match &self.backend {
             Backend::Ssd(s) => s.capacity_bytes(),

@@ -23,6 +23,7 @@ use super::buffer::WriteBuffer;
 use super::{CmdState, Command, DeviceEvent, IoOp, Outbox};
 use crate::flash::{Geometry, Timeline, Timing};
 use crate::ftl::{cmt, CmtPolicy, Eviction, Ftl, FtlParams, FullMap, GcJob, Loc, MapStats, MappingConfig, VictimPolicy};
+use crate::host::HostFtl;
 use crate::units::{Lpn, Nanos, SimTime, TenantId};
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -51,6 +52,12 @@ pub struct SsdConfig {
     /// absent, as before the setting existed).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub volatile_write_cache: bool,
+    /// An open-channel drive whose FTL runs on the host, like Linux pblk (docs/MODEL.md §1b):
+    /// the write buffer is pblk's ring write buffer in host memory, the "controller" is pblk's
+    /// submission path on host cores, and the host scheduler may ask the FTL ([`HostFtl`]).
+    /// Hashes as absent when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub open_channel: bool,
 }
 
 impl SsdConfig {
@@ -245,8 +252,9 @@ pub struct Ssd {
     tenants: Vec<TenantDeviceStats>,
     stats: SsdStats,
     pages_scratch: Vec<(u32, u32)>,
-    /// GC jobs queued or running per plane.
+    /// GC jobs queued or running per plane, and in all.
     plane_gc_jobs: Vec<u16>,
+    gc_jobs: u32,
     /// Whether the flusher is draining the buffer (always, under `FlushPolicy::Page`).
     draining: bool,
     /// Flushes waiting for buffered data, in arrival order.
@@ -303,6 +311,7 @@ impl Ssd {
             stats: SsdStats::default(),
             pages_scratch: Vec::new(),
             plane_gc_jobs: vec![0; planes],
+            gc_jobs: 0,
             draining: false,
             flush_cmds: VecDeque::new(),
         })
@@ -868,6 +877,7 @@ impl Ssd {
             let run = GcRun { job, reads_done: 0, progs_done: 0, erased: false, end: None };
             self.stats.gc_serial_ns += run.remaining(&self.timing).0;
             self.plane_gc_jobs[job.plane as usize] += 1;
+            self.gc_jobs += 1;
             self.stats.gc_page_reads += job.read_pages as u64;
             self.stats.gc_page_programs += job.program_pages as u64;
             let d = &mut self.dies[die as usize];
@@ -950,6 +960,7 @@ impl Ssd {
                     // `remove`, not `swap_remove`: erases finish in the order their jobs did.
                     let run = d.gc_finished.remove(i);
                     self.plane_gc_jobs[run.job.plane as usize] -= 1;
+                    self.gc_jobs -= 1;
                     self.stats.gc_jobs_done += 1;
                     self.ftl.finish_erase(run.job.victim);
                 }
@@ -998,6 +1009,7 @@ impl Ssd {
             assert!(d.inflight_progs.iter().zip(d.inflight_progs.iter().skip(1)).all(|(a, b)| a.0 <= b.0));
         }
         assert_eq!(jobs, self.plane_gc_jobs, "per-plane GC job counts out of sync");
+        assert_eq!(self.gc_jobs, jobs.iter().map(|&n| n as u32).sum::<u32>(), "GC job count out of sync");
         for (i, f) in self.flush_cmds.iter().enumerate() {
             assert_eq!(f.remaining, self.buf.occupied_born_before(f.before), "flush's remaining data miscounted");
             assert!(i == 0 || self.flush_cmds[i - 1].before <= f.before, "flushes out of order");
@@ -1005,5 +1017,29 @@ impl Ssd {
         for c in &self.channels {
             c.check_invariants();
         }
+    }
+}
+
+/// What pblk knows, for an open-channel drive's host scheduler.
+impl HostFtl for Ssd {
+    fn is_update(&self, offset: u64, len: u64) -> bool {
+        if len == 0 {
+            return false;
+        }
+        let unit = self.geo.unit_bytes as u64;
+        let (first, last) = (offset / unit, (offset + len - 1) / unit);
+        (first..=last).any(|l| !matches!(self.ftl.lookup(Lpn(l as u32)), Loc::Unmapped))
+    }
+
+    fn gc_running(&self) -> bool {
+        self.gc_jobs > 0
+    }
+
+    fn gc_units_moved(&self, tenant: usize) -> u64 {
+        self.ftl.tenant_gc(TenantId(tenant as u16)).units_moved
+    }
+
+    fn unit_bytes(&self) -> u64 {
+        self.geo.unit_bytes as u64
     }
 }

@@ -39,6 +39,7 @@ fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) -> SsdConfig 
         host_link_bytes_per_sec: 4_000_000_000,
         mapping: MappingConfig::Full,
         volatile_write_cache: false,
+        open_channel: false,
     }
 }
 
@@ -462,4 +463,41 @@ fn null_device_completes_a_flush_after_its_latency() {
     h.run_all();
     assert_eq!(h.done[&f], SimTime(1000 + 5000));
     assert_eq!(h.dev.flushes_completed(), 1);
+}
+
+#[test]
+fn an_open_channel_drive_answers_the_host_scheduler() {
+    let mut h = Harness::new_ssd(ssd_config(1, 1, 16));
+    assert!(h.dev.host_ftl().is_none(), "a drive with its own FTL keeps it to itself");
+    let mut h2 = Harness::new_ssd(SsdConfig { open_channel: true, ..ssd_config(1, 1, 16) });
+    std::mem::swap(&mut h, &mut h2);
+    let ftl = h.dev.host_ftl().expect("pblk's view");
+    assert_eq!(ftl.unit_bytes(), 4096);
+    assert!(!ftl.is_update(0, 8192) && !ftl.gc_running());
+    h.submit(IoOp::Write, 4096, 4096, 1);
+    h.run_all();
+    let ftl = h.dev.host_ftl().expect("pblk's view");
+    assert!(ftl.is_update(4096, 4096), "the unit written is mapped");
+    assert!(ftl.is_update(0, 8192), "a write covering a mapped unit is an update");
+    assert!(!ftl.is_update(0, 4096) && !ftl.is_update(8192, 4096) && !ftl.is_update(4096, 0));
+    // Overwrite the logical space until GC runs; GC moves tenant 1's data, and it is seen running.
+    let logical = h.ssd().config().logical_units() * 4096;
+    let (mut seen, mut off) = (false, 0u64);
+    for i in 0..40_000u64 {
+        off = (off + 7 * 4096 + i % 3 * 4096) % logical;
+        while !h.dev.queue_has_room(QueueId((h.next_req % 2) as u16)) {
+            let t = h.q.peek_time().expect("a full queue has commands in flight");
+            h.run_until(t);
+        }
+        h.submit(IoOp::Write, off, 4096, (i % 2) as u16);
+        h.run_until(h.now + Nanos::from_us(50));
+        seen |= h.dev.host_ftl().is_some_and(|f| f.gc_running());
+    }
+    h.run_all();
+    let ftl = h.dev.host_ftl().expect("pblk's view");
+    assert!(seen, "GC ran while the drive was overwritten");
+    assert!(!ftl.gc_running(), "and is done once idle");
+    assert!(ftl.gc_units_moved(0) + ftl.gc_units_moved(1) > 0);
+    assert_eq!(ftl.gc_units_moved(1), h.ssd().ftl().tenant_gc(TenantId(1)).units_moved);
+    h.dev.check_invariants();
 }

@@ -66,6 +66,8 @@ struct Request {
     issued: SimTime,
     queued: SimTime,
     dispatched: SimTime,
+    /// On an open-channel drive: a write of mapped data when it reached the scheduler.
+    update: bool,
 }
 
 /// How a batch of [`Simulator::run_for`] ended.
@@ -428,6 +430,7 @@ impl Simulator {
             issued: now,
             queued: now,
             dispatched: now,
+            update: false,
         });
         self.issued += 1;
         self.overlap.issued(tenant.index());
@@ -477,7 +480,11 @@ impl Simulator {
             self.host_flushes.push_back(r);
         } else {
             self.device.prefetch_hint(req.offset, false);
-            let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, bytes: req.len };
+            if let Some(ftl) = self.device.host_ftl() {
+                req.update = req.op == IoOp::Write && ftl.is_update(req.offset, req.len);
+                self.sched.observe(self.now, ftl);
+            }
+            let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, offset: req.offset, bytes: req.len, update: req.update };
             self.sched.enqueue(self.now, sr);
         }
         self.host_dispatch();
@@ -519,6 +526,9 @@ impl Simulator {
 
     fn host_dispatch(&mut self) {
         self.dispatch_flushes();
+        if let Some(ftl) = self.device.host_ftl() {
+            self.sched.observe(self.now, ftl);
+        }
         while self.host_inflight < self.scenario.host.queue_depth {
             let Some(sr) = self.sched.dispatch(self.now) else { break };
             let q = self.queue_for(sr.id, sr.tenant);
@@ -571,7 +581,10 @@ impl Simulator {
             let req = self.reqs[r.index()];
             self.host_inflight -= 1;
             if req.op != IoOp::Flush {
-                let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, bytes: req.len };
+                if let Some(ftl) = self.device.host_ftl() {
+                    self.sched.observe(self.now, ftl);
+                }
+                let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, offset: req.offset, bytes: req.len, update: req.update };
                 self.sched.complete(self.now, &sr, self.now.since(req.dispatched));
             }
             match &mut self.machine {

@@ -18,7 +18,25 @@ pub struct SchedReq {
     pub id: ReqId,
     pub tenant: TenantId,
     pub op: IoOp,
+    /// Byte offset in the device's logical space.
+    pub offset: u64,
     pub bytes: u64,
+    /// On an open-channel drive: a write that overwrites mapped data, as the host FTL's L2P
+    /// table says when the request reaches the scheduler (false otherwise).
+    pub update: bool,
+}
+
+/// What the FTL of an open-channel drive, running on the host (Linux pblk), can tell the host
+/// scheduler. Drives with their own FTL offer none of it.
+pub trait HostFtl {
+    /// Whether a write of `len` bytes at `offset` overwrites mapped data (any unit of it).
+    fn is_update(&self, offset: u64, len: u64) -> bool;
+    /// Whether garbage collection is under way (a victim chosen and not yet erased).
+    fn gc_running(&self) -> bool;
+    /// Ground truth beyond pblk: mapping units GC has moved from `tenant`'s data so far.
+    fn gc_units_moved(&self, tenant: usize) -> u64;
+    /// The FTL's mapping unit in bytes.
+    fn unit_bytes(&self) -> u64;
 }
 
 /// What a scheduler did for one tenant.
@@ -58,6 +76,9 @@ pub trait Scheduler {
         SchedTenantStats { scale: 1.0, ..Default::default() }
     }
     fn check_invariants(&self) {}
+    /// On an open-channel drive, called before every `enqueue`, `dispatch` and `complete`: what
+    /// the host FTL says now.
+    fn observe(&mut self, _now: SimTime, _ftl: &dyn HostFtl) {}
 }
 
 /// The scheduler policies a config can name, with their parameters.
