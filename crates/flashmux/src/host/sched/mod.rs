@@ -1,5 +1,6 @@
 //! Host I/O schedulers, behind one small trait, picked by name in the config.
 
+pub mod budget_cost;
 mod cfq;
 mod mots;
 mod none;
