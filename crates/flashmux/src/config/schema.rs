@@ -10,7 +10,7 @@ use crate::device::FlushPolicy;
 use crate::device::SsdConfig;
 use crate::flash::Geometry;
 use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, MappingConfig, VictimPolicy};
-use crate::host::{CfqParams, HostConfig, MotsParams, SchedulerKind};
+use crate::host::{BudgetParams, CfqParams, HostConfig, MotsParams, SchedulerKind};
 use crate::units::{parse_duration, parse_rate, parse_size, Nanos};
 use crate::virt::{Aio, Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
 use crate::workload::fio::{parse_job_file, parse_job_text, JobFile};
@@ -154,6 +154,18 @@ struct HostSection {
     cpu: Option<CpuSection>,
     cfq: Option<CfqSection>,
     mcfq: Option<McfqSection>,
+    fair: Option<FairSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FairSection {
+    /// Budget refill period.
+    period: Option<String>,
+    /// Completed requests per regression window.
+    window: Option<u32>,
+    /// Windows in each least-squares fit.
+    windows: Option<u32>,
 }
 
 #[derive(Deserialize, Default)]
@@ -307,6 +319,13 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path) -> Result<Scenario, C
     let device = resolve_device(&ctx, &f.device)?;
     let precondition = resolve_precondition(&ctx, &f.precondition)?;
     let mut host = resolve_host(&ctx, &f.host)?;
+    let open_channel = matches!(&device.kind, DeviceKind::Ssd(c) if c.open_channel);
+    if host.scheduler.needs_host_ftl() && !open_channel {
+        return Err(ctx.err(format!(
+            "host.scheduler: '{}' needs an open-channel drive (device.mode = \"open-channel\", or preset \"cosmos\"): it throttles where the host FTL takes requests (pblk's ring write buffer) and prices them from what that FTL sees; a drive that runs its own FTL shows the host neither",
+            host.scheduler.name()
+        )));
+    }
     let virt = resolve_virt(&ctx, &f.virt)?;
     if virt.mode.is_vm() && host.cpu.is_none() {
         // A VM runs on host threads: the CPU model is on, with paper A's host by default.
@@ -756,6 +775,9 @@ fn resolve_scheduler_params(ctx: &Ctx, h: &HostSection, kind: SchedulerKind) -> 
     if h.mcfq.is_some() && !matches!(kind, SchedulerKind::Mcfq(..)) {
         return Err(ctx.err(format!("host.mcfq: applies only with scheduler = \"mcfq\" (the scheduler is '{name}')")));
     }
+    if h.fair.is_some() && !matches!(kind, SchedulerKind::Fair(..)) {
+        return Err(ctx.err(format!("host.fair: applies only with scheduler = \"fair\" (the scheduler is '{name}')")));
+    }
     let cfq = |p: CfqParams| h.cfq.as_ref().map_or(Ok(p), |c| resolve_cfq(ctx, c, p));
     Ok(match kind {
         SchedulerKind::None => kind,
@@ -763,7 +785,25 @@ fn resolve_scheduler_params(ctx: &Ctx, h: &HostSection, kind: SchedulerKind) -> 
         SchedulerKind::Mcfq(p, m) => {
             SchedulerKind::Mcfq(cfq(p)?, h.mcfq.as_ref().map_or(Ok(m), |s| resolve_mots(ctx, s, m))?)
         }
+        SchedulerKind::Fair(p) => SchedulerKind::Fair(h.fair.as_ref().map_or(Ok(p), |f| resolve_budget(ctx, f, p))?),
     })
+}
+
+fn resolve_budget(ctx: &Ctx, f: &FairSection, mut p: BudgetParams) -> Result<BudgetParams, ConfigError> {
+    if let Some(v) = &f.period {
+        p.period = ctx.duration("host.fair.period", v)?;
+        if p.period < Nanos::from_us(100) {
+            return Err(ctx.err(format!("host.fair.period: {v} is too short: expected at least 100us (a refill per request or more)")));
+        }
+    }
+    if let Some(w) = f.window {
+        p.cost.window_requests = ctx.positive("host.fair.window", w)?;
+    }
+    if let Some(n) = f.windows {
+        p.cost.windows = ctx.positive("host.fair.windows", n)?;
+    }
+    p.cost.validate().map_err(|e| ctx.err(format!("host.fair: {e}")))?;
+    Ok(p)
 }
 
 fn resolve_cfq(ctx: &Ctx, c: &CfqSection, d: CfqParams) -> Result<CfqParams, ConfigError> {

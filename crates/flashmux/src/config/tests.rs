@@ -1,6 +1,7 @@
 use super::*;
 use crate::device::precondition::PreconditionState;
 use std::path::Path;
+use crate::host::SchedulerKind;
 
 const MINIMAL: &str = r#"
 [device]
@@ -303,4 +304,34 @@ fn open_channel_is_a_device_mode_with_a_host_mapping() {
     let dftl = format!("{}\n[device.ftl]\nmapping = \"dftl\"\n", mode("paper-c", "open-channel"));
     let e = err(&dftl);
     assert!(e.contains("device.ftl.mapping") && e.contains("host memory"), "{e}");
+}
+
+#[test]
+fn fair_needs_an_open_channel_drive_and_sane_parameters() {
+    let fair = |preset: &str, extra: &str| {
+        MINIMAL.replace("preset = \"paper-c\"", &format!("preset = \"{preset}\""))
+            + &format!("\n[host]\nscheduler = \"fair\"\n{extra}\n")
+    };
+    let e = err(&fair("paper-c", ""));
+    assert!(e.contains("host.scheduler: 'fair' needs an open-channel drive"), "{e}");
+    let s = load(&fair("cosmos", "[host.fair]\nperiod = \"50ms\"\nwindow = 1000\nwindows = 10")).unwrap();
+    match s.host.scheduler {
+        SchedulerKind::Fair(p) => {
+            assert_eq!(p.period, Nanos::from_ms(50));
+            assert_eq!((p.cost.window_requests, p.cost.windows), (1000, 10));
+        }
+        k => panic!("{k:?}"),
+    }
+    for (extra, needle) in [
+        ("[host.fair]\nperiod = \"0ms\"", "host.fair.period"),
+        ("[host.fair]\nperiod = \"-5ms\"", "host.fair.period"),
+        ("[host.fair]\nwindow = 0", "host.fair.window"),
+        ("[host.fair]\nwindows = 0", "host.fair.windows"),
+        ("[host.fair]\nalpha = 0.5", "unknown field"),
+    ] {
+        let e = err(&fair("cosmos", extra));
+        assert!(e.contains(needle), "expected '{needle}' in: {e}");
+    }
+    let e = err(&format!("{MINIMAL}\n[host]\nscheduler = \"cfq\"\n[host.fair]\nperiod = \"10ms\"\n"));
+    assert!(e.contains("host.fair: applies only with scheduler = \"fair\""), "{e}");
 }

@@ -1,10 +1,12 @@
 //! Host I/O schedulers, behind one small trait, picked by name in the config.
 
+mod budget;
 pub mod budget_cost;
 mod cfq;
 mod mots;
 mod none;
 
+pub use budget::{Budget, BudgetParams};
 pub use cfq::{Cfq, CfqParams};
 pub use mots::{Mots, MotsParams};
 pub use none::Fifo;
@@ -92,10 +94,12 @@ pub enum SchedulerKind {
     Cfq(CfqParams),
     /// CFQ with paper D's Manager of Time Slice.
     Mcfq(CfqParams, MotsParams),
+    /// Budgets priced by BCQ's regression (paper E's Fair); open-channel drives only.
+    Fair(BudgetParams),
 }
 
 impl SchedulerKind {
-    pub const NAMES: [&'static str; 3] = ["none", "cfq", "mcfq"];
+    pub const NAMES: [&'static str; 4] = ["none", "cfq", "mcfq", "fair"];
 
     /// The policy a name selects, with default parameters.
     pub fn from_name(name: &str) -> Option<SchedulerKind> {
@@ -103,6 +107,7 @@ impl SchedulerKind {
             "none" | "noop" | "fifo" => Some(SchedulerKind::None),
             "cfq" => Some(SchedulerKind::Cfq(CfqParams::default())),
             "mcfq" => Some(SchedulerKind::Mcfq(CfqParams::default(), MotsParams::default())),
+            "fair" => Some(SchedulerKind::Fair(BudgetParams::default())),
             _ => None,
         }
     }
@@ -112,7 +117,13 @@ impl SchedulerKind {
             SchedulerKind::None => "none",
             SchedulerKind::Cfq(_) => "cfq",
             SchedulerKind::Mcfq(..) => "mcfq",
+            SchedulerKind::Fair(_) => "fair",
         }
+    }
+
+    /// Whether the policy must see the FTL: it runs only on an open-channel drive.
+    pub fn needs_host_ftl(&self) -> bool {
+        matches!(self, SchedulerKind::Fair(_))
     }
 
     /// The scheduler for tenants of these weights in front of a host queue of `depth`.
@@ -121,6 +132,7 @@ impl SchedulerKind {
             SchedulerKind::None => Box::new(Fifo::default()),
             SchedulerKind::Cfq(p) => Box::new(Cfq::new(p, weights, depth, None)),
             SchedulerKind::Mcfq(p, m) => Box::new(Cfq::new(p, weights, depth, Some(Mots::new(m, weights)))),
+            SchedulerKind::Fair(p) => Box::new(Budget::new(p, weights)),
         }
     }
 }
