@@ -290,15 +290,14 @@ impl Layout {
         };
         let x_ticks = if chart.log_x { log2_ticks(x_range, 10) } else { labelled(nice_ticks(x_range, 10)) };
         let y_ticks = labelled(nice_ticks(y_range, 8));
-        let widest = y_ticks.iter().map(|(_, l)| l.chars().count()).max().unwrap_or(1) as u32;
         Ok(Layout {
             legend: legend_corner(&points, x_range, y_range),
             points,
             x_range,
             y_range,
             x_ticks,
+            y_label_area: y_label_area(&y_ticks),
             y_ticks,
-            y_label_area: (widest * 8 + 40).clamp(60, 160),
         })
     }
 }
@@ -436,35 +435,92 @@ impl Ranged for TickedAxis {
     }
 }
 
-/// Draws the chart on any backend.
-fn draw<DB: DrawingBackend>(chart: &LineChart, layout: &Layout, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    root.fill(&WHITE).map_err(err)?;
-    let x_keys: Vec<f64> = layout.x_ticks.iter().map(|t| t.0).collect();
-    let y_keys: Vec<f64> = layout.y_ticks.iter().map(|t| t.0).collect();
+/// Pixels left of the plot for the y tick labels and the y axis label.
+fn y_label_area(y_ticks: &[(f64, String)]) -> u32 {
+    let widest = y_ticks.iter().map(|(_, l)| l.chars().count()).max().unwrap_or(1) as u32;
+    (widest * 8 + 40).clamp(60, 160)
+}
+
+/// The label of the tick at `v`, or `v` itself formatted.
+fn tick_label(ticks: &[(f64, String)], v: f64) -> String {
+    ticks.iter().find(|t| t.0 == v).map_or_else(|| format_value(v), |t| t.1.clone())
+}
+
+type Plot<'a, DB> = ChartContext<'a, DB, Cartesian2d<TickedAxis, TickedAxis>>;
+
+/// What every chart's frame needs: its text, its axes and their tick labels.
+struct Frame<'f> {
+    title: &'f str,
+    x_label: &'f str,
+    y_label: &'f str,
+    x: TickedAxis,
+    y: TickedAxis,
+    y_label_area: u32,
+    x_fmt: &'f dyn Fn(&f64) -> String,
+    y_fmt: &'f dyn Fn(&f64) -> String,
+    /// Vertical grid lines at the x ticks (bar charts have none).
+    x_grid: bool,
+}
+
+/// A white canvas with the title, the axes, their labels and grid lines: the chart area to draw
+/// the series on.
+fn frame<'a, DB: DrawingBackend>(root: &'a DrawingArea<DB, Shift>, f: Frame<'_>) -> Result<Plot<'a, DB>, String> {
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
     let mut ctx = ChartBuilder::on(root)
-        .caption(&chart.title, (FONT_FAMILY, 24))
+        .caption(f.title, (FONT_FAMILY, 24))
         .margin(16)
         .x_label_area_size(50)
-        .y_label_area_size(layout.y_label_area)
-        .build_cartesian_2d(TickedAxis::new(layout.x_range, x_keys), TickedAxis::new(layout.y_range, y_keys))
-        .map_err(err)?;
-    let label_of = |ticks: &[(f64, String)], v: f64| {
-        ticks.iter().find(|t| t.0 == v).map_or_else(|| format_value(v), |t| t.1.clone())
-    };
-    let x_fmt = |v: &f64| label_of(&layout.x_ticks, *v);
-    let y_fmt = |v: &f64| label_of(&layout.y_ticks, *v);
-    ctx.configure_mesh()
-        .x_desc(chart.x_label.as_str())
-        .y_desc(chart.y_label.as_str())
-        .x_label_formatter(&x_fmt)
-        .y_label_formatter(&y_fmt)
+        .y_label_area_size(f.y_label_area)
+        .build_cartesian_2d(f.x, f.y)
+        .map_err(|e| e.to_string())?;
+    let mut mesh = ctx.configure_mesh();
+    mesh.x_desc(f.x_label)
+        .y_desc(f.y_label)
+        .x_label_formatter(f.x_fmt)
+        .y_label_formatter(f.y_fmt)
         .label_style((FONT_FAMILY, 15))
         .axis_desc_style((FONT_FAMILY, 17))
         .bold_line_style(BLACK.mix(0.12))
-        .light_line_style(TRANSPARENT)
+        .light_line_style(TRANSPARENT);
+    if !f.x_grid {
+        mesh.disable_x_mesh();
+    }
+    mesh.draw().map_err(|e| e.to_string())?;
+    Ok(ctx)
+}
+
+/// The legend of the series drawn, in a framed box at `position`.
+fn legend<'a, DB: DrawingBackend + 'a>(ctx: &mut Plot<'a, DB>, position: SeriesLabelPosition) -> Result<(), String> {
+    ctx.configure_series_labels()
+        .position(position)
+        .label_font((FONT_FAMILY, 15))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
         .draw()
-        .map_err(err)?;
+        .map_err(|e| e.to_string())
+}
+
+/// Draws the chart on any backend.
+fn draw<DB: DrawingBackend>(chart: &LineChart, layout: &Layout, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let x_keys: Vec<f64> = layout.x_ticks.iter().map(|t| t.0).collect();
+    let y_keys: Vec<f64> = layout.y_ticks.iter().map(|t| t.0).collect();
+    let x_fmt = |v: &f64| tick_label(&layout.x_ticks, *v);
+    let y_fmt = |v: &f64| tick_label(&layout.y_ticks, *v);
+    let mut ctx = frame(
+        root,
+        Frame {
+            title: &chart.title,
+            x_label: &chart.x_label,
+            y_label: &chart.y_label,
+            x: TickedAxis::new(layout.x_range, x_keys),
+            y: TickedAxis::new(layout.y_range, y_keys),
+            y_label_area: layout.y_label_area,
+            x_fmt: &x_fmt,
+            y_fmt: &y_fmt,
+            x_grid: true,
+        },
+    )?;
     for (i, (series, points)) in chart.series.iter().zip(&layout.points).enumerate() {
         let color = series_color(i);
         let style = ShapeStyle { color, filled: true, stroke_width: 2 };
@@ -473,14 +529,7 @@ fn draw<DB: DrawingBackend>(chart: &LineChart, layout: &Layout, root: &DrawingAr
             .label(series.label.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
     }
-    ctx.configure_series_labels()
-        .position(layout.legend.clone())
-        .label_font((FONT_FAMILY, 15))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(err)?;
-    Ok(())
+    legend(&mut ctx, layout.legend.clone())
 }
 
 /// A bar chart's geometry: category i spans x in [i, i + 1].
@@ -508,8 +557,7 @@ impl BarLayout {
         let pad = (hi - lo) * 0.08;
         let y_range = if hi > lo { (if lo < 0.0 { lo - pad } else { 0.0 }, if hi > 0.0 { hi + pad } else { 0.0 }) } else { (0.0, 1.0) };
         let y_ticks = labelled(nice_ticks(y_range, 8));
-        let widest = y_ticks.iter().map(|(_, l)| l.chars().count()).max().unwrap_or(1) as u32;
-        Ok(BarLayout { y_range, y_ticks, y_label_area: (widest * 8 + 40).clamp(60, 160) })
+        Ok(BarLayout { y_label_area: y_label_area(&y_ticks), y_range, y_ticks })
     }
 }
 
@@ -522,31 +570,25 @@ impl Figure for BarFigure<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let (chart, layout) = (self.chart, &self.layout);
         let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-        root.fill(&WHITE).map_err(err)?;
         let n = chart.categories.len();
         let centers: Vec<f64> = (0..n).map(|i| i as f64 + 0.5).collect();
         let y_keys: Vec<f64> = layout.y_ticks.iter().map(|t| t.0).collect();
-        let mut ctx = ChartBuilder::on(root)
-            .caption(&chart.title, (FONT_FAMILY, 24))
-            .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(layout.y_label_area)
-            .build_cartesian_2d(TickedAxis::new((0.0, n as f64), centers), TickedAxis::new(layout.y_range, y_keys))
-            .map_err(err)?;
         let x_fmt = |v: &f64| chart.categories.get(v.floor() as usize).cloned().unwrap_or_default();
-        let y_fmt = |v: &f64| layout.y_ticks.iter().find(|t| t.0 == *v).map_or_else(|| format_value(*v), |t| t.1.clone());
-        ctx.configure_mesh()
-            .x_desc(chart.x_label.as_str())
-            .y_desc(chart.y_label.as_str())
-            .x_label_formatter(&x_fmt)
-            .y_label_formatter(&y_fmt)
-            .label_style((FONT_FAMILY, 15))
-            .axis_desc_style((FONT_FAMILY, 17))
-            .bold_line_style(BLACK.mix(0.12))
-            .light_line_style(TRANSPARENT)
-            .disable_x_mesh()
-            .draw()
-            .map_err(err)?;
+        let y_fmt = |v: &f64| tick_label(&layout.y_ticks, *v);
+        let mut ctx = frame(
+            root,
+            Frame {
+                title: &chart.title,
+                x_label: &chart.x_label,
+                y_label: &chart.y_label,
+                x: TickedAxis::new((0.0, n as f64), centers),
+                y: TickedAxis::new(layout.y_range, y_keys),
+                y_label_area: layout.y_label_area,
+                x_fmt: &x_fmt,
+                y_fmt: &y_fmt,
+                x_grid: false,
+            },
+        )?;
         // Each group fills 80% of its category; its bars share that width.
         let width = 0.8 / chart.series.len() as f64;
         for (j, series) in chart.series.iter().enumerate() {
@@ -560,14 +602,7 @@ impl Figure for BarFigure<'_> {
                 .label(series.label.as_str())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], color.filled()));
         }
-        ctx.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FONT_FAMILY, 15))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
-            .map_err(err)?;
-        Ok(())
+        legend(&mut ctx, SeriesLabelPosition::UpperRight)
     }
 }
 
