@@ -17,7 +17,7 @@ use crate::config::{DeviceKind, Scenario};
 use crate::device::precondition::{owner_segments, precondition, PreconditionReport, PreconditionState};
 use crate::device::{Backend, Command, Device, DeviceEvent, IoOp, Outbox, Ssd};
 use crate::engine::{rng_for, EventQueue};
-use crate::host::{SchedReq, Scheduler, SchedulerKind};
+use crate::host::{SchedReq, Scheduler};
 use crate::ftl::MappingConfig;
 use crate::metrics::{CmtReport, DeviceResult, Fairness, JobResult, RunResults, StopReason, TenantResult};
 use crate::units::{JobId, QueueId, ReqId, SimTime, TenantId};
@@ -68,6 +68,13 @@ struct Request {
     dispatched: SimTime,
     /// On an open-channel drive: a write of mapped data when it reached the scheduler.
     update: bool,
+}
+
+impl Request {
+    /// What the host scheduler knows of request `id`.
+    fn sched_req(&self, id: ReqId) -> SchedReq {
+        SchedReq { id, tenant: self.tenant, op: self.op, offset: self.offset, bytes: self.len, update: self.update }
+    }
 }
 
 /// How a batch of [`Simulator::run_for`] ended.
@@ -482,10 +489,8 @@ impl Simulator {
             self.device.prefetch_hint(req.offset, false);
             if let Some(ftl) = self.device.host_ftl() {
                 req.update = req.op == IoOp::Write && ftl.is_update(req.offset, req.len);
-                self.sched.observe(self.now, ftl);
             }
-            let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, offset: req.offset, bytes: req.len, update: req.update };
-            self.sched.enqueue(self.now, sr);
+            self.sched.enqueue(self.now, req.sched_req(r));
         }
         self.host_dispatch();
     }
@@ -584,8 +589,7 @@ impl Simulator {
                 if let Some(ftl) = self.device.host_ftl() {
                     self.sched.observe(self.now, ftl);
                 }
-                let sr = SchedReq { id: r, tenant: req.tenant, op: req.op, offset: req.offset, bytes: req.len, update: req.update };
-                self.sched.complete(self.now, &sr, self.now.since(req.dispatched));
+                self.sched.complete(self.now, &req.sched_req(r), self.now.since(req.dispatched));
             }
             match &mut self.machine {
                 Some(m) => m.host_complete(self.now, r, &mut self.vout),
@@ -656,7 +660,7 @@ impl Simulator {
     fn snapshots(&self) -> Vec<timeline::Snapshot> {
         (0..self.scenario.tenants.len())
             .map(|t| {
-                let slice_scale = self.sched.tenant_stats(t).scale;
+                let slice_scale = self.sched.tenant_stats(t).map_or(1.0, |s| s.scale);
                 match self.device.backend() {
                     Backend::Ssd(s) => {
                         let id = TenantId(t as u16);
@@ -747,7 +751,7 @@ impl Simulator {
                     gc_erases,
                     map,
                     device: dev,
-                    sched: (self.scenario.host.scheduler != SchedulerKind::None).then(|| self.sched.tenant_stats(i)),
+                    sched: self.sched.tenant_stats(i),
                 }
             })
             .collect();

@@ -235,10 +235,10 @@ impl Scheduler for Budget {
         self.queued
     }
 
-    fn tenant_stats(&self, t: usize) -> SchedTenantStats {
+    fn tenant_stats(&self, t: usize) -> Option<SchedTenantStats> {
         let mut s = self.tenants[t].stats;
         s.turns = self.refills;
-        s
+        Some(s)
     }
 
     fn check_invariants(&self) {

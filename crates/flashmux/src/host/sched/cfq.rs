@@ -404,10 +404,10 @@ impl Scheduler for Cfq {
         self.queued
     }
 
-    fn tenant_stats(&self, t: usize) -> SchedTenantStats {
+    fn tenant_stats(&self, t: usize) -> Option<SchedTenantStats> {
         let mut s = self.groups[t].stats;
         s.scale = self.mots_scale(t);
-        s
+        Some(s)
     }
 
     fn check_invariants(&self) {

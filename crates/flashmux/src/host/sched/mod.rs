@@ -74,13 +74,13 @@ pub trait Scheduler {
     }
     /// Requests waiting in the scheduler.
     fn queued(&self) -> usize;
-    /// What the policy did for tenant `t` (zeros for policies without per-tenant state).
-    fn tenant_stats(&self, _t: usize) -> SchedTenantStats {
-        SchedTenantStats { scale: 1.0, ..Default::default() }
+    /// What the policy did for tenant `t`; `None` for policies without per-tenant state.
+    fn tenant_stats(&self, _t: usize) -> Option<SchedTenantStats> {
+        None
     }
     fn check_invariants(&self) {}
-    /// On an open-channel drive, called before every `enqueue`, `dispatch` and `complete`: what
-    /// the host FTL says now.
+    /// On an open-channel drive, called before each round of `dispatch` calls and before every
+    /// `complete`: what the host FTL says now.
     fn observe(&mut self, _now: SimTime, _ftl: &dyn HostFtl) {}
 }
 

@@ -112,7 +112,7 @@ fn slices_are_shares_of_the_target_latency_within_bounds() {
     b.run_until(ms(20_000));
     // 300 ms × w / 22 kept within [16, 100] ms.
     for (t, want_ms) in [100.0, 95.45, 54.55, 16.0].into_iter().enumerate() {
-        let s = b.s.tenant_stats(t);
+        let s = b.s.tenant_stats(t).expect("cfq keeps per-tenant stats");
         let mean_ms = s.service_ns as f64 / s.turns as f64 / 1e6;
         assert!((mean_ms - want_ms).abs() < 0.5, "tenant {t}: mean slice {mean_ms} ms, want {want_ms}");
         assert_eq!(s.scale, 1.0);
@@ -147,7 +147,7 @@ fn an_emptied_group_keeps_the_device_for_slice_idle() {
     s.complete(ms(4), &req(3, 0, IoOp::Read), Nanos::from_ms(1));
     assert_eq!(s.dispatch(ms(11)), None, "idling until 12 ms");
     assert_eq!(s.dispatch(ms(12)).map(|r| r.id), Some(ReqId(2)), "the idle window expired: tenant 1's turn");
-    assert_eq!(s.tenant_stats(0).service_ns, Nanos::from_ms(11).0, "charged from the slice's first completion");
+    assert_eq!(s.tenant_stats(0).expect("cfq keeps per-tenant stats").service_ns, Nanos::from_ms(11).0, "charged from the slice's first completion");
 }
 
 #[test]
@@ -189,7 +189,7 @@ fn a_requeued_request_goes_first() {
     s.requeue(r);
     assert_eq!(s.queued(), 2);
     assert_eq!(s.dispatch(ms(0)).unwrap().id, ReqId(2));
-    assert_eq!(s.tenant_stats(0).dispatched, 1);
+    assert_eq!(s.tenant_stats(0).expect("cfq keeps per-tenant stats").dispatched, 1);
 }
 
 #[test]
@@ -230,7 +230,7 @@ fn mcfq_moves_bandwidth_toward_the_weights_where_cfq_misses() {
     let run = |mots: Option<Mots>| {
         let mut b = Bench::new(Cfq::new(CfqParams::default(), &weights, 32, mots), 1, cost.clone(), 4);
         b.run_until(ms(60_000));
-        (b.done[0] as f64 / b.done[1] as f64, b.s.tenant_stats(0).scale)
+        (b.done[0] as f64 / b.done[1] as f64, b.s.tenant_stats(0).expect("cfq keeps per-tenant stats").scale)
     };
     let (cfq_ratio, cfq_scale) = run(None);
     let (mcfq_ratio, mcfq_scale) = run(Some(Mots::new(MotsParams::default(), &weights)));
