@@ -294,3 +294,12 @@ mod tests {
         assert_eq!(c.overprovisioning, 0.03);
     }
 }
+
+/// hWA-BC's `G = a·ln(R) + b` for a preset's drive, fitted by `flashmux profile gc-contribution`
+/// (docs/MODEL.md §3, "hwabc"); presets not profiled get the relation the paper's observation
+/// implies (`HwabcParams::PAPER`).
+pub fn gc_contribution_fit(preset: &str) -> (f64, f64) {
+    match preset {
+        _ => crate::host::HwabcParams::PAPER,
+    }
+}

@@ -1,6 +1,6 @@
 //! The TOML schema (serde, unknown keys rejected) and its resolution into a [`Scenario`].
 
-use super::presets::{default_gc_threshold, preset, DeviceKind, PRESET_NAMES};
+use super::presets::{default_gc_threshold, gc_contribution_fit, preset, DeviceKind, PRESET_NAMES};
 use super::{
     ConfigError, DeviceSpec, OutputSpec, Scenario, StopSpec, TenantSpec, DEFAULT_OUTPUT_DIR, DEFAULT_SEED,
     DEFAULT_WEIGHT, MAX_WEIGHT,
@@ -155,6 +155,20 @@ struct HostSection {
     cfq: Option<CfqSection>,
     mcfq: Option<McfqSection>,
     fair: Option<FairSection>,
+    hwabc: Option<HwabcSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct HwabcSection {
+    period: Option<String>,
+    window: Option<u32>,
+    windows: Option<u32>,
+    /// Smoothing of the update-write run lengths.
+    alpha: Option<f64>,
+    /// `G = a·ln(R) + b`.
+    a: Option<f64>,
+    b: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -318,7 +332,7 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path) -> Result<Scenario, C
     let f: ScenarioFile = toml::from_str(text).map_err(|e| ctx.err(e.to_string().trim_end().to_string()))?;
     let device = resolve_device(&ctx, &f.device)?;
     let precondition = resolve_precondition(&ctx, &f.precondition)?;
-    let mut host = resolve_host(&ctx, &f.host)?;
+    let mut host = resolve_host(&ctx, &f.host, &device.preset)?;
     let open_channel = matches!(&device.kind, DeviceKind::Ssd(c) if c.open_channel);
     if host.scheduler.needs_host_ftl() && !open_channel {
         return Err(ctx.err(format!(
@@ -743,14 +757,14 @@ fn resolve_precondition(ctx: &Ctx, p: &PreconditionSection) -> Result<Preconditi
     Ok(PreconditionSpec { state, fill })
 }
 
-fn resolve_host(ctx: &Ctx, h: &HostSection) -> Result<HostConfig, ConfigError> {
+fn resolve_host(ctx: &Ctx, h: &HostSection, device_preset: &str) -> Result<HostConfig, ConfigError> {
     let scheduler = match &h.scheduler {
         None => SchedulerKind::None,
         Some(s) => SchedulerKind::from_name(s).ok_or_else(|| {
             ctx.err(format!("host.scheduler: unknown scheduler '{s}': expected one of {}", SchedulerKind::NAMES.join(", ")))
         })?,
     };
-    let scheduler = resolve_scheduler_params(ctx, h, scheduler)?;
+    let scheduler = resolve_scheduler_params(ctx, h, scheduler, device_preset)?;
     Ok(HostConfig {
         queue_depth: ctx.positive("host.queue_depth", h.queue_depth.unwrap_or(DEFAULT_HOST_QUEUE_DEPTH))?,
         scheduler,
@@ -767,7 +781,7 @@ fn resolve_host(ctx: &Ctx, h: &HostSection) -> Result<HostConfig, ConfigError> {
 }
 
 /// `[host.cfq]` and `[host.mcfq]`: each only with a scheduler that uses it.
-fn resolve_scheduler_params(ctx: &Ctx, h: &HostSection, kind: SchedulerKind) -> Result<SchedulerKind, ConfigError> {
+fn resolve_scheduler_params(ctx: &Ctx, h: &HostSection, kind: SchedulerKind, device_preset: &str) -> Result<SchedulerKind, ConfigError> {
     let name = kind.name();
     if h.cfq.is_some() && !matches!(kind, SchedulerKind::Cfq(_) | SchedulerKind::Mcfq(..)) {
         return Err(ctx.err(format!("host.cfq: applies only with scheduler = \"cfq\" or \"mcfq\" (the scheduler is '{name}')")));
@@ -778,6 +792,11 @@ fn resolve_scheduler_params(ctx: &Ctx, h: &HostSection, kind: SchedulerKind) -> 
     if h.fair.is_some() && !matches!(kind, SchedulerKind::Fair(..)) {
         return Err(ctx.err(format!("host.fair: applies only with scheduler = \"fair\" (the scheduler is '{name}')")));
     }
+    if h.hwabc.is_some() && !matches!(kind, SchedulerKind::Hwabc(..)) {
+        return Err(ctx.err(format!(
+            "host.hwabc: applies only with scheduler = \"hwabc\" or \"hwabc-oracle\" (the scheduler is '{name}')"
+        )));
+    }
     let cfq = |p: CfqParams| h.cfq.as_ref().map_or(Ok(p), |c| resolve_cfq(ctx, c, p));
     Ok(match kind {
         SchedulerKind::None => kind,
@@ -785,24 +804,44 @@ fn resolve_scheduler_params(ctx: &Ctx, h: &HostSection, kind: SchedulerKind) -> 
         SchedulerKind::Mcfq(p, m) => {
             SchedulerKind::Mcfq(cfq(p)?, h.mcfq.as_ref().map_or(Ok(m), |s| resolve_mots(ctx, s, m))?)
         }
-        SchedulerKind::Fair(p) => SchedulerKind::Fair(h.fair.as_ref().map_or(Ok(p), |f| resolve_budget(ctx, f, p))?),
+        SchedulerKind::Fair(p) => SchedulerKind::Fair(match &h.fair {
+            Some(f) => resolve_budget(ctx, "host.fair", (&f.period, f.window, f.windows), p)?,
+            None => p,
+        }),
+        SchedulerKind::Hwabc(p, mut hw) => {
+            // The drive's profiled G = a·ln(R) + b, unless the scenario gives its own.
+            (hw.a, hw.b) = gc_contribution_fit(device_preset);
+            let Some(s) = &h.hwabc else { return Ok(SchedulerKind::Hwabc(p, hw)) };
+            let p = resolve_budget(ctx, "host.hwabc", (&s.period, s.window, s.windows), p)?;
+            hw.alpha = s.alpha.unwrap_or(hw.alpha);
+            hw.a = s.a.unwrap_or(hw.a);
+            hw.b = s.b.unwrap_or(hw.b);
+            hw.validate().map_err(|e| ctx.err(format!("host.hwabc.{e}")))?;
+            SchedulerKind::Hwabc(p, hw)
+        }
     })
 }
 
-fn resolve_budget(ctx: &Ctx, f: &FairSection, mut p: BudgetParams) -> Result<BudgetParams, ConfigError> {
-    if let Some(v) = &f.period {
-        p.period = ctx.duration("host.fair.period", v)?;
+/// `period`, `window` and `windows` of `[host.fair]` or `[host.hwabc]`.
+fn resolve_budget(
+    ctx: &Ctx,
+    section: &str,
+    (period, window, windows): (&Option<String>, Option<u32>, Option<u32>),
+    mut p: BudgetParams,
+) -> Result<BudgetParams, ConfigError> {
+    if let Some(v) = period {
+        p.period = ctx.duration(&format!("{section}.period"), v)?;
         if p.period < Nanos::from_us(100) {
-            return Err(ctx.err(format!("host.fair.period: {v} is too short: expected at least 100us (a refill per request or more)")));
+            return Err(ctx.err(format!("{section}.period: {v} is too short: expected at least 100us (a refill per request or more)")));
         }
     }
-    if let Some(w) = f.window {
-        p.cost.window_requests = ctx.positive("host.fair.window", w)?;
+    if let Some(w) = window {
+        p.cost.window_requests = ctx.positive(&format!("{section}.window"), w)?;
     }
-    if let Some(n) = f.windows {
-        p.cost.windows = ctx.positive("host.fair.windows", n)?;
+    if let Some(n) = windows {
+        p.cost.windows = ctx.positive(&format!("{section}.windows"), n)?;
     }
-    p.cost.validate().map_err(|e| ctx.err(format!("host.fair: {e}")))?;
+    p.cost.validate().map_err(|e| ctx.err(format!("{section}: {e}")))?;
     Ok(p)
 }
 
@@ -1198,7 +1237,7 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
         seed: DEFAULT_SEED,
         device,
         precondition: PreconditionSpec { state: PreconditionState::Clean, fill: 1.0 },
-        host: resolve_host(&ctx, &HostSection::default())?,
+        host: resolve_host(&ctx, &HostSection::default(), device_preset)?,
         virt: VirtConfig::default(),
         stop: StopSpec { time: None, requests: None },
         output: OutputSpec { dir: DEFAULT_OUTPUT_DIR.into(), timeline_interval: DEFAULT_TIMELINE_INTERVAL },

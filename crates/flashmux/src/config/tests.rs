@@ -335,3 +335,45 @@ fn fair_needs_an_open_channel_drive_and_sane_parameters() {
     let e = err(&format!("{MINIMAL}\n[host]\nscheduler = \"cfq\"\n[host.fair]\nperiod = \"10ms\"\n"));
     assert!(e.contains("host.fair: applies only with scheduler = \"fair\""), "{e}");
 }
+
+#[test]
+fn hwabc_takes_the_drives_fit_and_checks_its_parameters() {
+    let hw = |sched: &str, preset: &str, extra: &str| {
+        MINIMAL.replace("preset = \"paper-c\"", &format!("preset = \"{preset}\""))
+            + &format!("\n[host]\nscheduler = \"{sched}\"\n{extra}\n")
+    };
+    for sched in ["hwabc", "hwabc-oracle"] {
+        let e = err(&hw(sched, "840pro", ""));
+        assert!(e.contains(&format!("host.scheduler: '{sched}' needs an open-channel drive")), "{e}");
+    }
+    match load(&hw("hwabc", "cosmos", "")).unwrap().host.scheduler {
+        SchedulerKind::Hwabc(_, h) => {
+            assert_eq!((h.a, h.b), crate::config::presets::gc_contribution_fit("cosmos"));
+            assert_eq!(h.alpha, 0.5);
+            assert!(!h.oracle);
+        }
+        k => panic!("{k:?}"),
+    }
+    let text = hw("hwabc-oracle", "cosmos", "[host.hwabc]\nperiod = \"20ms\"\nwindow = 100\nalpha = 0.25\na = 2.0\nb = 5.0");
+    match load(&text).unwrap().host.scheduler {
+        SchedulerKind::Hwabc(p, h) => {
+            assert_eq!((p.period, p.cost.window_requests), (Nanos::from_ms(20), 100));
+            assert_eq!((h.a, h.b, h.alpha, h.oracle), (2.0, 5.0, 0.25, true));
+        }
+        k => panic!("{k:?}"),
+    }
+    for (extra, needle) in [
+        ("[host.hwabc]\nalpha = 0.0", "host.hwabc.alpha: 0 is out of range: expected a smoothing factor in (0, 1)"),
+        ("[host.hwabc]\nalpha = 1.0", "host.hwabc.alpha: 1 is out of range"),
+        ("[host.hwabc]\nalpha = -0.5", "host.hwabc.alpha"),
+        ("[host.hwabc]\na = -1.0\nb = -1.0", "host.hwabc.a, b: G = a·ln(R) + b is never positive"),
+        ("[host.hwabc]\nperiod = \"10us\"", "host.hwabc.period: 10us is too short"),
+        ("[host.hwabc]\nwindows = 0", "host.hwabc.windows"),
+        ("[host.hwabc]\nbeta = 1", "unknown field"),
+    ] {
+        let e = err(&hw("hwabc", "cosmos", extra));
+        assert!(e.contains(needle), "expected '{needle}' in: {e}");
+    }
+    let e = err(&hw("fair", "cosmos", "[host.hwabc]\nalpha = 0.5"));
+    assert!(e.contains("host.hwabc: applies only with scheduler = \"hwabc\" or \"hwabc-oracle\""), "{e}");
+}

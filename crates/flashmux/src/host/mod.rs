@@ -6,7 +6,7 @@ pub mod sched;
 use crate::units::Nanos;
 use serde::Serialize;
 
-pub use sched::{BudgetParams, CfqParams, HostFtl, MotsParams, SchedTenantStats, Scheduler, SchedulerKind, SchedReq};
+pub use sched::{BudgetParams, CfqParams, HwabcParams, HostFtl, MotsParams, SchedTenantStats, Scheduler, SchedulerKind, SchedReq};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HostConfig {

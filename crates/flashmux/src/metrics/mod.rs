@@ -3,9 +3,11 @@
 //! is written from.
 
 mod fairness;
+mod gc_contribution;
 mod results;
 
 pub use fairness::*;
+pub use gc_contribution::*;
 pub use results::*;
 
 use hdrhistogram::Histogram;

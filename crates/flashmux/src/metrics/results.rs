@@ -227,6 +227,12 @@ pub struct TimelineRow {
     pub share: f64,
     pub share_ideal: f64,
     pub share_error: f64,
+    /// Of the units GC moved from tenants' data during the interval, the fraction that was this
+    /// tenant's (NaN when GC moved none).
+    pub gc_share: f64,
+    /// Of the GC cost hWA-BC charged during the interval, the fraction charged to this tenant
+    /// (NaN under other schedulers, or when none was charged).
+    pub gc_share_est: f64,
 }
 
 impl TenantResult {
@@ -243,6 +249,14 @@ impl TenantResult {
 }
 
 impl RunResults {
+    /// hWA-BC's judged GC contribution of each tenant next to the true one; `None` unless the
+    /// scheduler charges GC by contribution and has charged some.
+    pub fn gc_contributions(&self) -> Option<Vec<super::GcContribution>> {
+        let charged: Vec<Option<f64>> = self.tenants.iter().map(|t| t.sched.and_then(|s| s.gc_charged_ns)).collect();
+        let moved: Vec<u64> = self.tenants.iter().map(|t| t.gc_units_moved).collect();
+        super::gc_contributions(&charged, &moved)
+    }
+
     /// Adds slowdowns against runs of each tenant alone: `alone[i]` is the run of
     /// [`Scenario::alone`](crate::config::Scenario::alone)`(i)`; a tenant without its alone run
     /// has no slowdown.

@@ -164,7 +164,13 @@ fn keyed(keys: &[&str], values: &[f64]) -> Value {
 /// The top-level `"flashmux"` object: everything about the run fio's schema has no place for.
 fn run_json(r: &RunResults) -> Value {
     let gc_total = r.tenants.iter().map(|t| t.gc_units_moved).sum::<u64>() + r.device.unowned_gc_units_moved;
-    let tenants: Vec<Value> = r.tenants.iter().map(|t| tenant_json(r, t, gc_total)).collect();
+    let contrib = r.gc_contributions();
+    let mut tenants: Vec<Value> = r.tenants.iter().map(|t| tenant_json(r, t, gc_total)).collect();
+    if let Some(c) = &contrib {
+        for (v, c) in tenants.iter_mut().zip(c) {
+            v["gc_contribution"] = json!({ "estimated": c.estimated, "actual": c.actual, "error": c.error });
+        }
+    }
     let mut v = json!({
         "version": r.version,
         "seed": r.seed,
@@ -186,6 +192,9 @@ fn run_json(r: &RunResults) -> Value {
         "tenants": tenants,
         "fairness": fairness_json(&r.fairness, &r.tenants),
     });
+    if let Some(c) = &contrib {
+        v["gc_contribution_error_mean"] = json!(crate::metrics::mean_abs_error(c));
+    }
     if let Some(virt) = &r.virt {
         v["virt"] = json!(virt);
     }
@@ -235,6 +244,9 @@ fn tenant_json(r: &RunResults, t: &TenantResult, gc_total: u64) -> Value {
                 "slice_scale": s.scale,
             }),
         );
+        if let Some(ns) = s.gc_charged_ns {
+            o["scheduler"]["gc_charged_ns"] = json!(ns);
+        }
     }
     o.insert("gc_pages_moved".into(), json!(t.gc_units_moved));
     o.insert("gc_share".into(), json!(ratio(t.gc_units_moved as f64, gc_total as f64)));
@@ -618,7 +630,7 @@ mod tests {
     #[test]
     fn scheduler_stats_only_under_a_scheduler_that_keeps_them() {
         let mut r = run();
-        r.tenants[1].sched = Some(SchedTenantStats { turns: 3, service_ns: 250_000_000, dispatched: 40, scale: 1.5 });
+        r.tenants[1].sched = Some(SchedTenantStats { turns: 3, service_ns: 250_000_000, dispatched: 40, scale: 1.5, gc_charged_ns: None });
         let v = fio_json(&r, false);
         let (t0, t1) = (&v["flashmux"]["tenants"][0], &v["flashmux"]["tenants"][1]);
         assert!(t0.get("scheduler").is_none(), "{t0}");

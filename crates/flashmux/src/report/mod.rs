@@ -219,6 +219,8 @@ pub(crate) mod test_fixture {
                     share: 1.0,
                     share_ideal: 1.0,
                     share_error: 0.0,
+                    gc_share: 1.0,
+                    gc_share_est: f64::NAN,
                 },
                 TimelineRow {
                     time_s: 0.0,
@@ -238,6 +240,8 @@ pub(crate) mod test_fixture {
                     share: f64::NAN,
                     share_ideal: f64::NAN,
                     share_error: f64::NAN,
+                    gc_share: 0.0,
+                    gc_share_est: f64::NAN,
                 },
             ],
             fairness,

@@ -14,6 +14,11 @@ const HEADERS: [&str; 14] = [
 /// Extra columns with an alone baseline: the tenant's mean latency alone and its slowdown.
 const BASELINE_HEADERS: [&str; 2] = ["alone us", "slowdown"];
 
+/// Extra columns under a scheduler that charges GC by contribution (hWA-BC): the tenant's share
+/// of the GC cost charged, and that minus its true share (of the units GC moved from tenants'
+/// data, which the "GC share" column counts against all units moved).
+const GC_JUDGED_HEADERS: [&str; 2] = ["GC judged", "judged err"];
+
 /// Extra columns with DFTL: map-cache lookups, miss ratio, translation pages read and written
 /// back, mean wait of the commands that waited for a translation page, cache pages held.
 const MAP_HEADERS: [&str; 6] = ["map lookups", "map miss", "map loads", "map flushes", "map wait us", "CMT pages"];
@@ -26,7 +31,11 @@ pub fn tenant_table(r: &RunResults) -> String {
     let gc_total = r.tenants.iter().map(|t| t.gc_units_moved).sum::<u64>() + r.device.unowned_gc_units_moved;
     let dftl = r.device.cmt.is_some();
     let baseline = r.fairness.baseline.as_ref();
+    let contrib = r.gc_contributions();
     let mut headers = HEADERS.to_vec();
+    if contrib.is_some() {
+        headers.extend(GC_JUDGED_HEADERS);
+    }
     if baseline.is_some() {
         headers.extend(BASELINE_HEADERS);
     }
@@ -39,6 +48,10 @@ pub fn tenant_table(r: &RunResults) -> String {
         .enumerate()
         .map(|(i, t)| {
             let mut row = tenant_row(t, gc_total);
+            if let Some(c) = contrib.as_ref().and_then(|c| c.get(i)) {
+                row.push(percent(Some(c.estimated)));
+                row.push(c.error.filter(|e| e.is_finite()).map_or_else(|| "-".into(), |e| format!("{:+.1}", e * 100.0)));
+            }
             if let Some(b) = baseline {
                 row.extend(slowdown_cells(b.tenants.get(i)));
             }
@@ -89,6 +102,10 @@ pub fn tenant_table(r: &RunResults) -> String {
         let wait = d.ssd.flush_wait_ns as f64 / d.flushes as f64 / 1e3;
         let value = format!("{}, {} padded pages, {wait:.1} us mean wait for programs", d.flushes, d.ssd.flush_padded_pages);
         lines.insert(pos, ("flushes", value));
+    }
+    if let Some(c) = &contrib {
+        let e = crate::metrics::mean_abs_error(c).map_or_else(|| "-".into(), |e| format!("{:.1} points", e * 100.0));
+        lines.push(("GC judged", format!("mean |judged - true share| {e} (hWA-BC's charges against the ledger)")));
     }
     if let Some(b) = baseline {
         let f = b.fairness.filter(|f| f.is_finite()).map_or_else(|| "-".into(), |f| format!("{f:.3}"));

@@ -660,7 +660,9 @@ impl Simulator {
     fn snapshots(&self) -> Vec<timeline::Snapshot> {
         (0..self.scenario.tenants.len())
             .map(|t| {
-                let slice_scale = self.sched.tenant_stats(t).map_or(1.0, |s| s.scale);
+                let sched = self.sched.tenant_stats(t);
+                let slice_scale = sched.map_or(1.0, |s| s.scale);
+                let gc_charged_ns = sched.and_then(|s| s.gc_charged_ns);
                 match self.device.backend() {
                     Backend::Ssd(s) => {
                         let id = TenantId(t as u16);
@@ -674,9 +676,10 @@ impl Simulator {
                             },
                             cmt_pages: m.held(id),
                             slice_scale,
+                            gc_charged_ns,
                         }
                     }
-                    Backend::Null(_) => timeline::Snapshot { slice_scale, ..Default::default() },
+                    Backend::Null(_) => timeline::Snapshot { slice_scale, gc_charged_ns, ..Default::default() },
                 }
             })
             .collect()

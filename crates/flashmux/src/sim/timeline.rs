@@ -23,6 +23,8 @@ struct Row {
     delta: Counters,
     cmt_pages: u32,
     slice_scale: f64,
+    /// GC cost charged to the tenant during the interval (`None`: the scheduler charges none).
+    gc_charged_ns: Option<f64>,
 }
 
 /// A tenant's cumulative device-side counters at a moment; the timeline reports their changes.
@@ -40,6 +42,8 @@ pub struct Snapshot {
     pub cmt_pages: u32,
     /// The host scheduler's slice multiplier for the tenant (`mcfq`'s MoTS scale; 1 otherwise).
     pub slice_scale: f64,
+    /// GC cost charged to the tenant so far by a scheduler that charges it (hWA-BC).
+    pub gc_charged_ns: Option<f64>,
 }
 
 pub struct Timeline {
@@ -47,6 +51,7 @@ pub struct Timeline {
     start: SimTime,
     acc: Vec<Acc>,
     last: Vec<Counters>,
+    last_charged: Vec<f64>,
     rows: Vec<Row>,
 }
 
@@ -57,6 +62,7 @@ impl Timeline {
             start: SimTime::ZERO,
             acc: (0..tenants).map(|_| Acc::default()).collect(),
             last: vec![Counters::default(); tenants],
+            last_charged: vec![0.0; tenants],
             rows: Vec::new(),
         }
     }
@@ -94,8 +100,10 @@ impl Timeline {
                 },
                 cmt_pages: snap[t].cmt_pages,
                 slice_scale: snap[t].slice_scale,
+                gc_charged_ns: snap[t].gc_charged_ns.map(|c| c - self.last_charged[t]),
             });
             self.last[t] = now_c;
+            self.last_charged[t] = snap[t].gc_charged_ns.unwrap_or(0.0);
         }
         self.start = now;
     }
@@ -115,7 +123,17 @@ impl Timeline {
         // Each interval closes with one row per tenant.
         for interval in self.rows.chunks(weights.len().max(1)) {
             let shares = interval_shares(interval, periods, &weights);
-            out.extend(interval.iter().zip(shares).map(|(r, s)| row(scenario, r, s)));
+            let moved: f64 = interval.iter().map(|r| r.delta.gc_moved as f64).sum();
+            let charged: f64 = interval.iter().filter_map(|r| r.gc_charged_ns).sum();
+            out.extend(interval.iter().zip(shares).map(|(r, s)| {
+                let mut row = row(scenario, r, s);
+                row.gc_share = if moved > 0.0 { r.delta.gc_moved as f64 / moved } else { f64::NAN };
+                row.gc_share_est = match r.gc_charged_ns {
+                    Some(c) if charged > 0.0 => c / charged,
+                    _ => f64::NAN,
+                };
+                row
+            }));
         }
         out
     }
@@ -156,5 +174,7 @@ fn row(scenario: &Scenario, r: &Row, share: Option<Share>) -> TimelineRow {
         share: share.map_or(f64::NAN, |s| s.achieved),
         share_ideal: share.map_or(f64::NAN, |s| s.ideal),
         share_error: share.map_or(f64::NAN, |s| s.error),
+        gc_share: f64::NAN,
+        gc_share_est: f64::NAN,
     }
 }

@@ -23,10 +23,10 @@
 //! Parameters (`[host.fair]`): `period` (100 ms, assumed: the paper gives none), and the
 //! regression's `window` (2,500 requests) and `windows` (20), both from BCQ via paper E.
 
-use super::budget_cost::{units_4k, CostParams, CostRegression, Costs};
+use super::budget_cost::{gc_charges, gc_shares, units_4k, CostParams, CostRegression, Costs, SeqTracker, UNIT_BYTES};
 use super::{HostFtl, SchedReq, SchedTenantStats, Scheduler};
 use crate::device::IoOp;
-use crate::units::{Nanos, SimTime};
+use crate::units::{Lpn, Nanos, SimTime, TenantId};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -35,6 +35,46 @@ pub struct BudgetParams {
     /// How often budgets are refilled.
     pub period: Nanos,
     pub cost: CostParams,
+}
+
+/// hWA-BC's compensation on top of the budgets (paper E).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct HwabcParams {
+    /// `G = a·ln(R) + b`: the fitted relation between a tenant's write randomness and its share
+    /// of the valid pages GC moves (`flashmux profile gc-contribution`).
+    pub a: f64,
+    pub b: f64,
+    /// Smoothing of each tenant's update-write run length, in (0, 1).
+    pub alpha: f64,
+    /// Charge GC by the true shares of pages GC moved (the ownership ledger), not the estimate.
+    pub oracle: bool,
+}
+
+impl HwabcParams {
+    /// The relation implied by the paper's profiling observation (randomness 16 : 1 → 8× the
+    /// valid pages collected: `b ≈ 3.23·a`), for a drive with no profiled fit.
+    pub const PAPER: (f64, f64) = (1.0, 3.23);
+
+    pub fn new(a: f64, b: f64) -> HwabcParams {
+        HwabcParams { a, b, alpha: SeqTracker::DEFAULT_ALPHA, oracle: false }
+    }
+
+    /// Checks the parameters; the error names the bad one.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.alpha > 0.0 && self.alpha < 1.0) {
+            return Err(format!("alpha: {} is out of range: expected a smoothing factor in (0, 1), e.g. 0.5", self.alpha));
+        }
+        if !self.a.is_finite() || !self.b.is_finite() {
+            return Err(format!("a, b: must be finite numbers (got a = {}, b = {})", self.a, self.b));
+        }
+        if self.a <= 0.0 && self.b <= 0.0 {
+            return Err(format!(
+                "a, b: G = a·ln(R) + b is never positive with a = {} and b = {} (R ≤ 1): no tenant could be charged for GC",
+                self.a, self.b
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for BudgetParams {
@@ -51,6 +91,12 @@ struct Tenant {
     budget: f64,
     quota: f64,
     in_ready: bool,
+    /// hWA-BC: GC cost charged and not yet paid from refills, ns.
+    debt: f64,
+    /// Device time charged at dispatch since the last window closed (the throughput shares).
+    window_cost: f64,
+    /// hWA-BC oracle: GC units moved from its data when the last window closed.
+    moved_mark: u64,
     stats: SchedTenantStats,
 }
 
@@ -72,10 +118,15 @@ pub struct Budget {
     /// The largest price charged so far: the deepest a budget may go below zero.
     max_price: f64,
     refills: u64,
+    hw: Option<HwabcParams>,
+    seq: Option<SeqTracker>,
+    /// hWA-BC oracle: the ledger's units moved per tenant, as last observed.
+    moved_now: Vec<u64>,
 }
 
 impl Budget {
-    pub fn new(p: BudgetParams, weights: &[u32]) -> Budget {
+    /// `fair`, or hWA-BC with `hw`. Panics on invalid `hw` (configs are validated first).
+    pub fn new(p: BudgetParams, hw: Option<HwabcParams>, weights: &[u32]) -> Budget {
         let total: f64 = weights.iter().map(|&w| w as f64).sum::<f64>().max(1.0);
         let tenants = weights
             .iter()
@@ -87,7 +138,10 @@ impl Budget {
                     budget: quota,
                     quota,
                     in_ready: false,
-                    stats: SchedTenantStats { scale: 1.0, ..Default::default() },
+                    debt: 0.0,
+                    window_cost: 0.0,
+                    moved_mark: 0,
+                    stats: SchedTenantStats { scale: 1.0, gc_charged_ns: hw.map(|_| 0.0), ..Default::default() },
                 }
             })
             .collect();
@@ -101,12 +155,21 @@ impl Budget {
             gc_running: false,
             max_price: 0.0,
             refills: 0,
+            hw,
+            seq: hw.map(|h| SeqTracker::new(h.alpha).expect("hWA-BC parameters validated")),
+            moved_now: vec![0; weights.len()],
         }
     }
 
-    /// The prices requests are charged now.
+    /// The prices requests are charged now: under `fair` the current ones (GC included, so GC
+    /// is charged in proportion to throughput); under hWA-BC the no-GC baseline once it has been
+    /// fitted (GC is charged separately, by contribution), the current ones until then.
     pub fn prices(&self) -> Costs {
-        self.reg.current()
+        if self.hw.is_some() && self.reg.baseline_fitted() {
+            self.reg.baseline()
+        } else {
+            self.reg.current()
+        }
     }
 
     pub fn refills(&self) -> u64 {
@@ -129,13 +192,25 @@ impl Budget {
         }
     }
 
+    /// A new round: each tenant's budget grows by its quota (up to one quota); GC debt is paid
+    /// out of what there is above zero, so the budget never drops because of it.
     fn refill(&mut self) {
         self.refills += 1;
         for t in 0..self.tenants.len() {
             let tn = &mut self.tenants[t];
             tn.budget = (tn.budget + tn.quota).min(tn.quota);
+            if tn.debt > 0.0 && tn.budget > 0.0 {
+                let pay = tn.debt.min(tn.budget);
+                tn.budget -= pay;
+                tn.debt -= pay;
+            }
             self.make_ready(t);
         }
+    }
+
+    /// No active tenant can run: all are spent.
+    fn all_active_spent(&self) -> bool {
+        self.tenants.iter().all(|t| !t.active() || t.budget <= 0.0)
     }
 
     /// Periodic refills up to `now`, and an early one when every active tenant is out of budget.
@@ -147,22 +222,67 @@ impl Budget {
         }
         // Nobody ready but requests queued: their tenants are out of budget. A new round starts
         // early if no active tenant has budget left (the scan runs only then).
-        if self.ready.is_empty() && self.queued > 0 && self.tenants.iter().all(|t| !t.active() || t.budget <= 0.0) {
+        if self.ready.is_empty() && self.queued > 0 && self.all_active_spent() {
             self.next_refill = now + self.p.period;
-            self.refill();
+            // Rounds in which every active tenant's refill goes to its GC debt follow at once:
+            // the device would idle otherwise. Each pays a quota per round, so this ends.
+            loop {
+                self.refill();
+                if !self.ready.is_empty() || !self.all_active_spent() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// A regression window closed: hWA-BC splits its extra GC cost among the tenants.
+    fn charge_gc(&mut self, extra_gc_ns: f64) {
+        let Some(hw) = self.hw else { return };
+        let n = self.tenants.len();
+        let seq = self.seq.as_mut().expect("hWA-BC has a tracker");
+        seq.end_interval();
+        let shares = if hw.oracle {
+            // GC's work in this window, or, if its moves all fell outside it (a job's pages are
+            // counted when the job starts), all GC so far.
+            let moved: Vec<f64> = (0..n).map(|t| (self.moved_now[t] - self.tenants[t].moved_mark) as f64).collect();
+            normalised(&moved).or_else(|| normalised(&self.moved_now.iter().map(|&m| m as f64).collect::<Vec<_>>()))
+        } else {
+            gc_shares(&seq.seq_lens(n), hw.a, hw.b)
+        };
+        // No contribution known (no updates seen, or GC moved nothing of anyone's): in proportion
+        // to throughput, as before compensation.
+        let shares = shares.or_else(|| normalised(&self.tenants.iter().map(|t| t.window_cost).collect::<Vec<_>>()));
+        if let Some(shares) = shares.filter(|_| extra_gc_ns > 0.0) {
+            for (t, c) in gc_charges(extra_gc_ns, &shares).into_iter().enumerate() {
+                self.tenants[t].debt += c;
+                *self.tenants[t].stats.gc_charged_ns.get_or_insert(0.0) += c;
+            }
+        }
+        for (t, tn) in self.tenants.iter_mut().enumerate() {
+            tn.window_cost = 0.0;
+            tn.moved_mark = self.moved_now[t];
         }
     }
 }
 
 impl Scheduler for Budget {
     fn name(&self) -> &'static str {
-        "fair"
+        match self.hw {
+            None => "fair",
+            Some(h) if h.oracle => "hwabc-oracle",
+            Some(_) => "hwabc",
+        }
     }
 
     fn observe(&mut self, _now: SimTime, ftl: &dyn HostFtl) {
         self.gc_running = ftl.gc_running();
         if self.gc_running {
             self.reg.note_gc();
+        }
+        if self.hw.is_some_and(|h| h.oracle) {
+            for (t, m) in self.moved_now.iter_mut().enumerate() {
+                *m = ftl.gc_units_moved(t);
+            }
         }
     }
 
@@ -186,6 +306,7 @@ impl Scheduler for Budget {
         let r = tn.queue.pop_front().expect("checked");
         self.queued -= 1;
         tn.budget -= price;
+        tn.window_cost += price;
         tn.inflight += 1;
         tn.stats.dispatched += 1;
         tn.stats.service_ns += price as u64;
@@ -193,6 +314,10 @@ impl Scheduler for Budget {
         if !tn.queue.is_empty() && tn.budget > 0.0 {
             tn.in_ready = true;
             self.ready.push_back(t);
+        }
+        if let Some(seq) = self.seq.as_mut().filter(|_| r.op == IoOp::Write) {
+            // Runs are judged where the write enters the host FTL, in 4 KiB units.
+            seq.record_write(TenantId(t as u16), Lpn((r.offset / UNIT_BYTES) as u32), units_4k(r.bytes), r.update);
         }
         Some(r)
     }
@@ -202,6 +327,7 @@ impl Scheduler for Budget {
         let price = self.price(&r);
         let tn = &mut self.tenants[t];
         tn.budget += price;
+        tn.window_cost -= price;
         tn.inflight -= 1;
         tn.stats.dispatched -= 1;
         tn.stats.service_ns = tn.stats.service_ns.saturating_sub(price as u64);
@@ -222,7 +348,9 @@ impl Scheduler for Budget {
         self.tenants[t].inflight -= 1;
         let units = units_4k(r.bytes);
         let (nr, nw) = if r.op == IoOp::Read { (units, 0) } else { (0, units) };
-        self.reg.record(now, nr, nw, self.gc_running);
+        if let Some(w) = self.reg.record(now, nr, nw, self.gc_running) {
+            self.charge_gc(w.extra_gc_ns);
+        }
         self.advance(now);
     }
 
@@ -247,6 +375,8 @@ impl Scheduler for Budget {
             queued += t.queue.len();
             assert!(t.budget.is_finite() && t.budget <= t.quota + 1e-6, "tenant {i}'s budget {} above its quota", t.budget);
             assert!(t.budget >= -self.max_price - 1e-6, "tenant {i} overdrew by more than one request: {}", t.budget);
+            assert!(t.debt.is_finite() && t.debt >= 0.0, "tenant {i}'s GC debt {}", t.debt);
+            assert!(self.hw.is_some() || t.debt == 0.0, "GC debt under fair");
             let listed = self.ready.iter().filter(|&&x| x == i).count();
             assert_eq!(listed, t.in_ready as usize, "tenant {i}'s place in the ready list");
             if t.in_ready {
@@ -259,6 +389,12 @@ impl Scheduler for Budget {
         assert_eq!(queued, self.queued, "the queued count");
         self.reg.check_invariants();
     }
+}
+
+/// `x_i / Σ x`, or `None` when the sum is not positive.
+fn normalised(x: &[f64]) -> Option<Vec<f64>> {
+    let total: f64 = x.iter().sum();
+    (total > 0.0 && total.is_finite()).then(|| x.iter().map(|v| v / total).collect())
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ mod cfq;
 mod mots;
 mod none;
 
-pub use budget::{Budget, BudgetParams};
+pub use budget::{Budget, BudgetParams, HwabcParams};
 pub use cfq::{Cfq, CfqParams};
 pub use mots::{Mots, MotsParams};
 pub use none::Fifo;
@@ -53,6 +53,9 @@ pub struct SchedTenantStats {
     pub dispatched: u64,
     /// The slice multiplier `mcfq`'s MoTS applies (1 otherwise).
     pub scale: f64,
+    /// hWA-BC: GC cost charged to the tenant by its judged contribution, ns (`None` under
+    /// policies that do not charge GC separately).
+    pub gc_charged_ns: Option<f64>,
 }
 
 /// A host I/O scheduler: it holds requests between their submission and their dispatch to the
@@ -96,10 +99,13 @@ pub enum SchedulerKind {
     Mcfq(CfqParams, MotsParams),
     /// Budgets priced by BCQ's regression (paper E's Fair); open-channel drives only.
     Fair(BudgetParams),
+    /// Fair's budgets at no-GC prices, with GC cost charged by contribution (paper E's hWA-BC;
+    /// `hwabc-oracle` with the ledger's true contributions); open-channel drives only.
+    Hwabc(BudgetParams, HwabcParams),
 }
 
 impl SchedulerKind {
-    pub const NAMES: [&'static str; 4] = ["none", "cfq", "mcfq", "fair"];
+    pub const NAMES: [&'static str; 6] = ["none", "cfq", "mcfq", "fair", "hwabc", "hwabc-oracle"];
 
     /// The policy a name selects, with default parameters.
     pub fn from_name(name: &str) -> Option<SchedulerKind> {
@@ -108,6 +114,11 @@ impl SchedulerKind {
             "cfq" => Some(SchedulerKind::Cfq(CfqParams::default())),
             "mcfq" => Some(SchedulerKind::Mcfq(CfqParams::default(), MotsParams::default())),
             "fair" => Some(SchedulerKind::Fair(BudgetParams::default())),
+            "hwabc" | "hwabc-oracle" => {
+                let (a, b) = HwabcParams::PAPER;
+                let hw = HwabcParams { oracle: name == "hwabc-oracle", ..HwabcParams::new(a, b) };
+                Some(SchedulerKind::Hwabc(BudgetParams::default(), hw))
+            }
             _ => None,
         }
     }
@@ -118,12 +129,14 @@ impl SchedulerKind {
             SchedulerKind::Cfq(_) => "cfq",
             SchedulerKind::Mcfq(..) => "mcfq",
             SchedulerKind::Fair(_) => "fair",
+            SchedulerKind::Hwabc(_, h) if h.oracle => "hwabc-oracle",
+            SchedulerKind::Hwabc(..) => "hwabc",
         }
     }
 
     /// Whether the policy must see the FTL: it runs only on an open-channel drive.
     pub fn needs_host_ftl(&self) -> bool {
-        matches!(self, SchedulerKind::Fair(_))
+        matches!(self, SchedulerKind::Fair(_) | SchedulerKind::Hwabc(..))
     }
 
     /// The scheduler for tenants of these weights in front of a host queue of `depth`.
@@ -132,7 +145,8 @@ impl SchedulerKind {
             SchedulerKind::None => Box::new(Fifo::default()),
             SchedulerKind::Cfq(p) => Box::new(Cfq::new(p, weights, depth, None)),
             SchedulerKind::Mcfq(p, m) => Box::new(Cfq::new(p, weights, depth, Some(Mots::new(m, weights)))),
-            SchedulerKind::Fair(p) => Box::new(Budget::new(p, weights)),
+            SchedulerKind::Fair(p) => Box::new(Budget::new(p, None, weights)),
+            SchedulerKind::Hwabc(p, h) => Box::new(Budget::new(p, Some(h), weights)),
         }
     }
 }

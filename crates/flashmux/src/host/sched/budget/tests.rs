@@ -60,7 +60,7 @@ fn equal_weights_buy_equal_priced_service_whatever_the_device_charges() {
     // Tenant 0's writes take the device 4× as long as tenant 1's reads, but both pay the same
     // price per unit: budgets give each the same number of units, so the reader is held back
     // as much as the writer, and neither gets more than half.
-    let mut b = Bench::new(Budget::new(params(10), &[500, 500]), 4);
+    let mut b = Bench::new(Budget::new(params(10), None, &[500, 500]), 4);
     for _ in 0..8 {
         b.submit(0, IoOp::Write, 16384);
         b.submit(1, IoOp::Read, 16384);
@@ -74,7 +74,7 @@ fn equal_weights_buy_equal_priced_service_whatever_the_device_charges() {
 
 #[test]
 fn weights_divide_the_budget() {
-    let mut b = Bench::new(Budget::new(params(10), &[300, 100]), 2);
+    let mut b = Bench::new(Budget::new(params(10), None, &[300, 100]), 2);
     for _ in 0..8 {
         b.submit(0, IoOp::Read, 4096);
         b.submit(1, IoOp::Read, 4096);
@@ -89,7 +89,7 @@ fn weights_divide_the_budget() {
 fn a_tenant_alone_is_not_held_to_its_quota() {
     // Work-conserving: with nobody else active, an exhausted tenant starts a new round at once
     // instead of waiting out the period.
-    let mut b = Bench::new(Budget::new(params(100), &[1, 999]), 1);
+    let mut b = Bench::new(Budget::new(params(100), None, &[1, 999]), 1);
     b.submit(0, IoOp::Read, 4096);
     let jobs = [(IoOp::Read, 4096, Nanos::from_us(10)), (IoOp::Read, 4096, Nanos::from_us(10))];
     b.run(SimTime::ZERO + Nanos::from_ms(100), &jobs);
@@ -102,7 +102,7 @@ fn a_request_dearer_than_a_refill_is_still_served() {
     // Tenant 0's quota is 1/1000 of 1 ms = 1 µs; its 1 MiB write costs 256 units × 10 µs.
     // Tenant 1 keeps the device busy; tenant 0 is served anyway, overdraws by that request, and
     // pays it back a quota per round (about 1 ms each) before its second write: ~2.6 s.
-    let mut b = Bench::new(Budget::new(params(1), &[1, 999]), 1);
+    let mut b = Bench::new(Budget::new(params(1), None, &[1, 999]), 1);
     b.submit(0, IoOp::Write, 1 << 20);
     b.submit(0, IoOp::Write, 1 << 20);
     for _ in 0..4 {
@@ -118,7 +118,7 @@ fn a_request_dearer_than_a_refill_is_still_served() {
 fn a_held_back_tenant_waits_for_the_refill() {
     // Tenant 1 has requests in flight (active) and budget: tenant 0, out of budget, waits for
     // the period's end rather than starting a new round.
-    let mut s = Budget::new(params(10), &[500, 500]);
+    let mut s = Budget::new(params(10), None, &[500, 500]);
     // Quota 5 ms each; 4 KiB costs 10 µs: tenant 0 may dispatch 500 requests.
     for i in 0..600 {
         s.enqueue(SimTime::ZERO, req(i, 0, IoOp::Read, 4096));
@@ -138,7 +138,7 @@ fn a_held_back_tenant_waits_for_the_refill() {
 
 #[test]
 fn requeue_refunds_and_goes_first() {
-    let mut s = Budget::new(params(10), &[500, 500]);
+    let mut s = Budget::new(params(10), None, &[500, 500]);
     s.enqueue(SimTime::ZERO, req(1, 0, IoOp::Read, 4096));
     s.enqueue(SimTime::ZERO, req(2, 1, IoOp::Read, 4096));
     let a = s.dispatch(SimTime::ZERO).unwrap();
@@ -146,5 +146,123 @@ fn requeue_refunds_and_goes_first() {
     s.requeue(a);
     assert_eq!(s.tenants[0].budget, before + 10_000.0);
     assert_eq!(s.dispatch(SimTime::ZERO).map(|r| r.id), Some(ReqId(1)));
+    s.check_invariants();
+}
+
+fn hwabc(oracle: bool) -> Budget {
+    let hw = HwabcParams { oracle, ..HwabcParams::new(1.0, 3.23) };
+    Budget::new(params(10), Some(hw), &[500, 500])
+}
+
+fn write_at(id: u32, t: u16, offset: u64, bytes: u64) -> SchedReq {
+    SchedReq { id: ReqId(id), tenant: TenantId(t), op: IoOp::Write, offset, bytes, update: true }
+}
+
+/// Dispatches 16 KiB update writes: tenant 0 scattered, tenant 1 one sequential run.
+fn random_and_sequential_updates(s: &mut Budget) {
+    for i in 0..20u32 {
+        s.enqueue(SimTime::ZERO, write_at(2 * i, 0, (i as u64 * 7919 % 101) * (1 << 20), 16384));
+        s.enqueue(SimTime::ZERO, write_at(2 * i + 1, 1, i as u64 * 16384, 16384));
+    }
+    while s.dispatch(SimTime::ZERO).is_some() {}
+}
+
+struct Ledger {
+    gc: bool,
+    moved: Vec<u64>,
+}
+
+impl HostFtl for Ledger {
+    fn is_update(&self, _: u64, _: u64) -> bool {
+        true
+    }
+    fn gc_running(&self) -> bool {
+        self.gc
+    }
+    fn gc_units_moved(&self, t: usize) -> u64 {
+        self.moved[t]
+    }
+    fn unit_bytes(&self) -> u64 {
+        4096
+    }
+}
+
+#[test]
+fn hwabc_charges_gc_by_update_randomness_and_collects_it_from_refills() {
+    let mut s = hwabc(false);
+    assert_eq!(s.name(), "hwabc");
+    random_and_sequential_updates(&mut s);
+    s.charge_gc(1_000_000.0);
+    // SeqLen: tenant 0 runs of 4 units, tenant 1 one run of 80: R = 20/21 and 1/21;
+    // G = max(0, ln R + 3.23) = 3.181 and 0.185 (b = 3.23·a keeps the sequential one above 0).
+    let g0 = (20.0f64 / 21.0).ln() + 3.23;
+    let g1 = (1.0f64 / 21.0).ln() + 3.23;
+    let want0 = 1e6 * g0 / (g0 + g1);
+    assert!((s.tenants[0].debt - want0).abs() < 1e-3, "{} vs {want0}", s.tenants[0].debt);
+    assert!((s.tenants[0].debt + s.tenants[1].debt - 1e6).abs() < 1e-3);
+    assert_eq!(s.tenant_stats(0).and_then(|t| t.gc_charged_ns), Some(s.tenants[0].debt));
+    // Each spent 20 × 4 units × 10 µs = 800 µs of its 5 ms quota. A refill tops each up to its
+    // quota and takes the debt out of that: tenant 0 pays 5 ms of its 0.94 ms, tenant 1 all
+    // of its 0.06 ms; no budget goes below zero for it.
+    s.refill();
+    assert_eq!(s.tenants[0].debt, 0.0);
+    assert!((s.tenants[0].budget - (5e6 - want0)).abs() < 1e-3, "{}", s.tenants[0].budget);
+    assert!((s.tenants[1].budget - (5e6 - (1e6 - want0))).abs() < 1e-3);
+    s.check_invariants();
+    // A debt of many quotas is paid over as many rounds, the budget staying at zero meanwhile.
+    s.tenants[0].debt = 12e6;
+    s.refill();
+    s.refill();
+    assert_eq!(s.tenants[0].budget, 0.0);
+    assert!((s.tenants[0].debt - 2e6).abs() < 1e-3, "{}", s.tenants[0].debt);
+    s.check_invariants();
+}
+
+#[test]
+fn hwabc_without_known_contributions_charges_by_throughput() {
+    // Reads only: nobody updates, so no G; GC is charged in proportion to what each was charged
+    // for its own requests in the window.
+    let mut s = hwabc(false);
+    for i in 0..30 {
+        s.enqueue(SimTime::ZERO, req(i, 0, IoOp::Read, 4096));
+        s.enqueue(SimTime::ZERO, req(100 + i, 1, IoOp::Read, if i < 10 { 4096 } else { 0 }));
+    }
+    while s.dispatch(SimTime::ZERO).is_some() {}
+    s.charge_gc(400.0);
+    // 30 units against 10.
+    assert!((s.tenants[0].debt - 300.0).abs() < 1e-9 && (s.tenants[1].debt - 100.0).abs() < 1e-9);
+    // The next window starts its tally afresh.
+    assert_eq!(s.tenants[0].window_cost, 0.0);
+}
+
+#[test]
+fn hwabc_oracle_charges_by_the_ledger() {
+    let mut s = hwabc(true);
+    assert_eq!(s.name(), "hwabc-oracle");
+    random_and_sequential_updates(&mut s);
+    s.observe(SimTime::ZERO, &Ledger { gc: true, moved: vec![30, 10] });
+    s.charge_gc(100.0);
+    assert!((s.tenants[0].debt - 75.0).abs() < 1e-9, "{}", s.tenants[0].debt);
+    // This window GC moved only tenant 1's data: it pays it all.
+    s.observe(SimTime::ZERO, &Ledger { gc: true, moved: vec![30, 50] });
+    s.charge_gc(100.0);
+    assert!((s.tenants[1].debt - 125.0).abs() < 1e-9, "{}", s.tenants[1].debt);
+    // Nothing moved in this window: the shares so far (30 : 50).
+    s.charge_gc(80.0);
+    assert!((s.tenants[0].debt - 105.0).abs() < 1e-9, "{}", s.tenants[0].debt);
+    s.check_invariants();
+}
+
+#[test]
+fn hwabc_debt_never_starves_a_tenant_alone() {
+    // One tenant, deep in GC debt: rounds whose refills all go to the debt follow at once, so
+    // it is served without waiting out periods.
+    let mut s = hwabc(false);
+    s.tenants[0].debt = 1e9;
+    s.tenants[0].budget = 0.0;
+    s.enqueue(SimTime::ZERO, req(1, 0, IoOp::Read, 4096));
+    assert!(s.dispatch(SimTime::ZERO).is_some(), "served after paying its debt in rounds");
+    assert_eq!(s.tenants[0].debt, 0.0);
+    assert!(s.refills() >= 200, "{} rounds", s.refills());
     s.check_invariants();
 }
