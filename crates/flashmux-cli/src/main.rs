@@ -3,6 +3,7 @@
 mod bench;
 mod output;
 mod personalities;
+mod profile;
 mod reproduce;
 mod sweep;
 
@@ -44,6 +45,8 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Run a bundled paper experiment, check the paper's findings and draw its figures.
     Reproduce(reproduce::ReproduceArgs),
+    /// Profile a drive for a scheduler's model parameters (hWA-BC's GC contribution fit).
+    Profile(profile::ProfileArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -124,6 +127,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::Reproduce(args) => reproduce::run(args),
+        Command::Profile(args) => profile::run(args),
     };
     match result {
         Ok(code) => code,

@@ -44,10 +44,12 @@
 //! directory is not used: where results go is the caller's choice (`flashmux sweep -o`).
 
 pub mod bundled;
+pub mod gc_profile;
 mod paper_a;
 mod paper_b;
 mod paper_c;
 mod paper_d;
+mod paper_e;
 mod path;
 mod results;
 

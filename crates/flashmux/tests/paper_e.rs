@@ -1,0 +1,39 @@
+//! Paper E's bundled experiment, quick variant: every finding is checked with numbers
+//! (docs/EXPERIMENTS.md, paper E); the ones the model reproduces hold; the checks fail when the
+//! results say otherwise.
+
+use flashmux::experiment::bundled::{self, bundled};
+use flashmux::experiment::run_points;
+
+#[test]
+fn findings_are_checked_and_the_checks_can_fail() {
+    let b = bundled("paper-e-hwabc").unwrap();
+    let points = bundled::points(&(b.parts)(true).unwrap()).unwrap();
+    let results = run_points(&points, &|| false, &mut |_, _, _| {}).unwrap();
+    let checks = (b.evaluate)(&points, &results);
+    assert_eq!(checks.len(), 11, "{checks:#?}");
+    for c in &checks {
+        assert!(!c.measured.contains("NaN") && c.measured != "runs missing" && c.measured != "GC never ran", "{c:?}");
+    }
+    // Fair equalises the writers; hWA-BC favours the sequential writer after GC starts and the
+    // reader over the random writer, keeping the reader's pre-GC throughput.
+    for i in [1, 2, 5, 6, 7, 9] {
+        assert!(checks[i].pass, "{}\n  measured: {}", checks[i].claim, checks[i].measured);
+    }
+    // The oracle charges the sequential writer its true (small) share: closer than the estimate.
+    assert!(checks[3].measured.contains("hwabc-oracle charged it"), "{}", checks[3].measured);
+    // Swap the writer/reader runs of hwabc and none: the reader no longer wins under hWA-BC.
+    let find = |pair: &str, sched: &str| {
+        points
+            .iter()
+            .position(|p| {
+                p.params.iter().any(|(l, v)| l == "pair" && v.as_str() == Some(pair))
+                    && p.params.iter().any(|(l, v)| l == "scheduler" && v.as_str() == Some(sched))
+            })
+            .unwrap()
+    };
+    let mut swapped = results.clone();
+    swapped.swap(find("rand-write-vs-seq-read", "hwabc"), find("seq-vs-rand-write", "hwabc"));
+    let again = (b.evaluate)(&points, &swapped);
+    assert!(!again[6].pass, "{:?}", again[6]);
+}
