@@ -22,6 +22,15 @@
 //!
 //! Parameters (`[host.fair]`): `period` (100 ms, assumed: the paper gives none), and the
 //! regression's `window` (2,500 requests) and `windows` (20), both from BCQ via paper E.
+//!
+//! # hWA-BC (`hwabc`, `hwabc-oracle`)
+//! The same budgets, with GC taken out of the prices: once the regression has a no-GC baseline,
+//! requests pay the baseline prices, and each window's extra GC cost is split over the tenants
+//! by their judged contribution `G_i = max(0, a·ln R_i + b)` (from the run lengths of their
+//! update writes, seen here at dispatch) or, for the oracle, by the ledger's units GC moved from
+//! each one's data; with neither known, by what each was charged in the window. A tenant's share
+//! is a debt paid out of its refills, so budgets keep their one-request overdraft bound; when
+//! every active tenant is spent, rounds follow at once until one can run.
 
 use super::budget_cost::{gc_charges, gc_shares, units_4k, CostParams, CostRegression, Costs, SeqTracker, UNIT_BYTES};
 use super::{HostFtl, SchedReq, SchedTenantStats, Scheduler};
