@@ -11,9 +11,11 @@
 //! fitted by least squares (`budget_cost::fit_log`); only the ratio `b / a` matters to hWA-BC,
 //! which normalises `G` over tenants.
 
+use super::{run_points, Point};
 use crate::config::{ConfigError, Scenario};
 use crate::host::sched::budget_cost::{fit_log, UNIT_BYTES};
-use crate::sim::{Progress, SimError, Simulator};
+use crate::metrics::StopReason;
+use crate::sim::SimError;
 use std::path::Path;
 
 /// What to profile.
@@ -142,16 +144,13 @@ pub fn profile_gc_contribution(
     for &kib in &p.sizes_kib {
         let text = pair_scenario(p, kib);
         let scenario = Scenario::from_toml(&text, &format!("gc-contribution ({kib} KiB)"), Path::new("."))?;
-        let mut sim = Simulator::new(scenario)?;
-        loop {
-            if interrupted() {
-                return Err(ProfileError::Interrupted);
-            }
-            if let Progress::Finished(_) = sim.run_for(1 << 18) {
-                break;
-            }
+        let point = Point { index: pairs.len(), params: Vec::new(), scenario };
+        let Some(r) = run_points(std::slice::from_ref(&point), interrupted, &mut |_, _, _| {})?.pop() else {
+            return Err(ProfileError::Interrupted);
+        };
+        if r.stop_reason == StopReason::Interrupted {
+            return Err(ProfileError::Interrupted);
         }
-        let r = sim.finish();
         let moved = (r.tenants[0].gc_units_moved, r.tenants[1].gc_units_moved);
         let total = moved.0 + moved.1;
         if total == 0 {

@@ -45,7 +45,7 @@ fn param(p: &Point, label: &str) -> Option<String> {
 
 /// Each tenant's bandwidth (bytes/s over its measured runtime).
 fn bandwidths(r: &RunResults) -> Vec<f64> {
-    r.tenants.iter().map(|t| t.io.bytes() as f64 / (t.runtime_ns.max(1) as f64 / 1e9)).collect()
+    r.tenants.iter().map(|t| t.bw_bytes_per_sec()).collect()
 }
 
 /// Per tenant, achieved share of the bandwidth and ideal (weight) share, over the tenants'

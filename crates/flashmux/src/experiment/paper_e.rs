@@ -52,7 +52,7 @@ fn find<'a>(points: &'a [Point], results: &'a [RunResults], set: &str, sched: &s
 
 /// A tenant's bandwidth (MB/s) over its runtime.
 fn bw(r: &RunResults, name: &str) -> f64 {
-    r.tenants.iter().find(|t| t.name == name).map_or(f64::NAN, |t| t.io.bytes() as f64 / (t.runtime_ns.max(1) as f64 / 1e9) / 1e6)
+    r.tenants.iter().find(|t| t.name == name).map_or(f64::NAN, |t| t.bw_bytes_per_sec() / 1e6)
 }
 
 /// When GC first moved data: the start of the first timeline interval with GC moves.

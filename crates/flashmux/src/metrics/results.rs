@@ -236,6 +236,11 @@ pub struct TimelineRow {
 }
 
 impl TenantResult {
+    /// Bytes (reads, writes and trims) per second over its runtime (at least 1 ns).
+    pub fn bw_bytes_per_sec(&self) -> f64 {
+        self.io.bytes() as f64 / (self.runtime_ns.max(1) as f64 / 1e9)
+    }
+
     /// Latency summary over all directions.
     pub fn lat_summary(&self) -> LatSummary {
         self.io.all_lat().summary()

@@ -32,7 +32,9 @@
 //! is a debt paid out of its refills, so budgets keep their one-request overdraft bound; when
 //! every active tenant is spent, rounds follow at once until one can run.
 
-use super::budget_cost::{gc_charges, gc_shares, units_4k, CostParams, CostRegression, Costs, SeqTracker, UNIT_BYTES};
+use super::budget_cost::{
+    gc_charges, gc_shares, normalised, units_4k, CostParams, CostRegression, Costs, SeqTracker, UNIT_BYTES,
+};
 use super::{HostFtl, SchedReq, SchedTenantStats, Scheduler};
 use crate::device::IoOp;
 use crate::units::{Lpn, Nanos, SimTime, TenantId};
@@ -66,6 +68,15 @@ impl HwabcParams {
 
     pub fn new(a: f64, b: f64) -> HwabcParams {
         HwabcParams { a, b, alpha: SeqTracker::DEFAULT_ALPHA, oracle: false }
+    }
+
+    /// The scheduler's name: `hwabc`, or `hwabc-oracle` with the true shares.
+    pub fn name(&self) -> &'static str {
+        if self.oracle {
+            "hwabc-oracle"
+        } else {
+            "hwabc"
+        }
     }
 
     /// Checks the parameters; the error names the bad one.
@@ -276,11 +287,7 @@ impl Budget {
 
 impl Scheduler for Budget {
     fn name(&self) -> &'static str {
-        match self.hw {
-            None => "fair",
-            Some(h) if h.oracle => "hwabc-oracle",
-            Some(_) => "hwabc",
-        }
+        self.hw.map_or("fair", |h| h.name())
     }
 
     fn observe(&mut self, _now: SimTime, ftl: &dyn HostFtl) {
@@ -398,12 +405,6 @@ impl Scheduler for Budget {
         assert_eq!(queued, self.queued, "the queued count");
         self.reg.check_invariants();
     }
-}
-
-/// `x_i / Σ x`, or `None` when the sum is not positive.
-fn normalised(x: &[f64]) -> Option<Vec<f64>> {
-    let total: f64 = x.iter().sum();
-    (total > 0.0 && total.is_finite()).then(|| x.iter().map(|v| v / total).collect())
 }
 
 #[cfg(test)]

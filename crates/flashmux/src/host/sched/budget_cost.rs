@@ -512,11 +512,13 @@ pub fn contribution(r: f64, a: f64, b: f64) -> f64 {
 /// `None` when `Σ G = 0` (then GC is charged in proportion to throughput).
 pub fn gc_shares(seq: &[Option<f64>], a: f64, b: f64) -> Option<Vec<f64>> {
     let g: Vec<f64> = randomness(seq).into_iter().map(|r| r.map_or(0.0, |r| contribution(r, a, b))).collect();
-    let total: f64 = g.iter().sum();
-    if !positive(total) {
-        return None;
-    }
-    Some(g.into_iter().map(|g| g / total).collect())
+    normalised(&g)
+}
+
+/// `x_i / Σ x`, or `None` when the sum is not finite and positive.
+pub fn normalised(x: &[f64]) -> Option<Vec<f64>> {
+    let total: f64 = x.iter().sum();
+    positive(total).then(|| x.iter().map(|v| v / total).collect())
 }
 
 /// Each tenant's charge `extra_gc_ns · share_i` of a window's extra GC cost.

@@ -129,8 +129,7 @@ impl SchedulerKind {
             SchedulerKind::Cfq(_) => "cfq",
             SchedulerKind::Mcfq(..) => "mcfq",
             SchedulerKind::Fair(_) => "fair",
-            SchedulerKind::Hwabc(_, h) if h.oracle => "hwabc-oracle",
-            SchedulerKind::Hwabc(..) => "hwabc",
+            SchedulerKind::Hwabc(_, h) => h.name(),
         }
     }
 
