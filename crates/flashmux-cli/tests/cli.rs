@@ -367,3 +367,20 @@ fn bench_runs_many_weighted_tenants() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--tenants"), "{}", stderr(&o));
 }
+
+#[test]
+fn hwabc_and_its_profile_reject_bad_input_with_exit_code_2() {
+    for (args, needle) in [
+        (&["profile", "gc-contribution", "--sizes", "6"][..], "block size 6 KiB: expected a multiple of 4 KiB"),
+        (&["profile", "gc-contribution", "--device", "nope"][..], "unknown preset 'nope'"),
+    ] {
+        let o = flashmux().args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    let hw = |extra: &str| format!("[device]\npreset = \"cosmos\"\n[host]\nscheduler = \"hwabc\"\n{extra}\n{TENANT}");
+    let e = rejected("hwabc-alpha", &hw("[host.hwabc]\nalpha = 1.5"));
+    assert!(e.contains("host.hwabc.alpha: 1.5 is out of range"), "{e}");
+    let e = rejected("hwabc-drive", &hw("").replace("cosmos", "840pro"));
+    assert!(e.contains("'hwabc' needs an open-channel drive"), "{e}");
+}
