@@ -15,10 +15,12 @@ fn findings_are_checked_and_the_checks_can_fail() {
     for c in &checks {
         assert!(!c.measured.contains("NaN") && c.measured != "runs missing" && c.measured != "GC never ran", "{c:?}");
     }
-    // Fair equalises the writers; hWA-BC favours the sequential writer after GC starts and the
-    // reader over the random writer, keeping the reader's pre-GC throughput.
-    for i in [1, 2, 5, 6, 7, 9] {
-        assert!(checks[i].pass, "{}\n  measured: {}", checks[i].claim, checks[i].measured);
+    // All but two findings hold (docs/EXPERIMENTS.md, paper E): Fair equalises the writers;
+    // hWA-BC favours the sequential writer after GC starts, charging it about 10%; NoSched lets
+    // the writer beat the reader, Fair and hWA-BC the reader win, and hWA-BC keeps its pre-GC
+    // throughput; Fair and hWA-BC move more data in all; Fig. 9's order holds.
+    for c in &checks[1..=9] {
+        assert!(c.pass, "{}\n  measured: {}", c.claim, c.measured);
     }
     // The oracle charges the sequential writer its true (small) share: closer than the estimate.
     assert!(checks[3].measured.contains("hwabc-oracle charged it"), "{}", checks[3].measured);

@@ -269,7 +269,7 @@ fn null() -> Preset {
 /// gets the relation the paper's observation implies (`HwabcParams::PAPER`).
 pub fn gc_contribution_fit(preset: &str) -> (f64, f64) {
     match preset {
-        "cosmos" => (0.0186, 0.5218),
+        "cosmos" => (0.1396, 0.6639),
         "paper-c" => (-0.0149, 0.4825),
         "x25e" => (-0.0088, 0.4897),
         "840pro" => (0.0058, 0.5068),

@@ -601,6 +601,7 @@ impl Ssd {
         let plane = block / self.geo.blocks_per_plane;
         let die = self.geo.die_of_plane(plane);
         self.catch_up_gc(die, now);
+        self.gc_turn(die);
         let start = ready.max(self.dies[die as usize].busy_until);
         let array_done = start + self.timing.command + self.timing.read;
         let xfer = Nanos::for_transfer(bytes, self.timing.channel_bytes_per_sec) + self.timing.command;
@@ -695,7 +696,7 @@ impl Ssd {
     fn plane_ready(&self, plane: u32, policy: bool) -> bool {
         let upp = self.geo.units_per_page();
         let dirty = self.buf.dirty_in_plane(plane);
-        self.plane_gc_jobs[plane as usize] == 0
+        (self.cfg.open_channel || self.plane_gc_jobs[plane as usize] == 0)
             && dirty > 0
             && ((policy && dirty >= upp) || self.flush_needs(plane))
             && self.ftl.can_program_host(plane, upp)
@@ -765,6 +766,7 @@ impl Ssd {
         let (_, loaded) = self.channels[ch].reserve(now, now, xfer);
         // GC steps of other planes that start while the data is loading go first.
         self.catch_up_gc(die, loaded);
+        self.gc_turn(die);
         let d = &mut self.dies[die as usize];
         let start = loaded.max(d.busy_until);
         let end = start + self.timing.program;
@@ -910,41 +912,59 @@ impl Ssd {
     /// step advances the running job of every plane by one of its own steps and takes as long as
     /// the longest of them. Jobs of one plane run one after another.
     fn catch_up_gc(&mut self, die: u32, t: SimTime) {
-        let timing = &self.timing;
-        let d = &mut self.dies[die as usize];
-        while d.busy_until < t {
-            let Some(dur) = d.gc_gang.iter().filter_map(|r| r.next_step(timing)).map(|(dur, _)| dur).max() else {
+        while self.dies[die as usize].busy_until < t {
+            if !self.commit_gc_step(die) {
                 break;
-            };
-            d.busy_until += dur;
-            self.stats.gc_busy_ns += dur.0;
-            let mut i = 0;
-            while i < d.gc_gang.len() {
-                let run = &mut d.gc_gang[i];
-                match run.next_step(timing).map(|(_, step)| step) {
-                    Some(Step::Read) => run.reads_done += 1,
-                    Some(Step::Program) => run.progs_done += 1,
-                    Some(Step::Erase) => run.erased = true,
-                    None => {}
-                }
-                if run.next_step(timing).is_some() {
-                    i += 1;
-                    continue;
-                }
-                let mut done = d.gc_gang.swap_remove(i);
-                done.end = Some(d.busy_until);
-                let plane = done.job.plane;
-                d.gc_finished.push(done);
-                if let Some(q) = d.gc_queued.iter().position(|r| r.job.plane == plane) {
-                    let next = d.gc_queued.remove(q).expect("position found");
-                    // Keep gang order stable: the promoted job takes the finished one's place.
-                    d.gc_gang.push(next);
-                    let last = d.gc_gang.len() - 1;
-                    d.gc_gang.swap(i, last);
-                    i += 1;
-                }
             }
         }
+    }
+
+    /// Open-channel mode: GC is host I/O (pblk's GC reads valid data into the host and writes it
+    /// back through the RWB), queued at the LUN with the users' I/O rather than run in the
+    /// die's idle time. A user operation on a die with GC under way therefore waits for one GC
+    /// step first: the two streams take turns, as two FIFO submitters do.
+    fn gc_turn(&mut self, die: u32) {
+        if self.cfg.open_channel {
+            self.commit_gc_step(die);
+        }
+    }
+
+    /// Runs the next step of `die`'s GC gang from `busy_until`; false if the die has no GC step.
+    fn commit_gc_step(&mut self, die: u32) -> bool {
+        let timing = &self.timing;
+        let d = &mut self.dies[die as usize];
+        let Some(dur) = d.gc_gang.iter().filter_map(|r| r.next_step(timing)).map(|(dur, _)| dur).max() else {
+            return false;
+        };
+        d.busy_until += dur;
+        self.stats.gc_busy_ns += dur.0;
+        let mut i = 0;
+        while i < d.gc_gang.len() {
+            let run = &mut d.gc_gang[i];
+            match run.next_step(timing).map(|(_, step)| step) {
+                Some(Step::Read) => run.reads_done += 1,
+                Some(Step::Program) => run.progs_done += 1,
+                Some(Step::Erase) => run.erased = true,
+                None => {}
+            }
+            if run.next_step(timing).is_some() {
+                i += 1;
+                continue;
+            }
+            let mut done = d.gc_gang.swap_remove(i);
+            done.end = Some(d.busy_until);
+            let plane = done.job.plane;
+            d.gc_finished.push(done);
+            if let Some(q) = d.gc_queued.iter().position(|r| r.job.plane == plane) {
+                let next = d.gc_queued.remove(q).expect("position found");
+                // Keep gang order stable: the promoted job takes the finished one's place.
+                d.gc_gang.push(next);
+                let last = d.gc_gang.len() - 1;
+                d.gc_gang.swap(i, last);
+                i += 1;
+            }
+        }
+        true
     }
 
     /// The estimated end of a GC job on `die` has come: finish what is done, re-check the rest.

@@ -214,8 +214,12 @@ fn full_buffer_stalls_writes_until_programs_finish() {
 #[test]
 fn random_overwrites_with_gc_keep_data_and_invariants() {
     // (units per page, planes per die, over-provisioning, blocks per plane)
-    for (upp, planes, op, blocks) in [(1, 1, 0.25, 32), (2, 2, 0.25, 32), (1, 1, 0.06, 128)] {
+    // Open-channel mode interleaves GC with host I/O instead of running it in idle time only.
+    for (upp, planes, op, blocks, open_channel) in
+        [(1, 1, 0.25, 32, false), (2, 2, 0.25, 32, false), (1, 1, 0.06, 128, false), (1, 1, 0.25, 32, true), (2, 2, 0.25, 32, true)]
+    {
         let mut cfg = ssd_config(upp, planes, 64);
+        cfg.open_channel = open_channel;
         cfg.overprovisioning = op;
         cfg.geometry.blocks_per_plane = blocks;
         let mut h = Harness::new_ssd(cfg);
@@ -500,4 +504,48 @@ fn an_open_channel_drive_answers_the_host_scheduler() {
     assert!(ftl.gc_units_moved(0) + ftl.gc_units_moved(1) > 0);
     assert_eq!(ftl.gc_units_moved(1), h.ssd().ftl().tenant_gc(TenantId(1)).units_moved);
     h.dev.check_invariants();
+}
+
+/// Mean latency of tenant 1's reads while tenant 0 overwrites the drive randomly (GC running).
+fn read_latency_under_gc(open_channel: bool) -> (f64, u64) {
+    let mut h = Harness::new_ssd(SsdConfig { open_channel, ..ssd_config(1, 1, 16) });
+    let logical = h.ssd().config().logical_units();
+    for u in 0..logical {
+        h.submit(IoOp::Write, u * 4096, 4096, 0);
+        while h.dev.in_flight() >= 16 {
+            let t = h.q.peek_time().unwrap();
+            h.run_until(t);
+        }
+    }
+    h.run_all();
+    let (mut x, mut reads) = (7u64, Vec::new());
+    for i in 0..20_000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let (op, tenant) = if i % 4 == 0 { (IoOp::Read, 1) } else { (IoOp::Write, 0) };
+        while !h.dev.queue_has_room(QueueId((h.next_req % 2) as u16)) || h.dev.in_flight() >= 16 {
+            let t = h.q.peek_time().unwrap();
+            h.run_until(t);
+        }
+        let r = h.submit(op, x % logical * 4096, 4096, tenant);
+        if op == IoOp::Read {
+            reads.push((r, h.now));
+        }
+        h.run_until(h.now + Nanos::from_us(20));
+    }
+    h.run_all();
+    h.dev.check_invariants();
+    let total: u64 = reads.iter().map(|(r, at)| h.done[r].since(*at).0).sum();
+    (total as f64 / reads.len() as f64, h.ssd().ftl().stats().gc_runs)
+}
+
+#[test]
+fn open_channel_gc_is_host_io_that_reads_queue_behind() {
+    // In a drive, GC runs in a die's idle time: a read waits at most for the GC step under way.
+    // Under pblk, GC is host I/O queued at the LUNs with the users': reads take turns with it.
+    let (drive, drive_gc) = read_latency_under_gc(false);
+    let (open, open_gc) = read_latency_under_gc(true);
+    assert!(drive_gc > 0 && open_gc > 0, "GC ran in both: {drive_gc}, {open_gc}");
+    assert!(open > 1.3 * drive, "reads wait for GC turns in open-channel mode: {open:.0} ns vs {drive:.0} ns");
 }
