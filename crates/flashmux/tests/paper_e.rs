@@ -22,7 +22,7 @@ fn findings_are_checked_and_the_checks_can_fail() {
     for c in &checks[1..=9] {
         assert!(c.pass, "{}\n  measured: {}", c.claim, c.measured);
     }
-    // The oracle charges the sequential writer its true (small) share: closer than the estimate.
+    // The oracle's charge (the true shares) is reported next to the estimate's.
     assert!(checks[3].measured.contains("hwabc-oracle charged it"), "{}", checks[3].measured);
     // Swap the writer/reader runs of hwabc and none: the reader no longer wins under hWA-BC.
     let find = |pair: &str, sched: &str| {
