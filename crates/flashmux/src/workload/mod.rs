@@ -3,3 +3,4 @@
 
 pub mod fio;
 pub mod personality;
+pub mod trace;
