@@ -5,8 +5,10 @@
 
 mod presets;
 mod schema;
+mod trace;
 
 pub use presets::{default_gc_threshold, preset, DeviceKind, Preset, PRESET_NAMES};
+pub use trace::{LbaFit, TraceSpec, TraceTiming, DEFAULT_MAX_OUTSTANDING};
 
 use crate::device::precondition::PreconditionSpec;
 use crate::device::NvmeConfig;
@@ -78,6 +80,8 @@ pub struct TenantSpec {
     pub jobs: Vec<FioJob>,
     /// Jobs of one job file form a domain: fio's stonewall/new_group order them within it.
     pub domain: usize,
+    /// A trace tenant: its one job replays this instead of generating I/O.
+    pub trace: Option<TraceSpec>,
 }
 
 /// A fully resolved, validated scenario.

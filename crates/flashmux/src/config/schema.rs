@@ -13,7 +13,7 @@ use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, MappingConfig, VictimPolicy};
 use crate::host::{BudgetParams, CfqParams, HostConfig, MotsParams, SchedulerKind};
 use crate::units::{parse_duration, parse_rate, parse_size, Nanos};
 use crate::virt::{Aio, Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
-use crate::workload::fio::{parse_job_file, parse_job_text, JobFile};
+use crate::workload::fio::{parse_job_file, parse_job_text, FioJob, JobFile};
 use crate::workload::personality;
 use serde::Deserialize;
 use std::path::Path;
@@ -283,6 +283,8 @@ struct TenantSection {
     job_file: Option<String>,
     /// A built-in workload (`workload::personality`) by name.
     personality: Option<String>,
+    /// A block trace (`config/trace.rs`).
+    trace: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -1056,7 +1058,7 @@ fn resolve_tenants(
     collected: &mut Collected,
 ) -> Result<Vec<TenantSpec>, ConfigError> {
     if ts.is_empty() {
-        return Err(ctx.err("no tenants: add at least one [[tenant]] with a workload (fio = \"...\", job_file = \"...\" or personality = \"...\")"));
+        return Err(ctx.err("no tenants: add at least one [[tenant]] with a workload (fio = \"...\", job_file = \"...\", personality = \"...\" or trace = \"...\")"));
     }
     if ts.len() >= crate::ftl::MAP_OWNER as usize {
         return Err(ctx.err(format!("{} tenants: at most {} are supported", ts.len(), crate::ftl::MAP_OWNER)));
@@ -1098,12 +1100,27 @@ fn resolve_tenants(
             }
         };
         let weight = resolve_weight(ctx, &key, t.weight.as_ref())?;
+        if let Some(v) = &t.trace {
+            if t.fio.is_some() || t.job_file.is_some() || t.personality.is_some() {
+                return Err(ctx.err(format!("{key}: give only one of fio, job_file, personality and trace")));
+            }
+            let spec = super::trace::resolve_trace(v, &format!("{key}.trace"), base, &|m| ctx.err(m), &|k, v| ctx.duration(k, v))?;
+            let job = FioJob {
+                name: name.clone(),
+                file: spec.paths[0].display().to_string(),
+                iodepth: spec.depth(),
+                job_options: spec.job_options(),
+                ..FioJob::default()
+            };
+            out.push(TenantSpec { name, region, weight, jobs: vec![job], domain: i, trace: Some(spec) });
+            continue;
+        }
         let jf = tenant_workload(ctx, &key, &name, t, base)?;
         if jf.jobs.is_empty() {
             return Err(ctx.err(format!("{key}: the fio job has no job sections")));
         }
         collect_diagnostics(&jf, collected);
-        out.push(TenantSpec { name, region, weight, jobs: jf.jobs, domain: i });
+        out.push(TenantSpec { name, region, weight, jobs: jf.jobs, domain: i, trace: None });
     }
     check_overlaps(ctx, &out, capacity)?;
     Ok(out)
@@ -1125,7 +1142,7 @@ fn tenant_workload(ctx: &Ctx, key: &str, name: &str, t: &TenantSection, base: &P
             ))),
         },
         (None, None, None) => Err(ctx.err(format!(
-            "{key}: no workload: give fio = \"...\", job_file = \"...\" or personality = \"...\""
+            "{key}: no workload: give fio = \"...\", job_file = \"...\", personality = \"...\" or trace = \"...\""
         ))),
         _ => Err(ctx.err(format!("{key}: give only one of fio, job_file and personality"))),
     }
@@ -1230,7 +1247,7 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
             k += 1;
             name = format!("{}#{k}", job.name);
         }
-        tenants.push(TenantSpec { name, region: (0, capacity), weight: DEFAULT_WEIGHT, jobs: vec![job], domain: 0 });
+        tenants.push(TenantSpec { name, region: (0, capacity), weight: DEFAULT_WEIGHT, jobs: vec![job], domain: 0, trace: None });
     }
     Ok(Scenario {
         name: Path::new(file).file_stem().map_or("fio".into(), |s| s.to_string_lossy().into()),

@@ -147,6 +147,8 @@ pub struct TenantResult {
     /// What the host scheduler did for the tenant (`None` under `none`, which keeps no
     /// per-tenant state).
     pub sched: Option<SchedTenantStats>,
+    /// A trace tenant's replay: what was read, skipped and how far it fell behind.
+    pub replay: Option<crate::sim::trace::ReplayStats>,
 }
 
 #[derive(Clone, Debug, Serialize)]

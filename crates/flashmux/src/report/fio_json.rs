@@ -270,6 +270,9 @@ fn tenant_json(r: &RunResults, t: &TenantResult, gc_total: u64) -> Value {
         }),
     );
     o.insert("device".into(), json!(t.device));
+    if let Some(rp) = &t.replay {
+        o.insert("replay".into(), json!(rp));
+    }
     Value::Object(o)
 }
 

@@ -10,8 +10,9 @@
 //! syncs once more when a writing job stops, after its I/O has drained; like fio (whose
 //! `TD_FSYNCING` state is not accounted), that sync is not in the job's statistics.
 
+use super::trace::{ReplayStats, TraceIo, TraceSource};
 use super::SimError;
-use crate::config::{Scenario, TenantSpec};
+use crate::config::{Scenario, TenantSpec, TraceTiming};
 use crate::device::IoOp;
 use crate::engine::derive_seed;
 use crate::metrics::{IoStats, JobResult, JobSample};
@@ -78,6 +79,10 @@ pub struct JobRt {
     /// A wake-up event is scheduled for then.
     pub wake_at: Option<SimTime>,
     gen: JobGen,
+    /// A trace tenant's job replays this instead of `gen`'s I/O.
+    trace: Option<Box<TraceSource>>,
+    /// A trace request read but not yet due.
+    trace_pending: Option<TraceIo>,
     start: SimTime,
     measure_from: SimTime,
     end: Option<SimTime>,
@@ -129,6 +134,10 @@ impl JobRt {
         let label = format!("job/{}/{}/{}", t.name, spec.name, clone);
         let gen = JobGen::new(spec, clone, t.region.0, t.region.1, sector, derive_seed(seed, &label))?;
         let start_delay = gen.start_delay();
+        let trace = match &t.trace {
+            Some(ts) => Some(Box::new(TraceSource::new(t, ts, sector).map_err(SimError::Trace)?)),
+            None => None,
+        };
         Ok(JobRt {
             tenant,
             spec: spec.clone(),
@@ -139,6 +148,8 @@ impl JobRt {
             deadline: None,
             wake_at: None,
             gen,
+            trace,
+            trace_pending: None,
             start: SimTime::ZERO,
             measure_from: SimTime::ZERO,
             end: None,
@@ -203,6 +214,9 @@ impl JobRt {
         if self.sync_due {
             return self.periodic_sync();
         }
+        if self.trace.is_some() {
+            return self.next_trace_io(now);
+        }
         let io = match self.pending.take().or_else(|| self.gen.next()) {
             Some(io) => io,
             None => {
@@ -236,6 +250,36 @@ impl JobRt {
             self.count_write();
         }
         Next::Io(IoReq { op: op_of(io.dir), offset: io.offset, len: io.len })
+    }
+
+    /// The trace's next request once it is due (open loop), or at once (closed loop).
+    fn next_trace_io(&mut self, now: SimTime) -> Next {
+        let src = self.trace.as_mut().expect("a trace job");
+        let Some(io) = self.trace_pending.take().or_else(|| src.next_io()) else {
+            self.exhausted = true;
+            return Next::Exhausted;
+        };
+        if matches!(self.spec_timing(), Some(TraceTiming::OpenLoop { .. })) {
+            let due = self.start + io.due;
+            if now < due {
+                self.trace_pending = Some(io);
+                return Next::WaitUntil(due);
+            }
+            self.trace.as_mut().expect("a trace job").stats.record_issue(now.since(due));
+        }
+        self.inflight += 1;
+        let bucket = DEPTH_BUCKETS.iter().rposition(|&b| self.inflight >= b).unwrap_or(0);
+        self.depth_counts[bucket] += 1;
+        Next::Io(IoReq { op: io.op, offset: io.offset, len: io.len })
+    }
+
+    fn spec_timing(&self) -> Option<TraceTiming> {
+        self.trace.as_ref().map(|t| t.timing())
+    }
+
+    /// A trace job's replay statistics (once, at the end of the run).
+    pub fn take_replay(&mut self) -> Option<ReplayStats> {
+        self.trace.as_mut().map(|t| t.finish())
     }
 
     /// fio's `get_rw_ddir`: a sync is due after every `fsync`-th or `fdatasync`-th write.

@@ -12,6 +12,7 @@
 mod job;
 mod overlap;
 mod timeline;
+pub mod trace;
 
 use crate::config::{DeviceKind, Scenario};
 use crate::device::precondition::{owner_segments, precondition, PreconditionReport, PreconditionState};
@@ -23,6 +24,7 @@ use crate::metrics::{CmtReport, DeviceResult, Fairness, JobResult, RunResults, S
 use crate::units::{JobId, QueueId, ReqId, SimTime, TenantId};
 use crate::virt::{Io, Machine, MachineEvent, VirtOutbox};
 use job::{IoReq, JobRt, JobState};
+use trace::ReplayStats;
 use overlap::{Overlap, Window};
 use std::collections::VecDeque;
 use timeline::Timeline;
@@ -90,6 +92,8 @@ pub enum SimError {
     Fio(#[from] crate::workload::fio::FioError),
     #[error("device: {0}")]
     Device(String),
+    #[error("{0}")]
+    Trace(String),
 }
 
 pub struct Simulator {
@@ -717,6 +721,7 @@ impl Simulator {
         let snap = self.snapshots();
         self.timeline.close_partial(now, &snap);
         let jobs: Vec<JobResult> = self.jobs.iter().map(|j| j.result(&self.scenario)).collect();
+        let mut replays: Vec<Option<ReplayStats>> = self.jobs.iter_mut().map(|j| j.take_replay()).collect();
         let tenants: Vec<TenantResult> = self
             .scenario
             .tenants
@@ -755,6 +760,7 @@ impl Simulator {
                     map,
                     device: dev,
                     sched: self.sched.tenant_stats(i),
+                    replay: self.tenant_jobs[i].iter().find_map(|&j| replays[j].take()),
                 }
             })
             .collect();
@@ -771,6 +777,11 @@ impl Simulator {
                      the run may be too short to fill the free blocks left after preconditioning",
                     host_writes
                 ));
+            }
+        }
+        for t in &tenants {
+            if let Some(r) = &t.replay {
+                warnings.extend(trace::warnings(&t.name, r));
             }
         }
         if reason == StopReason::Interrupted {

@@ -1,0 +1,265 @@
+//! A trace tenant's requests: read from its trace as the run goes (constant memory), chosen by
+//! stream and time window, fitted into the tenant's region, each with the time it is due.
+//!
+//! Open-loop replay issues a request when its (scaled) trace time has come, with at most
+//! `max_outstanding` in flight; a request that could not go when due — the device, or the bound,
+//! held it back — is late by the difference, and the lateness is reported (`ReplayStats`), so a
+//! trace too fast for the modelled device shows as such. Closed-loop replay ignores the times.
+
+use crate::config::{LbaFit, TenantSpec, TraceSpec, TraceTiming};
+use crate::device::IoOp;
+use crate::units::Nanos;
+use crate::workload::trace::{BadLine, TraceOp, TraceReader, TraceRecord};
+use serde::Serialize;
+
+/// A request is counted as late when it is issued this long after it was due.
+pub const LATE: Nanos = Nanos::from_ms(1);
+
+/// What a replay did with its trace, and how well it kept up.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ReplayStats {
+    /// The trace's format.
+    pub format: String,
+    /// Requests handed to the simulation.
+    pub requests: u64,
+    /// Valid requests of other streams (not `select`ed), before `start` or after the window.
+    pub skipped: u64,
+    /// Requests beyond the region with `lba_fit = "reject"`.
+    pub out_of_range: u64,
+    /// Requests longer than the region, shortened to it.
+    pub clipped: u64,
+    /// Lines (or binary records) the reader could not use, and the first few.
+    pub bad_lines: u64,
+    pub first_bad_lines: Vec<(u64, String)>,
+    /// Requests whose trace time is earlier than the previous one's.
+    pub out_of_order: u64,
+    /// Open loop: how far issue fell behind the (scaled) trace times.
+    pub behind_max_ns: u64,
+    pub behind_mean_ns: f64,
+    /// Requests issued more than [`LATE`] after they were due.
+    pub late: u64,
+    /// A read error that ended the replay early.
+    pub error: Option<String>,
+    #[serde(skip)]
+    behind_sum_ns: u128,
+}
+
+impl ReplayStats {
+    /// Issue of a request due at `due` happened `behind` after it.
+    pub fn record_issue(&mut self, behind: Nanos) {
+        self.behind_max_ns = self.behind_max_ns.max(behind.0);
+        self.behind_sum_ns += behind.0 as u128;
+        if behind > LATE {
+            self.late += 1;
+        }
+    }
+
+    fn finish_mean(&mut self) {
+        if self.requests > 0 {
+            self.behind_mean_ns = self.behind_sum_ns as f64 / self.requests as f64;
+        }
+    }
+}
+
+/// One request, placed in the tenant's region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceIo {
+    pub op: IoOp,
+    pub offset: u64,
+    pub len: u64,
+    /// Since the job's start; zero in closed loop.
+    pub due: Nanos,
+}
+
+pub struct TraceSource {
+    reader: TraceReader,
+    spec: TraceSpec,
+    /// Per stream id: whether it is the selected stream (looked up once per stream).
+    selected: Vec<Option<bool>>,
+    region: (u64, u64),
+    sector: u64,
+    /// `lba_fit = "scale"`: the end of the furthest request replayed.
+    extent: u64,
+    done: bool,
+    pub stats: ReplayStats,
+}
+
+impl TraceSource {
+    /// Opens `t`'s trace. With `lba_fit = "scale"` the trace is read once first for its extent.
+    pub fn new(t: &TenantSpec, spec: &TraceSpec, sector: u64) -> Result<TraceSource, String> {
+        let open = || {
+            let reader = TraceReader::open(&spec.paths, &spec.read_options()).map_err(|e| format!("tenant '{}': {e}", t.name))?;
+            Ok::<_, String>(TraceSource {
+                reader,
+                spec: spec.clone(),
+                selected: Vec::new(),
+                region: t.region,
+                sector: sector.max(1),
+                extent: 0,
+                done: false,
+                stats: ReplayStats { format: spec.format.name().to_string(), ..Default::default() },
+            })
+        };
+        let mut src = open()?;
+        if spec.lba_fit == LbaFit::Scale {
+            let mut pass = open()?;
+            let mut extent = 0u64;
+            while let Some(r) = pass.next_record().map_err(|e| format!("tenant '{}': {e}", t.name))? {
+                extent = extent.max(r.offset.saturating_add(r.len));
+            }
+            src.extent = extent.max(1);
+        }
+        Ok(src)
+    }
+
+    /// The next record of the selected stream within the window and the request limit.
+    fn next_record(&mut self) -> Result<Option<TraceRecord>, String> {
+        if self.done {
+            return Ok(None);
+        }
+        let window_end = self.spec.duration.map(|d| self.spec.start.0.saturating_add(d.0));
+        loop {
+            if self.spec.max_requests.is_some_and(|m| self.stats.requests >= m) {
+                self.done = true;
+                return Ok(None);
+            }
+            let r = match self.reader.next_record() {
+                Ok(Some(r)) => r,
+                Ok(None) => {
+                    self.done = true;
+                    return Ok(None);
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Err(e.to_string());
+                }
+            };
+            if !self.is_selected(r.stream) || r.time_ns < self.spec.start.0 {
+                self.stats.skipped += 1;
+                continue;
+            }
+            if window_end.is_some_and(|end| r.time_ns >= end) {
+                // Times run forward (an out-of-order request is rare): the window is over.
+                self.stats.skipped += 1;
+                self.done = true;
+                return Ok(None);
+            }
+            self.stats.requests += 1;
+            return Ok(Some(r));
+        }
+    }
+
+    fn is_selected(&mut self, stream: u32) -> bool {
+        let Some(want) = &self.spec.select else { return true };
+        let i = stream as usize;
+        if self.selected.len() <= i {
+            self.selected.resize(i + 1, None);
+        }
+        *self.selected[i].get_or_insert_with(|| self.reader.stream_name(stream) == *want)
+    }
+
+    /// The next request to replay; `None` at the end of the trace (or of its window), or after
+    /// a read error (kept in `stats.error`).
+    pub fn next_io(&mut self) -> Option<TraceIo> {
+        loop {
+            let r = match self.next_record() {
+                Ok(Some(r)) => r,
+                Ok(None) => return None,
+                Err(e) => {
+                    self.stats.error = Some(e);
+                    return None;
+                }
+            };
+            let op = match r.op {
+                TraceOp::Read => IoOp::Read,
+                TraceOp::Write => IoOp::Write,
+                TraceOp::Trim => IoOp::Trim,
+                TraceOp::Flush => IoOp::Flush,
+            };
+            let due = match self.spec.timing {
+                TraceTiming::OpenLoop { time_scale, .. } => {
+                    Nanos(((r.time_ns - self.spec.start.0) as f64 * time_scale).round() as u64)
+                }
+                TraceTiming::ClosedLoop { .. } => Nanos::ZERO,
+            };
+            if op == IoOp::Flush {
+                return Some(TraceIo { op, offset: 0, len: 0, due });
+            }
+            match self.fit(r.offset, r.len) {
+                Some((offset, len)) => return Some(TraceIo { op, offset, len, due }),
+                None => {
+                    self.stats.requests -= 1;
+                    self.stats.out_of_range += 1;
+                }
+            }
+        }
+    }
+
+    /// Places `len` bytes at trace offset `off` in the region, aligned to sectors; `None` when
+    /// `reject` finds it outside.
+    fn fit(&mut self, off: u64, len: u64) -> Option<(u64, u64)> {
+        let s = self.sector;
+        let (start, size) = self.region;
+        let first = off / s * s;
+        let mut l = off.saturating_add(len).div_ceil(s).saturating_mul(s) - first;
+        if l > size {
+            if self.spec.lba_fit == LbaFit::Reject {
+                return None;
+            }
+            self.stats.clipped += 1;
+            l = size;
+        }
+        let o = match self.spec.lba_fit {
+            LbaFit::Wrap => first % size,
+            LbaFit::Scale => ((first as u128 * size as u128 / self.extent as u128) as u64) / s * s,
+            LbaFit::Reject if first + l > size => return None,
+            LbaFit::Reject => first,
+        };
+        // A request that would run past the region's end ends at it instead.
+        Some((start + o.min(size - l), l))
+    }
+
+    pub fn timing(&self) -> TraceTiming {
+        self.spec.timing
+    }
+
+    /// The reader's counts, once the replay is over.
+    pub fn finish(&mut self) -> ReplayStats {
+        let bad = self.reader.bad_lines();
+        self.stats.bad_lines = bad.count;
+        self.stats.first_bad_lines = bad.first.iter().map(|b: &BadLine| (b.line, b.reason.clone())).collect();
+        self.stats.out_of_order = self.reader.out_of_order();
+        self.stats.finish_mean();
+        self.stats.clone()
+    }
+}
+
+/// What a user must be told about a tenant's replay: lines skipped, requests refused or
+/// shortened, a read error, and a trace too fast for the device.
+pub fn warnings(tenant: &str, r: &ReplayStats) -> Vec<String> {
+    let mut w = Vec::new();
+    if r.bad_lines > 0 {
+        let first: Vec<String> = r.first_bad_lines.iter().map(|(l, why)| format!("line {l}: {why}")).collect();
+        w.push(format!("tenant '{tenant}': {} bad trace line(s) skipped (--strict fails on them); first: {}", r.bad_lines, first.join("; ")));
+    }
+    if r.out_of_range > 0 {
+        w.push(format!("tenant '{tenant}': {} request(s) beyond the tenant's region were not replayed (lba_fit = \"reject\")", r.out_of_range));
+    }
+    if r.clipped > 0 {
+        w.push(format!("tenant '{tenant}': {} request(s) longer than the tenant's region were shortened to it", r.clipped));
+    }
+    if let Some(e) = &r.error {
+        w.push(format!("tenant '{tenant}': the trace could not be read to its end: {e}"));
+    }
+    if r.late > 0 {
+        w.push(format!(
+            "tenant '{tenant}': the trace was too fast for the device: {} of {} requests were issued more than {} ms late (at most {:.3} s, mean {:.3} ms behind the trace)",
+            r.late,
+            r.requests,
+            LATE.0 / 1_000_000,
+            r.behind_max_ns as f64 / 1e9,
+            r.behind_mean_ns / 1e6
+        ));
+    }
+    w
+}

@@ -1,0 +1,175 @@
+//! Trace tenants (`trace = ...` in a `[[tenant]]`): a real captured trace replays with its exact
+//! request count, mix and sizes; open-loop timing follows the trace's times (scaled), closed
+//! loop ignores them; a trace too fast for the device is reported; addresses are fitted into the
+//! tenant's region; streams are selected; bad input is a scenario error naming the key.
+
+use flashmux::config::Scenario;
+use flashmux::metrics::RunResults;
+use flashmux::report::fio_json;
+use flashmux::sim::Simulator;
+use std::path::{Path, PathBuf};
+
+fn data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/traces").join(name).display().to_string()
+}
+
+/// A file in a fresh temporary directory, removed when the test ends.
+struct TempFile(PathBuf);
+impl TempFile {
+    fn new(name: &str, text: &str) -> TempFile {
+        let dir = std::env::temp_dir().join(format!("flashmux-replay-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        TempFile(p)
+    }
+    fn path(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.0.parent().unwrap());
+    }
+}
+
+fn scenario(tenants: &str) -> Result<Scenario, flashmux::config::ConfigError> {
+    let text = format!("name = \"replay\"\nseed = 1\n[device]\npreset = \"tlc-nvme\"\ncapacity = \"16GiB\"\n{tenants}");
+    Scenario::from_toml(&text, "replay.toml", Path::new("."))
+}
+
+fn run(tenants: &str) -> RunResults {
+    let mut sim = Simulator::new(scenario(tenants).unwrap()).unwrap();
+    sim.run();
+    sim.finish()
+}
+
+fn tenant(name: &str, trace: &str) -> String {
+    format!("[[tenant]]\nname = \"{name}\"\ntrace = {trace}\n")
+}
+
+/// An MQSim trace: `n` requests every `gap_ns`, alternating write and read of 8 sectors.
+fn mqsim(n: u64, gap_ns: u64) -> String {
+    (0..n).map(|i| format!("{} 0 {} 8 {}\n", i * gap_ns, (i * 7919 % 4096) * 8, i % 2)).collect()
+}
+
+#[test]
+fn the_captured_blktrace_replays_exactly() {
+    for file in ["fio-randrw.blktrace.0.gz", "fio-randrw.blkparse.txt.gz"] {
+        let r = run(&tenant("fio", &format!("{{ path = \"{}\" }}", data(file))));
+        let io = &r.tenants[0].io;
+        assert_eq!((io.read.ios, io.write.ios), (9165, 3951), "{file}");
+        assert_eq!((io.read.bytes, io.write.bytes), (9165 * 4096, 3951 * 4096), "{file}: every request 4 KiB");
+        let rp = r.tenants[0].replay.as_ref().unwrap();
+        assert_eq!((rp.requests, rp.bad_lines, rp.out_of_range, rp.clipped), (13116, 0, 0, 0), "{file}");
+        assert!(rp.error.is_none());
+        // The trace spans 0.3 s: open-loop replay takes as long.
+        assert!((0.29e9..0.31e9).contains(&(r.sim_time_ns as f64)), "{file}: {} ns", r.sim_time_ns);
+    }
+}
+
+#[test]
+fn open_loop_follows_the_scaled_times_and_closed_loop_ignores_them() {
+    let t = TempFile::new("t.mqsim", &mqsim(200, 1_000_000));
+    let at = |trace: String| run(&tenant("t", &trace));
+    let own = at(format!("{{ path = \"{}\" }}", t.path()));
+    let fast = at(format!("{{ path = \"{}\", time_scale = 0.5 }}", t.path()));
+    let closed = at(format!("{{ path = \"{}\", closed_loop = 4 }}", t.path()));
+    // The last request is due at 199 ms (99.5 ms at half scale) and takes well under 1 ms.
+    assert!((199e6..200e6).contains(&(own.sim_time_ns as f64)), "{}", own.sim_time_ns);
+    assert!((99.5e6..100.5e6).contains(&(fast.sim_time_ns as f64)), "{}", fast.sim_time_ns);
+    assert!(closed.sim_time_ns < 20_000_000, "closed loop runs back to back: {}", closed.sim_time_ns);
+    for r in [&own, &fast, &closed] {
+        assert_eq!(r.tenants[0].io.ios(), 200);
+        assert_eq!(r.tenants[0].replay.as_ref().unwrap().late, 0, "the device keeps up");
+    }
+    // Deterministic: byte-identical results.
+    let again = at(format!("{{ path = \"{}\", time_scale = 0.5 }}", t.path()));
+    assert_eq!(fio_json(&fast, false).to_string(), fio_json(&again, false).to_string());
+}
+
+#[test]
+fn a_trace_too_fast_for_the_device_is_reported() {
+    // 5,000 writes all at time 0, at most 4 outstanding: replay falls far behind.
+    let t = TempFile::new("burst.mqsim", &mqsim(5000, 0));
+    let r = run(&tenant("t", &format!("{{ path = \"{}\", max_outstanding = 4 }}", t.path())));
+    let rp = r.tenants[0].replay.as_ref().unwrap();
+    assert_eq!(rp.requests, 5000);
+    assert!(rp.late > 4000 && rp.behind_max_ns > 5_000_000, "{rp:?}");
+    assert!(r.warnings.iter().any(|w| w.contains("too fast for the device")), "{:?}", r.warnings);
+}
+
+#[test]
+fn addresses_are_fitted_into_the_region() {
+    // Offsets up to 64 GiB into two tenants of 8 GiB each.
+    let text: String = (0..100u64).map(|i| format!("{} 0 {} 16 0\n", i * 1000, i * (64 << 30) / 100 / 512)).collect();
+    let t = TempFile::new("far.mqsim", &text);
+    for (fit, replayed, refused) in [("wrap", 100, 0), ("scale", 100, 0), ("reject", 13, 87)] {
+        let r = run(&format!(
+            "{}region = {{ offset = \"8GiB\", size = \"8GiB\" }}\n",
+            tenant("t", &format!("{{ path = \"{}\", lba_fit = \"{fit}\" }}", t.path()))
+        ));
+        let rp = r.tenants[0].replay.as_ref().unwrap();
+        assert_eq!((r.tenants[0].io.write.ios, rp.out_of_range), (replayed, refused), "{fit}");
+        // Every write landed in the tenant's region: the device holds data only there.
+        assert!(r.device.ftl.host_units_programmed <= replayed * 2 + 2, "{fit}");
+    }
+}
+
+#[test]
+fn one_trace_splits_into_tenants_by_a_field() {
+    let text = "128166385295514663,hm,0,Write,4096,4096,100\n\
+                128166385295524663,hm,1,Read,8192,4096,100\n\
+                128166385295534663,hm,1,Write,0,8192,100\n\
+                128166385295544663,prn,0,Read,0,512,100\n";
+    let t = TempFile::new("msr.csv", text);
+    let pick = |name: &str, select: &str| tenant(name, &format!("{{ path = \"{}\", tenant_by = \"disk\", select = \"{select}\" }}", t.path()));
+    let r = run(&format!("{}{}{}", pick("a", "hm_0"), pick("b", "hm_1"), pick("c", "prn_0")));
+    let counts: Vec<(u64, u64)> = r.tenants.iter().map(|t| (t.io.read.ios, t.io.write.ios)).collect();
+    assert_eq!(counts, [(0, 1), (1, 1), (1, 0)]);
+    // Each tenant's first request is at its own trace time, relative to the trace's start.
+    assert_eq!(r.tenants[1].replay.as_ref().unwrap().skipped, 2);
+}
+
+#[test]
+fn bad_lines_are_counted_and_strict_fails_at_the_first() {
+    let text = format!("{}this is not a request\n{}", mqsim(3, 1000), "5000 0 12 0 0\n");
+    let t = TempFile::new("bad.mqsim", &text);
+    let r = run(&tenant("t", &format!("{{ path = \"{}\", format = \"mqsim\" }}", t.path())));
+    let rp = r.tenants[0].replay.as_ref().unwrap();
+    assert_eq!((rp.requests, rp.bad_lines), (3, 2), "{rp:?}");
+    assert_eq!(rp.first_bad_lines.iter().map(|b| b.0).collect::<Vec<_>>(), [4, 5]);
+    assert!(r.warnings.iter().any(|w| w.contains("2 bad trace line(s)") && w.contains("line 4")), "{:?}", r.warnings);
+    // Strict: the replay stops at line 4; what ran is in the results, with the error.
+    let r = run(&tenant("t", &format!("{{ path = \"{}\", format = \"mqsim\", strict = true }}", t.path())));
+    let rp = r.tenants[0].replay.as_ref().unwrap();
+    assert_eq!(rp.requests, 3);
+    assert!(rp.error.as_deref().is_some_and(|e| e.contains(":4:")), "{rp:?}");
+}
+
+#[test]
+fn bad_trace_settings_are_scenario_errors() {
+    let t = TempFile::new("ok.mqsim", &mqsim(10, 1000));
+    let p = t.path();
+    for (trace, says) in [
+        (format!("{{ path = \"{p}\", format = \"csv\" }}"), "format: unknown format 'csv'"),
+        (format!("{{ path = \"{p}\", tenant_by = \"asu\" }}"), "has no asu field"),
+        (format!("{{ path = \"{p}\", tenant_by = \"nope\" }}"), "tenant_by: unknown field 'nope'"),
+        (format!("{{ path = \"{p}\", select = \"dev0\" }}"), "select: a stream is selected by a field"),
+        (format!("{{ path = \"{p}\", time_scale = 0.0 }}"), "time_scale: 0 is not a positive number"),
+        (format!("{{ path = \"{p}\", closed_loop = 4, time_scale = 2.0 }}"), "closed_loop ignores the trace's times"),
+        (format!("{{ path = \"{p}\", closed_loop = 0 }}"), "closed_loop: 0 is out of range"),
+        (format!("{{ path = \"{p}\", lba_fit = \"fold\" }}"), "lba_fit: unknown 'fold'"),
+        (format!("{{ path = \"{p}\", duration = \"0s\" }}"), "duration: must be more than 0"),
+        (format!("{{ path = \"{p}\", bogus = 1 }}"), "unknown field"),
+        ("\"/no/such/trace.csv\"".to_string(), "cannot read trace '/no/such/trace.csv'"),
+    ] {
+        let e = scenario(&tenant("t", &trace)).unwrap_err().to_string();
+        assert!(e.contains(says), "{trace}: {e}");
+    }
+    let both = scenario(&format!("{}fio = \"[j]\\nrw=read\\n\"\n", tenant("t", &format!("\"{p}\"")))).unwrap_err().to_string();
+    assert!(both.contains("only one of fio, job_file, personality and trace"), "{both}");
+    let empty = TempFile::new("empty.mqsim", "# nothing\n");
+    let e = scenario(&tenant("t", &format!("{{ path = \"{}\", format = \"mqsim\" }}", empty.path()))).unwrap_err().to_string();
+    assert!(e.contains("no valid request"), "{e}");
+}
