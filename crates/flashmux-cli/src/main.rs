@@ -6,6 +6,7 @@ mod personalities;
 mod profile;
 mod reproduce;
 mod sweep;
+mod trace;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -47,6 +48,11 @@ enum Command {
     Reproduce(reproduce::ReproduceArgs),
     /// Profile a drive for a scheduler's model parameters (hWA-BC's GC contribution fit).
     Profile(profile::ProfileArgs),
+    /// Replay a block trace (blktrace, blkparse, fio iolog, MSR, SPC, MQSim, Alibaba, Tencent,
+    /// SYSTOR) on a drive: one tenant per stream; the same outputs as `run`.
+    Replay(trace::ReplayArgs),
+    /// Inspect a block trace or convert it to another tool's format.
+    Trace(trace::TraceArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -128,6 +134,8 @@ fn main() -> ExitCode {
         Command::Sweep(args) => sweep::run(args),
         Command::Reproduce(args) => reproduce::run(args),
         Command::Profile(args) => profile::run(args),
+        Command::Replay(args) => trace::run_replay(args),
+        Command::Trace(args) => trace::run_trace(args),
     };
     match result {
         Ok(code) => code,
@@ -197,6 +205,24 @@ fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
 
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let scenario = load_scenario(&args)?;
+    if args.alone_baseline || args.check_invariants {
+        return execute_with(scenario, args.output_format, args.no_progress, args.check_invariants.then_some(args.check_every), args.alone_baseline);
+    }
+    execute(scenario, args.output_format, args.no_progress)
+}
+
+/// Runs a scenario as `run` does: warnings, progress, Ctrl-C, results written.
+pub(crate) fn execute(scenario: Scenario, format: OutputFormat, no_progress: bool) -> anyhow::Result<ExitCode> {
+    execute_with(scenario, format, no_progress, None, false)
+}
+
+fn execute_with(
+    scenario: Scenario,
+    format: OutputFormat,
+    no_progress: bool,
+    check_every: Option<u64>,
+    alone_baseline: bool,
+) -> anyhow::Result<ExitCode> {
     for w in &scenario.warnings {
         eprintln!("flashmux: warning: {w}");
     }
@@ -210,20 +236,22 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // A second Ctrl-C while results are being written falls through to the default handler's effect.
         ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
     }
-    let driver = Driver {
-        interrupted: &interrupted,
-        on_terminal: !args.no_progress && std::io::stderr().is_terminal(),
-        check_every: args.check_invariants.then_some(args.check_every),
-    };
-    let baseline = args.alone_baseline.then(|| scenario.clone());
+    let driver = Driver { interrupted: &interrupted, on_terminal: !no_progress && std::io::stderr().is_terminal(), check_every };
+    let baseline = alone_baseline.then(|| scenario.clone());
     let mut results = driver.simulate(scenario, "")?;
     let mut stopped = results.stop_reason == StopReason::Interrupted;
     if let (Some(s), false) = (baseline, stopped) {
         stopped = !driver.add_alone_baseline(&s, &mut results)?;
     }
-    output::write_all(&results, &out_dir, args.output_format)?;
+    output::write_all(&results, &out_dir, format)?;
     if stopped {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    // A trace that could not be read to its end (a strict bad line, a truncated record): the
+    // results so far are written, and the input was bad.
+    if let Some((t, e)) = results.tenants.iter().find_map(|t| t.replay.as_ref()?.error.as_ref().map(|e| (&t.name, e))) {
+        eprintln!("flashmux: error: tenant '{t}': {e} (results up to there are written)");
+        return Ok(ExitCode::from(EXIT_BAD_INPUT));
     }
     Ok(ExitCode::SUCCESS)
 }

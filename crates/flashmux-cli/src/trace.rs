@@ -1,0 +1,300 @@
+//! `flashmux trace info|convert` (what a trace holds; the trace in another tool's format) and
+//! `flashmux replay` (a trace, or its streams as tenants, on a modelled drive).
+
+use crate::{execute, BadArg, OutputFormat};
+use anyhow::Context;
+use flashmux::config::Scenario;
+use flashmux::workload::trace::{write_trace, BlkEvent, Format, ReadOptions, TenantBy, TraceInfo, TraceReader};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// How a trace is read: shared by every trace command.
+#[derive(clap::Args, Clone)]
+pub struct ReadArgs {
+    /// Trace file(s); several only for blktrace's per-CPU files (one of them finds the others).
+    #[arg(required = true)]
+    traces: Vec<PathBuf>,
+    /// The trace's format: auto (told from the content) or blktrace, blkparse, fio-iolog, msr,
+    /// spc, mqsim, alibaba, tencent, systor.
+    #[arg(long, default_value = "auto")]
+    format: String,
+    /// Split the trace into streams (tenants) by this field: none, device, host, disk, volume,
+    /// asu, pid.
+    #[arg(long, default_value = "none")]
+    tenant_by: String,
+    /// Fail at the first bad line instead of skipping it.
+    #[arg(long)]
+    strict: bool,
+    /// blktrace/blkparse: the event read as the request: D (issue), C (complete), Q (queue).
+    #[arg(long, default_value = "D")]
+    event: String,
+}
+
+impl ReadArgs {
+    fn options(&self) -> anyhow::Result<ReadOptions> {
+        let format = match self.format.as_str() {
+            "auto" => None,
+            f => Some(Format::from_name(f).ok_or_else(|| {
+                BadArg(format!("--format: unknown format '{f}': expected auto or one of {}", format_names(Format::ALL)))
+            })?),
+        };
+        let tenant_by = TenantBy::from_name(&self.tenant_by).ok_or_else(|| {
+            BadArg(format!(
+                "--tenant-by: unknown field '{}': expected one of {}",
+                self.tenant_by,
+                TenantBy::ALL.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
+            ))
+        })?;
+        let blktrace_event = BlkEvent::from_name(&self.event)
+            .ok_or_else(|| BadArg(format!("--event: unknown event '{}': expected D, C or Q", self.event)))?;
+        Ok(ReadOptions { format, tenant_by, strict: self.strict, blktrace_event })
+    }
+
+    fn open(&self) -> anyhow::Result<TraceReader> {
+        Ok(TraceReader::open(&self.traces, &self.options()?).map_err(|e| BadArg(e.to_string()))?)
+    }
+}
+
+fn format_names(fs: &[Format]) -> String {
+    fs.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// Tells the user about skipped lines; with none read at all, the trace is bad input.
+fn report_bad_lines(r: &TraceReader) {
+    let bad = r.bad_lines();
+    if bad.count > 0 {
+        eprintln!("flashmux: warning: {} bad line(s) skipped (--strict fails on them); first:", bad.count);
+        for b in &bad.first {
+            eprintln!("  line {}: {}", b.line, b.reason);
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct TraceArgs {
+    #[command(subcommand)]
+    what: TraceCmd,
+}
+
+#[derive(clap::Subcommand)]
+enum TraceCmd {
+    /// Format detected, requests, read/write mix, size histogram, footprint, duration, IOPS
+    /// over time, streams.
+    Info(InfoArgs),
+    /// Write the trace in another format (fio-iolog, mqsim, blkparse).
+    Convert(ConvertArgs),
+}
+
+#[derive(clap::Args)]
+struct InfoArgs {
+    #[command(flatten)]
+    read: ReadArgs,
+    /// JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct ConvertArgs {
+    #[command(flatten)]
+    read: ReadArgs,
+    /// The format to write: fio-iolog, mqsim or blkparse.
+    #[arg(long)]
+    to: String,
+    /// Output file (default: standard output).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+pub fn run_trace(args: TraceArgs) -> anyhow::Result<ExitCode> {
+    match args.what {
+        TraceCmd::Info(a) => info(a),
+        TraceCmd::Convert(a) => convert(a),
+    }
+}
+
+/// Reads every record; a read error is bad input.
+fn drain(r: &mut TraceReader, mut each: impl FnMut(&flashmux::workload::trace::TraceRecord)) -> anyhow::Result<()> {
+    while let Some(rec) = r.next_record().map_err(|e| BadArg(e.to_string()))? {
+        each(&rec);
+    }
+    Ok(())
+}
+
+fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
+    let mut r = a.read.open()?;
+    let mut info = TraceInfo::new();
+    drain(&mut r, |rec| info.add(rec))?;
+    info.name_streams(|s| r.stream_name(s));
+    report_bad_lines(&r);
+    if a.json {
+        let mut v = serde_json::to_value(&info).context("serializing the summary")?;
+        v["format"] = r.format().name().into();
+        v["bad_lines"] = r.bad_lines().count.into();
+        v["out_of_order"] = r.out_of_order().into();
+        println!("{}", serde_json::to_string_pretty(&v).context("serializing the summary")?);
+    } else {
+        println!("format:        {}", r.format().name());
+        println!("lines read:    {} ({} bad, {} requests out of time order)", r.lines_read(), r.bad_lines().count, r.out_of_order());
+        print!("{info}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn convert(a: ConvertArgs) -> anyhow::Result<ExitCode> {
+    let to = Format::from_name(&a.to)
+        .filter(|f| Format::WRITABLE.contains(f))
+        .ok_or_else(|| BadArg(format!("--to: cannot write '{}': expected one of {}", a.to, format_names(Format::WRITABLE))))?;
+    let mut r = a.read.open()?;
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    // Records are pulled through the writer one at a time; a read error stops the iterator and
+    // is reported after what was read is written.
+    let mut failed = None;
+    let names = std::cell::RefCell::new(BTreeMap::<u32, String>::new());
+    let written = {
+        let records = std::iter::from_fn(|| match r.next_record() {
+            Ok(Some(rec)) => {
+                names.borrow_mut().entry(rec.stream).or_insert_with(|| r.stream_name(rec.stream));
+                Some(rec)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                failed = Some(e);
+                None
+            }
+        });
+        let name_of = |s: u32| names.borrow().get(&s).cloned().unwrap_or_else(|| format!("stream{s}"));
+        write_trace(records, to, &mut out, &name_of).context("writing the trace")?
+    };
+    out.flush().context("writing the trace")?;
+    report_bad_lines(&r);
+    if let Some(e) = failed {
+        return Err(BadArg(format!("{e} (the {written} requests before it were written)")).into());
+    }
+    eprintln!("flashmux: {written} requests written as {}", to.name());
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(clap::Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    read: ReadArgs,
+    /// Device preset.
+    #[arg(long, default_value = "tlc-nvme")]
+    device: String,
+    /// Logical capacity of the drive (default: the preset's).
+    #[arg(long)]
+    capacity: Option<String>,
+    /// Multiply the trace's times by this (0.5 replays twice as fast; default 1).
+    #[arg(long, conflicts_with = "closed_loop")]
+    time_scale: Option<f64>,
+    /// Ignore the times: keep this many requests outstanding per tenant.
+    #[arg(long)]
+    closed_loop: Option<u32>,
+    /// Open loop: at most this many requests outstanding per tenant (default 1024).
+    #[arg(long, conflicts_with = "closed_loop")]
+    max_outstanding: Option<u32>,
+    /// Skip the trace before this time (e.g. 10s).
+    #[arg(long)]
+    start: Option<String>,
+    /// Replay this much of the trace from --start (e.g. 60s).
+    #[arg(long)]
+    duration: Option<String>,
+    /// Replay at most this many requests per tenant.
+    #[arg(long)]
+    max_requests: Option<u64>,
+    /// Fit trace addresses into each tenant's region: wrap (modulo), scale or reject.
+    #[arg(long, default_value = "wrap")]
+    lba_fit: String,
+    /// Host scheduler (none, cfq, mcfq; fair, hwabc on an open-channel drive).
+    #[arg(long, default_value = "none")]
+    scheduler: String,
+    /// Drive state before the run: clean, sequential-fill or aged.
+    #[arg(long, default_value = "clean")]
+    precondition: String,
+    /// Fraction of each tenant's region holding data after preconditioning.
+    #[arg(long)]
+    fill: Option<f64>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory.
+    #[arg(short, long, default_value = "flashmux-out")]
+    output_dir: PathBuf,
+    #[arg(long, value_enum, default_value = "normal")]
+    output_format: OutputFormat,
+    /// No progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+/// TOML's spelling of a string (JSON's escapes are all TOML's too).
+fn quoted(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+/// The scenario `flashmux replay` runs: one tenant per stream (the whole trace when not split),
+/// each on an equal part of the drive.
+pub fn replay_scenario(a: &ReplayArgs, cwd: &Path) -> anyhow::Result<Scenario> {
+    let opts = a.read.options()?;
+    let mut streams: Vec<String> = vec!["trace".into()];
+    if opts.tenant_by != TenantBy::None {
+        let mut r = a.read.open()?;
+        let mut seen = 0u32;
+        drain(&mut r, |rec| seen = seen.max(rec.stream + 1))?;
+        streams = (0..seen).map(|s| r.stream_name(s)).collect();
+        if streams.len() >= 255 {
+            return Err(BadArg(format!("the trace has {} {} streams: at most 254 tenants are supported", streams.len(), opts.tenant_by.name())).into());
+        }
+    }
+    let paths: Vec<String> = a.read.traces.iter().map(|p| quoted(&cwd.join(p).display().to_string())).collect();
+    let mut t = format!("path = [{}], format = {}, tenant_by = {}, lba_fit = {}, strict = {}, event = {}", paths.join(", "), quoted(&a.read.format), quoted(&a.read.tenant_by), quoted(&a.lba_fit), a.read.strict, quoted(&a.read.event));
+    match a.closed_loop {
+        Some(n) => t += &format!(", closed_loop = {n}"),
+        None => {
+            if let Some(x) = a.time_scale {
+                t += &format!(", time_scale = {x:?}");
+            }
+            if let Some(m) = a.max_outstanding {
+                t += &format!(", max_outstanding = {m}");
+            }
+        }
+    }
+    for (k, v) in [("start", &a.start), ("duration", &a.duration)] {
+        if let Some(v) = v {
+            t += &format!(", {k} = {}", quoted(v));
+        }
+    }
+    if let Some(n) = a.max_requests {
+        t += &format!(", max_requests = {n}");
+    }
+    let mut text = format!(
+        "name = {}\nseed = {}\n[device]\npreset = {}\n{}[precondition]\nstate = {}\n{}[host]\nscheduler = {}\n[output]\ndir = {}\n",
+        quoted(&format!("replay of {}", a.read.traces[0].display())),
+        a.seed,
+        quoted(&a.device),
+        a.capacity.as_ref().map_or(String::new(), |c| format!("capacity = {}\n", quoted(c))),
+        quoted(&a.precondition),
+        a.fill.map_or(String::new(), |f| format!("fill = {f:?}\n")),
+        quoted(&a.scheduler),
+        quoted(&a.output_dir.display().to_string()),
+    );
+    for s in &streams {
+        let select = if opts.tenant_by == TenantBy::None { String::new() } else { format!(", select = {}", quoted(s)) };
+        // Tenant names have no commas (blktrace's devices do: "dev8,0").
+        text += &format!("[[tenant]]\nname = {}\ntrace = {{ {t}{select} }}\n", quoted(&s.replace(',', ":")));
+    }
+    Ok(Scenario::from_toml(&text, "replay", cwd)?)
+}
+
+pub fn run_replay(a: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let scenario = replay_scenario(&a, &cwd)?;
+    execute(scenario, a.output_format, a.no_progress)
+}
