@@ -40,6 +40,12 @@ pub struct BenchArgs {
     scheduler: String,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Replay this block trace instead (closed loop at --iodepth; format told from the content).
+    #[arg(long, conflicts_with = "tenants")]
+    trace: Option<std::path::PathBuf>,
+    /// With --trace: only read the trace, and report the reader's speed.
+    #[arg(long, requires = "trace")]
+    parse_only: bool,
 }
 
 fn scenario_toml(a: &BenchArgs) -> String {
@@ -81,6 +87,10 @@ requests = {requests}
 const WEIGHTS: [u32; 4] = [1000, 700, 400, 100];
 
 fn tenants_toml(a: &BenchArgs) -> String {
+    if let Some(t) = &a.trace {
+        let path = serde_json::Value::String(t.display().to_string());
+        return format!("[[tenant]]\nname = \"trace\"\ntrace = {{ path = {path}, closed_loop = {} }}\n", a.iodepth);
+    }
     (0..a.tenants)
         .map(|i| {
             // One tenant keeps the historical name (and default weight) of the reference run.
@@ -114,7 +124,34 @@ fn mib(b: u64) -> f64 {
     b as f64 / (1 << 20) as f64
 }
 
+/// The trace reader alone: requests and lines per second, and memory.
+fn parse_only(path: &Path) -> anyhow::Result<ExitCode> {
+    use flashmux::workload::trace::TraceReader;
+    let t0 = Instant::now();
+    let mut r = TraceReader::open(&[path.to_path_buf()], &Default::default()).map_err(|e| crate::BadArg(e.to_string()))?;
+    let mut n = 0u64;
+    while r.next_record().map_err(|e| crate::BadArg(e.to_string()))?.is_some() {
+        n += 1;
+    }
+    let s = t0.elapsed().as_secs_f64();
+    println!(
+        "read {n} requests ({} lines, {} bad) of a {} trace in {s:.2} s: {:.0} requests/s, {:.0} lines/s",
+        r.lines_read(),
+        r.bad_lines().count,
+        r.format().name(),
+        n as f64 / s,
+        r.lines_read() as f64 / s
+    );
+    if let Some((rss, hwm)) = memory() {
+        println!("memory: RSS {:.1} MiB; peak {:.1} MiB", mib(rss), mib(hwm));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    if let (Some(t), true) = (&args.trace, args.parse_only) {
+        return parse_only(t);
+    }
     let scenario = Scenario::from_toml(&scenario_toml(&args), "<bench>", Path::new("."))?;
     let t0 = Instant::now();
     let mut sim = Simulator::new(scenario).context("building the bench scenario")?;

@@ -173,3 +173,20 @@ fn bad_trace_settings_are_scenario_errors() {
     let e = scenario(&tenant("t", &format!("{{ path = \"{}\", format = \"mqsim\" }}", empty.path()))).unwrap_err().to_string();
     assert!(e.contains("no valid request"), "{e}");
 }
+
+#[test]
+fn a_stray_bad_line_near_the_start_does_not_hide_the_format() {
+    use flashmux::workload::trace::{Format, TraceReader};
+    let mut text = mqsim(19, 1000);
+    text.insert_str(0, "garbage line\n");
+    let mut r = TraceReader::from_bytes("t", text.into_bytes(), &Default::default()).unwrap();
+    assert_eq!(r.format(), Format::Mqsim);
+    let mut n = 0;
+    while r.next_record().unwrap().is_some() {
+        n += 1;
+    }
+    assert_eq!((n, r.bad_lines().count, r.bad_lines().first[0].line), (19, 1, 1));
+    // Half the sample bad: no format is told.
+    let half = format!("{}oops\n", mqsim(1, 0));
+    assert!(TraceReader::from_bytes("t", half.into_bytes(), &Default::default()).is_err());
+}

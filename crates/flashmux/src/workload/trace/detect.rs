@@ -7,10 +7,11 @@
 //!    `fio version 3 iolog`, SYSTOR's `Timestamp,Response,IOType,LUN,Offset,Size`, MSR's
 //!    `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime`, Tencent's
 //!    `Timestamp,Offset,Size,IOType,VolumeID`, Alibaba's `device_id,opcode,offset,length,timestamp`.
-//! 3. Otherwise every text format's parser reads the sample; a format is accepted when no line is
-//!    malformed for it (a well-formed line with an impossible value, such as size 0, still counts
-//!    as its format) and at least one line is one of its records. The first accepted format in
-//!    [`Format::ALL`] order wins. The formats' field types keep real traces apart (MQSim is the
+//! 3. Otherwise every text format's parser reads the sample; a format is accepted when at most a
+//!    quarter of the lines are malformed for it (a well-formed line with an impossible value,
+//!    such as size 0, still counts as its format) and at least one line is one of its records.
+//!    The accepted format with the fewest malformed lines wins, the first in [`Format::ALL`]
+//!    order among equals. The formats' field types keep real traces apart (MQSim is the
 //!    only blank-separated numeric one, blkparse has `major,minor` first, the CSV formats differ
 //!    in where their operation field is and how it is spelled), so the order only decides
 //!    contrived files, and it decides them the same way every time.
@@ -22,6 +23,9 @@ use super::{BlkEvent, Format, TenantBy};
 
 /// Lines looked at.
 pub(super) const SAMPLE: usize = 20;
+/// A format is still recognised when at most this fraction (1/4) of the sample is malformed for
+/// it: a stray bad line near the start is then reported as a bad line, not as an unknown format.
+const TOLERATED: (usize, usize) = (1, 4);
 
 /// Why detection failed.
 pub(super) enum Failure {
@@ -58,38 +62,46 @@ pub(super) fn detect(head: &[u8], whole: bool) -> Result<Format, Failure> {
         return Ok(format);
     }
     let mut tried = vec!["blktrace: no magic 0x65617407 at the start".to_string()];
+    // (malformed lines, format) of every format that reads most of the sample.
+    let mut best: Option<(usize, Format)> = None;
     for &format in Format::ALL {
         let Some(mut parser) = TextParser::new(format, BlkEvent::Issue) else {
             continue;
         };
         let mut cx = Cx::new(TenantBy::None);
         let mut evidence = 0;
-        let mut rejected = None;
+        let mut malformed = 0;
+        let mut first_rejected = None;
         for &(line_no, line) in &sample {
             match parser.parse(line, &mut cx) {
                 Ok(Line::Request(_) | Line::Skip) => evidence += 1,
                 Ok(Line::Other) => {}
                 Err(bad) if bad.kind == BadKind::Value => evidence += 1,
                 Err(bad) => {
+                    malformed += 1;
                     let found = match &bad.found {
                         Found::Span(s) => shown(s.of(line)),
                         Found::Text(t) => t.clone(),
                     };
-                    rejected = Some(format!(
+                    first_rejected.get_or_insert(format!(
                         "line {line_no}: field '{}': expected {}, found '{found}'",
                         bad.field, bad.expected
                     ));
-                    break;
                 }
             }
         }
-        match rejected {
-            None if evidence > 0 => return Ok(format),
+        if evidence > 0 && malformed * TOLERATED.1 <= sample.len() * TOLERATED.0 {
+            if best.is_none_or(|(m, _)| malformed < m) {
+                best = Some((malformed, format));
+            }
+            continue;
+        }
+        match first_rejected {
             None => tried.push(format!("{}: no line of it", format.name())),
             Some(why) => tried.push(format!("{}: {why}", format.name())),
         }
     }
-    Err(Failure::Unknown(tried.join("; ")))
+    best.map(|(_, f)| f).ok_or_else(|| Failure::Unknown(tried.join("; ")))
 }
 
 /// The first [`SAMPLE`] lines that are neither blank nor comments, numbered from 1, without line
