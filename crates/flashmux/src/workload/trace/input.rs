@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use flate2::bufread::MultiGzDecoder;
 
-use super::text::{Cx, Line, Raw, TextParser};
+use super::lex::{find, is_blank, Span};
+use super::text::{Bad, Cx, Line, Raw, TextParser};
 use super::{Diag, TraceError};
 
 /// Buffer size for reading (and for the decompressed side of gzip).
@@ -127,16 +128,24 @@ fn split_blktrace_name(name: &str) -> Option<(&str, u64, bool)> {
     Some((dev, cpu.parse().ok()?, gz))
 }
 
+/// How much text is read at a time. Lines are cut from this block in place, so that the
+/// per-line cost is the parse alone, not a call into the input per line.
+const BLOCK: usize = 1 << 18;
+
 /// A text trace: lines handed one at a time to the format's parser.
 pub(super) struct TextSource {
     pub name: String,
     input: Input,
-    /// A line that spans the input's buffer boundary, assembled here.
-    partial: Vec<u8>,
-    /// The line in `partial` went past [`MAX_LINE`].
-    overlong: bool,
     parser: TextParser,
     pub lines: u64,
+    /// `buf[start..end]` is read and not yet handed out.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+    /// Inside a line longer than [`MAX_LINE`]: its first bytes, for the message, while the rest
+    /// of it is dropped.
+    overlong: Option<Vec<u8>>,
 }
 
 impl TextSource {
@@ -144,130 +153,119 @@ impl TextSource {
         TextSource {
             name,
             input,
-            partial: Vec::new(),
-            overlong: false,
             parser,
             lines: 0,
+            buf: vec![0; BLOCK],
+            start: 0,
+            end: 0,
+            eof: false,
+            overlong: None,
         }
     }
 
     /// The next request; bad lines go to `diag`.
     pub fn next(&mut self, cx: &mut Cx, diag: &mut Diag) -> Result<Option<Raw>, TraceError> {
         loop {
-            let avail = match self.input.fill_buf() {
-                Ok(a) => a,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(io_error(&self.name, e)),
-            };
-            if avail.is_empty() {
-                if self.partial.is_empty() && !self.overlong {
-                    return Ok(None);
+            let rest = &self.buf[self.start..self.end];
+            let line_end = match find(rest, b'\n') {
+                Some(i) => Some(self.start + i),
+                None if self.eof && (self.start < self.end || self.overlong.is_some()) => {
+                    // The last line, without a line end.
+                    Some(self.end)
                 }
-                // The last line has no line end.
-                let line = std::mem::take(&mut self.partial);
-                let found = self.handle(&line, cx, diag);
-                self.partial = line;
-                self.partial.clear();
-                self.overlong = false;
+                None if self.eof => return Ok(None),
+                None => None,
+            };
+            if let Some(line_end) = line_end {
+                let line_start = self.start;
+                self.start = (line_end + 1).min(self.end);
+                let line = &self.buf[line_start..line_end];
+                let found = match self.overlong.take() {
+                    Some(head) => overlong(&self.name, &mut self.lines, &head, diag),
+                    None if line.len() > MAX_LINE => {
+                        overlong(&self.name, &mut self.lines, line, diag)
+                    }
+                    None => handle_line(
+                        &mut self.parser,
+                        &self.name,
+                        &mut self.lines,
+                        line,
+                        cx,
+                        diag,
+                    ),
+                };
                 match found? {
                     Some(raw) => return Ok(Some(raw)),
                     None => continue,
                 }
             }
-            match avail.iter().position(|&b| b == b'\n') {
-                Some(i) if self.partial.is_empty() && !self.overlong => {
-                    // The common case: the whole line is in the input's buffer; parse it there.
-                    let found = handle_line(
-                        &mut self.parser,
-                        &self.name,
-                        &mut self.lines,
-                        &avail[..i],
-                        false,
-                        cx,
-                        diag,
-                    );
-                    self.input.consume(i + 1);
-                    if let Some(raw) = found? {
-                        return Ok(Some(raw));
-                    }
+            self.refill()?;
+        }
+    }
+
+    /// Keeps the unfinished line (dropping it if it is already too long) and reads more after it.
+    fn refill(&mut self) -> Result<(), TraceError> {
+        let partial = self.end - self.start;
+        if self.overlong.is_some() || partial > MAX_LINE {
+            if self.overlong.is_none() {
+                let head = &self.buf[self.start..self.start + 60];
+                self.overlong = Some(head.to_vec());
+            }
+            self.start = self.end;
+        }
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+        loop {
+            match self.input.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(());
                 }
-                Some(i) => {
-                    self.append(i);
-                    self.input.consume(i + 1);
-                    let line = std::mem::take(&mut self.partial);
-                    let found = self.handle(&line, cx, diag);
-                    self.partial = line;
-                    self.partial.clear();
-                    self.overlong = false;
-                    if let Some(raw) = found? {
-                        return Ok(Some(raw));
-                    }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
                 }
-                None => {
-                    let n = avail.len();
-                    self.append(n);
-                    self.input.consume(n);
-                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_error(&self.name, e)),
             }
         }
     }
+}
 
-    /// Adds the first `n` available bytes to the partial line, up to [`MAX_LINE`].
-    fn append(&mut self, n: usize) {
-        let Ok(avail) = self.input.fill_buf() else {
-            return;
-        };
-        let room = MAX_LINE.saturating_sub(self.partial.len());
-        let take = n.min(room).min(avail.len());
-        self.partial.extend_from_slice(&avail[..take]);
-        if take < n {
-            self.overlong = true;
-        }
-    }
-
-    fn handle(
-        &mut self,
-        line: &[u8],
-        cx: &mut Cx,
-        diag: &mut Diag,
-    ) -> Result<Option<Raw>, TraceError> {
-        handle_line(
-            &mut self.parser,
-            &self.name,
-            &mut self.lines,
-            line,
-            self.overlong,
-            cx,
-            diag,
-        )
-    }
+/// A line longer than [`MAX_LINE`]: one bad line, shown by its start.
+fn overlong(
+    name: &str,
+    lines: &mut u64,
+    head: &[u8],
+    diag: &mut Diag,
+) -> Result<Option<Raw>, TraceError> {
+    *lines += 1;
+    let bad = Bad::syntax(
+        "line",
+        "a line of at most 65536 bytes",
+        Span {
+            start: 0,
+            end: head.len().min(60),
+        },
+    );
+    diag.report(name, *lines, &bad, head, "")?;
+    Ok(None)
 }
 
 /// One line: counted, then skipped (blank, comment), parsed, or reported as bad.
+#[inline]
 fn handle_line(
     parser: &mut TextParser,
     name: &str,
     lines: &mut u64,
     line: &[u8],
-    overlong: bool,
     cx: &mut Cx,
     diag: &mut Diag,
 ) -> Result<Option<Raw>, TraceError> {
     *lines += 1;
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    if overlong {
-        let bad = super::text::Bad::syntax(
-            "line",
-            "a line of at most 65536 bytes",
-            super::lex::Span {
-                start: 0,
-                end: line.len().min(60),
-            },
-        );
-        diag.report(name, *lines, &bad, line, "")?;
-        return Ok(None);
-    }
-    match line.iter().find(|&&b| !super::lex::is_blank(b)) {
+    match line.iter().find(|&&b| !is_blank(b)) {
         None | Some(b'#') => return Ok(None),
         Some(_) => {}
     }

@@ -190,6 +190,7 @@ enum Unit {
 }
 
 /// Checks a request's extent (in bytes) against what a real request can be.
+#[inline]
 fn extent(offset: u64, len: u64, off: Span, size: Span, unit: Unit) -> Result<(), Bad> {
     if len == 0 {
         return Err(Bad::value("size", "a size above 0", size));
@@ -211,12 +212,14 @@ fn extent(offset: u64, len: u64, off: Span, size: Span, unit: Unit) -> Result<()
 }
 
 /// Sectors of 512 bytes in bytes.
+#[inline]
 fn sectors(n: u64, field: &'static str, at: Span) -> Result<u64, Bad> {
     n.checked_mul(SECTOR)
         .ok_or_else(|| Bad::value(field, "a sector number below 2^55", at))
 }
 
 /// The next field, which must exist.
+#[inline(always)]
 fn need(
     fields: &mut impl Iterator<Item = Span>,
     line: &[u8],
@@ -229,6 +232,7 @@ fn need(
 }
 
 /// The next field as an integer.
+#[inline(always)]
 fn need_uint(
     fields: &mut impl Iterator<Item = Span>,
     line: &[u8],
@@ -241,6 +245,7 @@ fn need_uint(
 }
 
 /// No field may follow the last one.
+#[inline]
 fn no_more(fields: &mut impl Iterator<Item = Span>, expected: &'static str) -> Result<(), Bad> {
     match fields.next() {
         Some(extra) => Err(Bad::syntax("line", expected, extra)),
@@ -249,6 +254,7 @@ fn no_more(fields: &mut impl Iterator<Item = Span>, expected: &'static str) -> R
 }
 
 /// A time in some unit, converted to nanoseconds.
+#[inline]
 fn scaled(v: u64, ns_per_unit: u64, at: Span) -> Result<u64, Bad> {
     v.checked_mul(ns_per_unit)
         .ok_or_else(|| Bad::value("timestamp", "a time below 2^64 ns (about 584 years)", at))
@@ -579,6 +585,8 @@ impl Msr {
         let (disk, disk_at) = need_uint(&mut f, line, "disknumber", "a disk number")?;
         let type_at = need(&mut f, line, "type", "Read or Write")?;
         let op = match type_at.of(line) {
+            b"Read" => TraceOp::Read,
+            b"Write" => TraceOp::Write,
             t if eq_ci(t, b"Read") => TraceOp::Read,
             t if eq_ci(t, b"Write") => TraceOp::Write,
             _ => return Err(Bad::syntax("type", "Read or Write", type_at)),
