@@ -190,3 +190,16 @@ fn a_stray_bad_line_near_the_start_does_not_hide_the_format() {
     let half = format!("{}oops\n", mqsim(1, 0));
     assert!(TraceReader::from_bytes("t", half.into_bytes(), &Default::default()).is_err());
 }
+
+#[test]
+fn trace_and_fio_tenants_share_a_drive_under_a_scheduler() {
+    let t = TempFile::new("mix.mqsim", &mqsim(2000, 20_000));
+    let text = format!(
+        "{}[[tenant]]\nname = \"fio\"\nfio = \"[w]\\nrw=randwrite\\nbs=4k\\niodepth=8\\nnumber_ios=2000\\n\"\n[host]\nscheduler = \"cfq\"\n",
+        tenant("trace", &format!("{{ path = \"{}\", closed_loop = 8 }}", t.path()))
+    );
+    let r = run(&text);
+    assert_eq!(r.tenants.iter().map(|t| t.io.ios()).collect::<Vec<_>>(), [2000, 2000]);
+    assert!(r.tenants[0].replay.is_some() && r.tenants[1].replay.is_none());
+    assert!(r.tenants.iter().all(|t| t.sched.is_some()), "both scheduled by cfq");
+}
