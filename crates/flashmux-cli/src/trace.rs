@@ -139,8 +139,23 @@ fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
         println!("format:        {}", r.format().name());
         println!("lines read:    {} ({} bad, {} requests out of time order)", r.lines_read(), r.bad_lines().count, r.out_of_order());
         print!("{info}");
+        print_iops_over_time(&info.requests_per_second);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Mean IOPS in at most 20 equal spans of the trace's seconds.
+fn print_iops_over_time(per_second: &[u32]) {
+    if per_second.len() < 2 {
+        return;
+    }
+    let span = per_second.len().div_ceil(20);
+    println!("IOPS over time ({span} s per row)");
+    for (i, chunk) in per_second.chunks(span).enumerate() {
+        let mean = chunk.iter().map(|&n| n as u64).sum::<u64>() as f64 / chunk.len() as f64;
+        let from = i * span;
+        println!("  {:>8} s .. {:>8} s {:>12.0}", from, from + chunk.len(), mean);
+    }
 }
 
 fn convert(a: ConvertArgs) -> anyhow::Result<ExitCode> {

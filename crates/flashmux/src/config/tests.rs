@@ -184,7 +184,7 @@ fn tenant_errors() {
     let e = err(&MINIMAL.replace("name = \"a\"", "name = \"a\"\npersonality = \"varmail\""));
     assert!(e.contains("give only one of fio, job_file and personality"), "{e}");
     let e = err("[device]\npreset = \"paper-c\"\n[[tenant]]\nname = \"a\"\n");
-    assert!(e.contains("tenant[0] (a): no workload: give fio = \"...\", job_file = \"...\" or personality = \"...\""), "{e}");
+    assert!(e.contains("tenant[0] (a): no workload: give fio = \"...\", job_file = \"...\", personality = \"...\" or trace = \"...\""), "{e}");
     let e = err(&format!("{MINIMAL}\n[[tenant]]\nname = \"a\"\nfio = \"[b]\\nrw=read\\n\"\n"));
     assert!(e.contains("used by another tenant"), "{e}");
 }
