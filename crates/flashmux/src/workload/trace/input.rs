@@ -17,8 +17,8 @@ const BUF: usize = 1 << 16;
 /// Auto-detection looks at this much of the (decompressed) start of a trace.
 pub(super) const HEAD: usize = 1 << 16;
 
-/// Longer lines are bad lines, and only this much of one is kept: a binary or corrupt file
-/// without line ends must not make the line buffer grow with the file.
+/// Longer lines are bad lines, dropped as they are read: a binary or corrupt file without line
+/// ends must not make memory grow with the file. Shorter lines always fit in a block.
 pub(super) const MAX_LINE: usize = 1 << 16;
 
 pub(super) type Input = Box<dyn BufRead + Send>;

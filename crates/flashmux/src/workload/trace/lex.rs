@@ -184,7 +184,7 @@ pub(super) fn find(hay: &[u8], needle: u8) -> Option<usize> {
 }
 
 /// A non-negative decimal integer: digits only, no sign, no blanks; `None` if it overflows.
-#[inline]
+#[inline(always)]
 pub(super) fn uint(b: &[u8]) -> Option<u64> {
     if b.is_empty() || b.len() > 20 {
         return None;
@@ -218,7 +218,7 @@ pub(super) fn uint(b: &[u8]) -> Option<u64> {
 }
 
 /// Eight ASCII digits as a number, or `None` if any byte is not a digit.
-#[inline]
+#[inline(always)]
 fn eight_digits(chunk: &[u8]) -> Option<u64> {
     let mut word = [0u8; 8];
     word.copy_from_slice(chunk);

@@ -302,6 +302,14 @@ fn format_and_field_names_round_trip() {
 }
 
 #[test]
+fn readers_can_move_between_threads() {
+    fn send<T: Send>() {}
+    send::<TraceReader>();
+    send::<TraceInfo>();
+    send::<TraceError>();
+}
+
+#[test]
 fn a_field_the_format_lacks_is_refused_with_the_fields_it_has() {
     let err = TraceReader::from_bytes("t.csv", MSR.into(), &opts(None, TenantBy::Asu)).unwrap_err();
     assert!(matches!(err, TraceError::NoSuchField { .. }), "{err}");
