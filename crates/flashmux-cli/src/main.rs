@@ -118,6 +118,13 @@ const EXIT_BAD_INPUT: u8 = 2;
 const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
+    // Output piped into `head` and the like ends quietly, as for any Unix tool, instead of
+    // panicking on the closed pipe.
+    #[cfg(unix)]
+    // SAFETY: called before any other thread exists; SIG_DFL is a valid handler for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(args),
