@@ -309,17 +309,8 @@ impl fmt::Display for TraceInfo {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::rec;
     use super::*;
-
-    fn rec(time_ns: u64, op: TraceOp, offset: u64, len: u64, stream: u32) -> TraceRecord {
-        TraceRecord {
-            time_ns,
-            op,
-            offset,
-            len,
-            stream,
-        }
-    }
 
     #[test]
     fn counts_mix_bytes_sizes_and_streams() {

@@ -19,7 +19,8 @@ fn opts(format: Option<Format>, tenant_by: TenantBy) -> ReadOptions {
     }
 }
 
-fn rec(time_ns: u64, op: TraceOp, offset: u64, len: u64, stream: u32) -> TraceRecord {
+/// A request (also for the summary's tests in `info.rs`).
+pub(super) fn rec(time_ns: u64, op: TraceOp, offset: u64, len: u64, stream: u32) -> TraceRecord {
     TraceRecord {
         time_ns,
         op,
