@@ -88,7 +88,7 @@ const WEIGHTS: [u32; 4] = [1000, 700, 400, 100];
 
 fn tenants_toml(a: &BenchArgs) -> String {
     if let Some(t) = &a.trace {
-        let path = serde_json::Value::String(t.display().to_string());
+        let path = crate::trace::quoted(&t.display().to_string());
         return format!("[[tenant]]\nname = \"trace\"\ntrace = {{ path = {path}, closed_loop = {} }}\n", a.iodepth);
     }
     (0..a.tenants)

@@ -212,10 +212,7 @@ fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
 
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let scenario = load_scenario(&args)?;
-    if args.alone_baseline || args.check_invariants {
-        return execute_with(scenario, args.output_format, args.no_progress, args.check_invariants.then_some(args.check_every), args.alone_baseline);
-    }
-    execute(scenario, args.output_format, args.no_progress)
+    execute_with(scenario, args.output_format, args.no_progress, args.check_invariants.then_some(args.check_every), args.alone_baseline)
 }
 
 /// Runs a scenario as `run` does: warnings, progress, Ctrl-C, results written.

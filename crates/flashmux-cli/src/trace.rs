@@ -250,7 +250,7 @@ pub struct ReplayArgs {
 }
 
 /// TOML's spelling of a string (JSON's escapes are all TOML's too).
-fn quoted(s: &str) -> String {
+pub(crate) fn quoted(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
 }
 

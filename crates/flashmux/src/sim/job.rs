@@ -239,9 +239,7 @@ impl JobRt {
         if let Some(g) = gap {
             self.next_allowed[d] += g;
         }
-        self.inflight += 1;
-        let bucket = DEPTH_BUCKETS.iter().rposition(|&b| self.inflight >= b).unwrap_or(0);
-        self.depth_counts[bucket] += 1;
+        self.count_issue();
         if self.spec.thinktime > 0 && self.spec.thinktime_blocks_type == ThinktimeBlocksType::Issue {
             self.count_toward_think(now);
         }
@@ -259,22 +257,23 @@ impl JobRt {
             self.exhausted = true;
             return Next::Exhausted;
         };
-        if matches!(self.spec_timing(), Some(TraceTiming::OpenLoop { .. })) {
+        if let TraceTiming::OpenLoop { .. } = src.timing() {
             let due = self.start + io.due;
             if now < due {
                 self.trace_pending = Some(io);
                 return Next::WaitUntil(due);
             }
-            self.trace.as_mut().expect("a trace job").stats.record_issue(now.since(due));
+            src.stats.record_issue(now.since(due));
         }
-        self.inflight += 1;
-        let bucket = DEPTH_BUCKETS.iter().rposition(|&b| self.inflight >= b).unwrap_or(0);
-        self.depth_counts[bucket] += 1;
+        self.count_issue();
         Next::Io(IoReq { op: io.op, offset: io.offset, len: io.len })
     }
 
-    fn spec_timing(&self) -> Option<TraceTiming> {
-        self.trace.as_ref().map(|t| t.timing())
+    /// One more I/O in flight, counted in fio's iodepth distribution.
+    fn count_issue(&mut self) {
+        self.inflight += 1;
+        let bucket = DEPTH_BUCKETS.iter().rposition(|&b| self.inflight >= b).unwrap_or(0);
+        self.depth_counts[bucket] += 1;
     }
 
     /// A trace job's replay statistics (once, at the end of the run).
