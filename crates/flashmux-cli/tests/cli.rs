@@ -453,3 +453,41 @@ fn bad_traces_and_trace_flags_exit_with_code_2() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("results up to there are written") && dir.join("strict/results.json").exists(), "{}", stderr(&o));
 }
+
+/// Peak RSS in MiB, from bench's `memory:` line.
+fn bench_peak_mib(o: &Output) -> f64 {
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out.lines().find(|l| l.starts_with("memory:")).unwrap_or_else(|| panic!("{out}"));
+    let peak = line.split("peak ").nth(1).unwrap_or_else(|| panic!("{line}"));
+    peak.trim_end_matches(" MiB").trim().parse().unwrap_or_else(|_| panic!("{line}"))
+}
+
+/// A trace twenty times as long replays in the same memory: the reader streams it, and replay
+/// holds one request read ahead.
+#[test]
+fn a_long_trace_replays_in_constant_memory() {
+    use std::io::Write as _;
+    let dir = tmpdir("trace-rss");
+    let mut peaks = Vec::new();
+    for n in [50_000u64, 1_000_000] {
+        let path = dir.join(format!("long-{n}.mqsim"));
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        for i in 0..n {
+            writeln!(f, "{} 0 {} 8 {}", i * 10_000, (i * 7919) % 2_000_000 * 8, u8::from(i % 3 == 0)).unwrap();
+        }
+        f.into_inner().unwrap().sync_all().unwrap();
+        let o = flashmux()
+            .args(["bench", "--capacity", "16GiB", "--iodepth", "8", "--trace"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains(&format!("simulated {n} requests")), "{out}");
+        peaks.push(bench_peak_mib(&o));
+        std::fs::remove_file(&path).unwrap();
+    }
+    // The drive's own state is about 50 MiB; a reader or replay that kept requests would add
+    // 24 bytes or more for each of the extra 950,000.
+    assert!(peaks[1] <= peaks[0] + 4.0, "peak RSS {} MiB for 50K requests, {} MiB for 1M", peaks[0], peaks[1]);
+}
