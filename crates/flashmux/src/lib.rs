@@ -15,6 +15,7 @@ pub mod ftl;
 pub mod host;
 pub mod metrics;
 pub mod report;
+pub mod serve;
 pub mod sim;
 pub mod units;
 pub mod virt;

@@ -1,0 +1,1 @@
+//! The NBD protocol: handshake and transmission, as pure parsing and encoding.
