@@ -82,6 +82,9 @@ pub struct TenantSpec {
     pub domain: usize,
     /// A trace tenant: its one job replays this instead of generating I/O.
     pub trace: Option<TraceSpec>,
+    /// A tenant without a workload: an NBD export under `flashmux serve`, whose one job issues
+    /// the requests of the export's clients. `flashmux run` rejects such a tenant.
+    pub export: bool,
 }
 
 /// A fully resolved, validated scenario.
@@ -126,8 +129,40 @@ impl Scenario {
     }
 
     /// Parses scenario text; `file` names it in errors, `base` resolves relative job-file paths.
+    /// Every tenant must have a workload.
     pub fn from_toml(text: &str, file: &str, base: &Path) -> Result<Scenario, ConfigError> {
-        schema::resolve(text, file, base)
+        let s = schema::resolve(text, file, base)?;
+        match s.tenants.iter().enumerate().find(|(_, t)| t.export) {
+            Some((i, t)) => Err(ConfigError::Invalid {
+                file: file.to_string(),
+                message: format!(
+                    "tenant[{i}] ({}): no workload: give fio = \"...\", job_file = \"...\", personality = \"...\" or trace = \"...\" (a tenant without one is an NBD export, for `flashmux serve`)",
+                    t.name
+                ),
+            }),
+            None => Ok(s),
+        }
+    }
+
+    /// A scenario for `flashmux serve`: tenants without a workload are its NBD exports (at least
+    /// one is needed); tenants with one run it in real time beside them.
+    pub fn load_for_serve(path: &Path) -> Result<Scenario, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Io { path: path.display().to_string(), source })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::serve_from_toml(&text, &path.display().to_string(), base)
+    }
+
+    /// [`Scenario::load_for_serve`] from text.
+    pub fn serve_from_toml(text: &str, file: &str, base: &Path) -> Result<Scenario, ConfigError> {
+        let s = schema::resolve(text, file, base)?;
+        if !s.tenants.iter().any(|t| t.export) {
+            return Err(ConfigError::Invalid {
+                file: file.to_string(),
+                message: "no tenant to export: a tenant without fio, job_file, personality or trace is an NBD export (e.g. [[tenant]] name = \"vm1\" region = { offset = \"0\", size = \"8GiB\" })".into(),
+            });
+        }
+        Ok(s)
     }
 
     /// The built-in default scenario.

@@ -300,6 +300,9 @@ pub const DEFAULT_SUBMIT_OVERHEAD: Nanos = Nanos(1_500);
 pub const DEFAULT_COMPLETION_OVERHEAD: Nanos = Nanos(1_500);
 pub const DEFAULT_TIMELINE_INTERVAL: Nanos = Nanos::from_secs(1);
 pub const DEFAULT_PRESET: &str = "tlc-nvme";
+/// An export's job depth: no bound of the model's own. Its clients decide how much is in flight
+/// (an NBD client's queue depth is its own), and the host queue depth bounds the device.
+pub const EXPORT_DEPTH: u32 = 1 << 16;
 /// Partitions made by `region = "auto"` start on this boundary, as partitioning tools align them.
 const AUTO_REGION_ALIGN: u64 = 1 << 20;
 
@@ -1112,7 +1115,18 @@ fn resolve_tenants(
                 job_options: spec.job_options(),
                 ..FioJob::default()
             };
-            out.push(TenantSpec { name, region, weight, jobs: vec![job], domain: i, trace: Some(spec) });
+            out.push(TenantSpec { name, region, weight, jobs: vec![job], domain: i, trace: Some(spec), export: false });
+            continue;
+        }
+        if t.fio.is_none() && t.job_file.is_none() && t.personality.is_none() {
+            // No workload: an NBD export. Its one job issues what the export's clients send.
+            let job = FioJob {
+                name: name.clone(),
+                iodepth: EXPORT_DEPTH,
+                job_options: vec![("ioengine".into(), "nbd".into())],
+                ..FioJob::default()
+            };
+            out.push(TenantSpec { name, region, weight, jobs: vec![job], domain: i, trace: None, export: true });
             continue;
         }
         let jf = tenant_workload(ctx, &key, &name, t, base)?;
@@ -1120,7 +1134,7 @@ fn resolve_tenants(
             return Err(ctx.err(format!("{key}: the fio job has no job sections")));
         }
         collect_diagnostics(&jf, collected);
-        out.push(TenantSpec { name, region, weight, jobs: jf.jobs, domain: i, trace: None });
+        out.push(TenantSpec { name, region, weight, jobs: jf.jobs, domain: i, trace: None, export: false });
     }
     check_overlaps(ctx, &out, capacity)?;
     Ok(out)
@@ -1247,7 +1261,7 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
             k += 1;
             name = format!("{}#{k}", job.name);
         }
-        tenants.push(TenantSpec { name, region: (0, capacity), weight: DEFAULT_WEIGHT, jobs: vec![job], domain: 0, trace: None });
+        tenants.push(TenantSpec { name, region: (0, capacity), weight: DEFAULT_WEIGHT, jobs: vec![job], domain: 0, trace: None, export: false });
     }
     Ok(Scenario {
         name: Path::new(file).file_stem().map_or("fio".into(), |s| s.to_string_lossy().into()),

@@ -18,6 +18,7 @@ use crate::engine::derive_seed;
 use crate::metrics::{IoStats, JobResult, JobSample};
 use crate::units::{Nanos, SimTime, TenantId};
 use crate::workload::fio::{Dir, FioJob, IoUnit, JobGen, ThinktimeBlocksType};
+use std::collections::VecDeque;
 
 /// fio's `bw_avg_time` and `iops_avg_time` default: one bandwidth/IOPS sample per 500 ms.
 pub const SAMPLE_INTERVAL: Nanos = Nanos::from_ms(500);
@@ -41,11 +42,13 @@ pub struct IoReq {
     pub op: IoOp,
     pub offset: u64,
     pub len: u64,
+    /// An export's request: the tag it was submitted with (0 for every other job).
+    pub tag: u64,
 }
 
 impl IoReq {
     /// A sync: a flush of the device, no data.
-    const SYNC: IoReq = IoReq { op: IoOp::Flush, offset: 0, len: 0 };
+    const SYNC: IoReq = IoReq { op: IoOp::Flush, offset: 0, len: 0, tag: 0 };
 }
 
 /// The sync a job has in flight, if any.
@@ -83,6 +86,9 @@ pub struct JobRt {
     trace: Option<Box<TraceSource>>,
     /// A trace request read but not yet due.
     trace_pending: Option<TraceIo>,
+    /// An export's job (under `serve`): the requests its clients sent, not yet issued. `None`
+    /// for every other job.
+    external: Option<VecDeque<IoReq>>,
     start: SimTime,
     measure_from: SimTime,
     end: Option<SimTime>,
@@ -150,6 +156,7 @@ impl JobRt {
             gen,
             trace,
             trace_pending: None,
+            external: t.export.then(VecDeque::new),
             start: SimTime::ZERO,
             measure_from: SimTime::ZERO,
             end: None,
@@ -217,6 +224,11 @@ impl JobRt {
         if self.trace.is_some() {
             return self.next_trace_io(now);
         }
+        if let Some(queue) = &mut self.external {
+            let Some(io) = queue.pop_front() else { return Next::Blocked };
+            self.count_issue();
+            return Next::Io(io);
+        }
         let io = match self.pending.take().or_else(|| self.gen.next()) {
             Some(io) => io,
             None => {
@@ -247,7 +259,7 @@ impl JobRt {
         if io.dir == Dir::Write {
             self.count_write();
         }
-        Next::Io(IoReq { op: op_of(io.dir), offset: io.offset, len: io.len })
+        Next::Io(IoReq { op: op_of(io.dir), offset: io.offset, len: io.len, tag: 0 })
     }
 
     /// The trace's next request once it is due (open loop), or at once (closed loop).
@@ -266,7 +278,7 @@ impl JobRt {
             src.stats.record_issue(now.since(due));
         }
         self.count_issue();
-        Next::Io(IoReq { op: io.op, offset: io.offset, len: io.len })
+        Next::Io(IoReq { op: io.op, offset: io.offset, len: io.len, tag: 0 })
     }
 
     /// One more I/O in flight, counted in fio's iodepth distribution.
@@ -274,6 +286,16 @@ impl JobRt {
         self.inflight += 1;
         let bucket = DEPTH_BUCKETS.iter().rposition(|&b| self.inflight >= b).unwrap_or(0);
         self.depth_counts[bucket] += 1;
+    }
+
+    /// Whether this is an export's job, fed by [`JobRt::push_external`].
+    pub fn is_external(&self) -> bool {
+        self.external.is_some()
+    }
+
+    /// An export's client sent `io`: it is issued as soon as the job may issue.
+    pub fn push_external(&mut self, io: IoReq) {
+        self.external.as_mut().expect("an export's job").push_back(io);
     }
 
     /// A trace job's replay statistics (once, at the end of the run).

@@ -9,6 +9,7 @@
 //! Events are typed and ordered by (time, insertion); nothing reads a clock, so a run is a pure
 //! function of its scenario and seed.
 
+mod external;
 mod job;
 mod overlap;
 mod timeline;
@@ -25,6 +26,7 @@ use crate::units::{JobId, QueueId, ReqId, SimTime, TenantId};
 use crate::virt::{Io, Machine, MachineEvent, VirtOutbox};
 use job::{IoReq, JobRt, JobState};
 use trace::ReplayStats;
+pub use external::{Export, ExternalDone, ExternalIo};
 use overlap::{Overlap, Window};
 use std::collections::VecDeque;
 use timeline::Timeline;
@@ -70,6 +72,8 @@ struct Request {
     dispatched: SimTime,
     /// On an open-channel drive: a write of mapped data when it reached the scheduler.
     update: bool,
+    /// An export's request: its client's tag.
+    tag: u64,
 }
 
 impl Request {
@@ -126,6 +130,8 @@ pub struct Simulator {
     precondition: PreconditionReport,
     finished: Option<StopReason>,
     check_every: Option<u64>,
+    /// Exports' requests completed and not yet taken by [`Simulator::take_external_done`].
+    external_done: Vec<external::ExternalDone>,
 }
 
 impl Simulator {
@@ -156,6 +162,7 @@ impl Simulator {
             precondition: PreconditionReport::default(),
             finished: None,
             check_every: None,
+            external_done: Vec::new(),
             scenario,
         };
         sim.build_jobs()?;
@@ -442,6 +449,7 @@ impl Simulator {
             queued: now,
             dispatched: now,
             update: false,
+            tag: io.tag,
         });
         self.issued += 1;
         self.overlap.issued(tenant.index());
@@ -615,6 +623,9 @@ impl Simulator {
             self.timeline.record(req.tenant, req.op, req.app_len, slat + clat);
         }
         let j = req.job;
+        if self.jobs[j.index()].is_external() {
+            self.external_done.push(external::ExternalDone { tag: req.tag, at: self.now });
+        }
         if self.jobs[j.index()].complete(self.now, req.op, req.app_len, slat, clat) {
             self.overlap.record(req.tenant.index(), self.now, req.app_len);
         }
