@@ -20,6 +20,9 @@ pub enum StopReason {
     RequestLimit,
     /// The user stopped the run (Ctrl-C); results are partial.
     Interrupted,
+    /// `serve` was stopped (SIGINT, SIGTERM) after answering every request it had taken: the
+    /// results cover the whole time it served.
+    ServerStopped,
 }
 
 #[derive(Clone, Debug)]
@@ -52,6 +55,39 @@ pub struct RunResults {
     pub fairness: Fairness,
     /// Things the user should know (e.g. "GC never ran during the measured period").
     pub warnings: Vec<String>,
+    /// What `flashmux serve` did, when the run was served.
+    pub serve: Option<ServeResult>,
+}
+
+/// A served run: the server's side of it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ServeResult {
+    /// Where it listened: `unix:PATH` or `tcp:ADDR`.
+    pub listen: String,
+    /// `per-connection` or `single`.
+    pub io_threads: String,
+    /// Whether replies waited for the model's completion time (`--timing on`).
+    pub timing: bool,
+    /// Wall-clock seconds served.
+    pub wall_s: f64,
+    pub connections: u64,
+    /// Connections refused because `--max-connections` were open.
+    pub connections_refused: u64,
+    /// Requests answered, and of those, answered with an error.
+    pub requests: u64,
+    pub errors: u64,
+    /// Actual reply time − the model's completion time, in ns (with timing on).
+    pub timing_error_ns: Option<Quantiles>,
+}
+
+/// A latency-like series in ns: how many, mean, median, 99th percentile and maximum.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct Quantiles {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
 }
 
 /// One fio job clone.

@@ -31,6 +31,7 @@ pub(crate) fn stop_reason_name(s: StopReason) -> &'static str {
         StopReason::TimeLimit => "time-limit",
         StopReason::RequestLimit => "request-limit",
         StopReason::Interrupted => "interrupted",
+        StopReason::ServerStopped => "server-stopped",
     }
 }
 
@@ -247,6 +248,7 @@ pub(crate) mod test_fixture {
             ],
             fairness,
             warnings: vec!["GC never ran during the measured period".into()],
+            serve: None,
         }
     }
 
@@ -291,6 +293,7 @@ mod tests {
             StopReason::TimeLimit,
             StopReason::RequestLimit,
             StopReason::Interrupted,
+            StopReason::ServerStopped,
         ] {
             assert_eq!(serde_json::to_value(s).ok(), Some(serde_json::Value::from(stop_reason_name(s))));
         }

@@ -5,3 +5,4 @@
 
 pub mod nbd;
 pub mod store;
+pub mod engine;

@@ -124,6 +124,13 @@ impl Simulator {
         Ok(())
     }
 
+    /// Ends a served run: `serve` calls this once every request it took has been answered.
+    pub fn stop_serving(&mut self) {
+        if self.finished.is_none() {
+            self.finished = Some(crate::metrics::StopReason::ServerStopped);
+        }
+    }
+
     /// Moves the export requests completed so far into `out`, in completion order.
     pub fn take_external_done(&mut self, out: &mut Vec<ExternalDone>) {
         out.append(&mut self.external_done);

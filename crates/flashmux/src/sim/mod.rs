@@ -9,7 +9,7 @@
 //! Events are typed and ordered by (time, insertion); nothing reads a clock, so a run is a pure
 //! function of its scenario and seed.
 
-mod external;
+pub mod external;
 mod job;
 mod overlap;
 mod timeline;
@@ -818,6 +818,7 @@ impl Simulator {
             timeline: self.timeline.into_rows(&self.scenario, &window.periods),
             fairness,
             warnings,
+            serve: None,
         }
     }
 
