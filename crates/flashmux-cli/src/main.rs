@@ -5,6 +5,7 @@ mod output;
 mod personalities;
 mod profile;
 mod reproduce;
+mod serve;
 mod sweep;
 mod trace;
 
@@ -53,6 +54,10 @@ enum Command {
     Replay(trace::ReplayArgs),
     /// Inspect a block trace or convert it to another tool's format.
     Trace(trace::TraceArgs),
+    /// Serve the model in real time over NBD: real programs (fio, qemu-img, a filesystem via
+    /// nbdfuse) do real I/O against the modelled drive, with its timing. One export per tenant
+    /// without a workload; stop with Ctrl-C or SIGTERM for the results.
+    Serve(serve::ServeArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -143,6 +148,7 @@ fn main() -> ExitCode {
         Command::Profile(args) => profile::run(args),
         Command::Replay(args) => trace::run_replay(args),
         Command::Trace(args) => trace::run_trace(args),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(code) => code,
@@ -153,6 +159,7 @@ fn main() -> ExitCode {
                     || c.is::<SimError>()
                     || c.is::<BadArg>()
                     || c.is::<flashmux::experiment::ExperimentError>()
+                    || matches!(c.downcast_ref::<flashmux::serve::server::ServeError>(), Some(flashmux::serve::server::ServeError::Sim(_)))
             });
             ExitCode::from(if bad_input { EXIT_BAD_INPUT } else { 1 })
         }

@@ -153,7 +153,7 @@ pub enum CmtError {
     BelowFloor { tenant: usize, allocation: u32, floor: u32 },
 }
 
-pub trait CmtPolicy {
+pub trait CmtPolicy: Send {
     fn name(&self) -> &'static str;
     /// One access to map `page` by `tenant` at `now` (`dirty`: the access updates entries, e.g. a write).
     /// Returns true on a hit. Pages evicted to make room — and, for `balanced`, pages evicted because a

@@ -104,6 +104,11 @@ impl<T> Engine<T> {
         &self.exports
     }
 
+    /// The drive's logical capacity in bytes: what a backing store must hold.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.sim.device().capacity_bytes()
+    }
+
     /// Requests submitted and not yet handed back.
     pub fn in_flight(&self) -> usize {
         self.in_flight

@@ -6,3 +6,4 @@
 pub mod nbd;
 pub mod store;
 pub mod engine;
+pub mod server;

@@ -24,6 +24,8 @@ pub struct Export {
     pub tenant: usize,
     /// The tenant's name: the export's name.
     pub name: String,
+    /// Where the tenant's region starts on the device, in bytes.
+    pub offset: u64,
     /// The size of the tenant's region, in bytes.
     pub size: u64,
 }
@@ -68,7 +70,7 @@ impl Simulator {
             .iter()
             .enumerate()
             .filter(|(_, t)| t.export)
-            .map(|(i, t)| Export { tenant: i, name: t.name.clone(), size: t.region.1 })
+            .map(|(i, t)| Export { tenant: i, name: t.name.clone(), offset: t.region.0, size: t.region.1 })
             .collect()
     }
 
@@ -196,8 +198,8 @@ mod tests {
         assert_eq!(
             s.exports(),
             [
-                Export { tenant: 0, name: "vm1".into(), size: 8 << 30 },
-                Export { tenant: 1, name: "vm2".into(), size: 8 << 30 }
+                Export { tenant: 0, name: "vm1".into(), offset: 0, size: 8 << 30 },
+                Export { tenant: 1, name: "vm2".into(), offset: 8 << 30, size: 8 << 30 }
             ]
         );
         let err = Scenario::from_toml(SCENARIO, "<test>", Path::new(".")).unwrap_err().to_string();

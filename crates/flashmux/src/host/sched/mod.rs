@@ -60,7 +60,7 @@ pub struct SchedTenantStats {
 
 /// A host I/O scheduler: it holds requests between their submission and their dispatch to the
 /// device, and may hold them back (budgets, time slices).
-pub trait Scheduler {
+pub trait Scheduler: Send {
     fn name(&self) -> &'static str;
     /// A request arrives from a tenant.
     fn enqueue(&mut self, now: SimTime, r: SchedReq);

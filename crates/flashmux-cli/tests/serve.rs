@@ -1,0 +1,433 @@
+//! `flashmux serve` driven by real clients (nbdinfo, fio's nbd engine, qemu-img, qemu-io,
+//! nbdfuse) and by a raw protocol client for what real clients never send.
+//!
+//! Each test starts its own server on a socket in its own directory and stops it with SIGTERM.
+//! A test whose tool is missing says so and passes, unless `FLASHMUX_REQUIRE_TOOLS` is set (CI
+//! installs the tools and sets it).
+
+mod common;
+
+use common::{flashmux, tmpdir, write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A small drive (223 MiB) that preconditions in a moment.
+const DRIVE: &str = r#"
+[device]
+preset = "paper-c"
+[device.geometry]
+channels = 4
+chips_per_channel = 1
+blocks_per_plane = 256
+[device.ftl]
+overprovisioning = 0.15
+[device.buffer]
+size = "256KiB"
+"#;
+
+/// Two exports of 64 MiB on [`DRIVE`].
+fn scenario(dir: &Path, extra: &str) -> PathBuf {
+    write(
+        dir,
+        "serve.toml",
+        &format!(
+            "{DRIVE}{extra}\n[[tenant]]\nname = \"vm1\"\nregion = {{ offset = \"0\", size = \"64MiB\" }}\n[[tenant]]\nname = \"vm2\"\nregion = {{ offset = \"64MiB\", size = \"64MiB\" }}\n"
+        ),
+    )
+}
+
+/// Whether `tool` can run here; if not, the test is skipped with a message (or fails in CI).
+fn have(tool: &str) -> bool {
+    let found = Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(std::env::var_os("FLASHMUX_REQUIRE_TOOLS").is_none(), "{tool} is required (FLASHMUX_REQUIRE_TOOLS is set) but not installed");
+        eprintln!("skipped: {tool} is not installed (apt-get install fio libnbd-bin qemu-utils fuse3)");
+    }
+    found
+}
+
+struct Server {
+    child: Child,
+    socket: PathBuf,
+    out: PathBuf,
+    log: mpsc::Receiver<String>,
+    lines: Vec<String>,
+}
+
+impl Server {
+    fn start(dir: &Path, scenario: &Path, args: &[&str]) -> Server {
+        let socket = dir.join("fm.sock");
+        let out = dir.join("out");
+        let mut child = flashmux()
+            .arg("serve")
+            .arg(scenario)
+            .arg("--socket")
+            .arg(&socket)
+            .arg("-o")
+            .arg(&out)
+            .args(["--output-format", "json"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, log) = mpsc::channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut s = Server { child, socket, out, log, lines: Vec::new() };
+        s.wait_for("serving ");
+        s
+    }
+
+    /// Waits (up to a minute: the drive is preconditioned first) for a log line containing `needle`.
+    fn wait_for(&mut self, needle: &str) -> String {
+        loop {
+            match self.log.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => {
+                    self.lines.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!("no '{needle}' from the server; it said:\n{}", self.lines.join("\n")),
+            }
+        }
+    }
+
+    fn uri(&self, export: &str) -> String {
+        format!("nbd+unix:///{export}?socket={}", self.socket.display())
+    }
+
+    /// SIGTERM, then the results it wrote.
+    fn stop(mut self) -> serde_json::Value {
+        let kill = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        assert!(kill.success());
+        let status = self.child.wait().unwrap();
+        while let Ok(l) = self.log.recv_timeout(Duration::from_secs(5)) {
+            self.lines.push(l);
+        }
+        assert_eq!(status.code(), Some(0), "server log:\n{}", self.lines.join("\n"));
+        assert!(!self.socket.exists(), "the socket is removed");
+        serde_json::from_str(&std::fs::read_to_string(self.out.join("results.json")).unwrap()).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn run_ok(cmd: &mut Command) -> String {
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{:?} failed:\n{}\n{}", cmd, String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn nbdinfo_sees_each_export_with_its_size_and_flags() {
+    if !have("nbdinfo") {
+        return;
+    }
+    let dir = tmpdir("serve-nbdinfo");
+    let server = Server::start(&dir, &scenario(&dir, ""), &[]);
+    let list = run_ok(Command::new("nbdinfo").arg("--list").arg(format!("nbd+unix://?socket={}", server.socket.display())));
+    assert!(list.contains("vm1") && list.contains("vm2"), "{list}");
+    let info: serde_json::Value = serde_json::from_str(&run_ok(Command::new("nbdinfo").arg("--json").arg(server.uri("vm2")))).unwrap();
+    let e = &info["exports"][0];
+    assert_eq!(e["export-size"], 64 << 20, "{info}");
+    for flag in ["can_flush", "can_fua", "can_trim", "can_zero", "can_multi_conn"] {
+        assert_eq!(e[flag], true, "{flag}: {info}");
+    }
+    assert_eq!(e["is_read_only"], false);
+    assert_eq!(e["block_size_minimum"], 512, "{info}");
+    let r = server.stop();
+    assert_eq!(r["flashmux"]["stop_reason"], "server-stopped");
+}
+
+#[test]
+fn fio_random_writes_verify_through_the_nbd_engine_on_several_connections() {
+    if !have("fio") {
+        return;
+    }
+    let dir = tmpdir("serve-fio");
+    let server = Server::start(&dir, &scenario(&dir, ""), &[]);
+    let out = run_ok(
+        Command::new("fio")
+            .current_dir(&dir)
+            .args(["--name=verify", "--ioengine=nbd", "--rw=randwrite", "--bs=4k", "--iodepth=16", "--size=8m"])
+            .args(["--numjobs=4", "--offset_increment=8m", "--verify=crc32c", "--do_verify=1", "--output-format=json"])
+            .arg(format!("--uri={}", server.uri("vm1"))),
+    );
+    let fio: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+    for job in fio["jobs"].as_array().unwrap() {
+        assert_eq!(job["error"], 0, "{job}");
+        assert_eq!(job["write"]["io_bytes"], 8 << 20);
+        // The verify pass read everything back.
+        assert_eq!(job["read"]["io_bytes"], 8 << 20);
+    }
+    let r = server.stop();
+    let s = &r["flashmux"]["serve"];
+    // fio's nbd engine connects once more per job to learn the size.
+    assert!(s["connections"].as_u64().unwrap() >= 4, "{s}");
+    assert_eq!(s["errors"], 0, "{s}");
+    // Every request went through the model: 4 × 2048 writes and as many reads, plus flushes.
+    let vm1 = &r["jobs"][0];
+    assert_eq!(vm1["write"]["total_ios"], 8192, "{vm1}");
+    assert_eq!(vm1["read"]["total_ios"], 8192, "{vm1}");
+    assert!(s["timing_error_ns"]["count"].as_u64().unwrap() >= 16384, "{s}");
+}
+
+#[test]
+fn qemu_img_copies_a_file_in_and_out_unchanged() {
+    if !have("qemu-img") {
+        return;
+    }
+    let dir = tmpdir("serve-qemu-img");
+    let src = dir.join("src.raw");
+    let mut x: u64 = 0x1234_5678_9abc_def1;
+    let data: Vec<u8> = (0..(24 << 20) / 8)
+        .flat_map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Some zero runs, which qemu-img may write as zeroes instead of data.
+            (if i % 4096 < 512 { 0 } else { x }).to_le_bytes()
+        })
+        .collect();
+    std::fs::write(&src, &data).unwrap();
+    let server = Server::start(&dir, &scenario(&dir, ""), &[]);
+    run_ok(Command::new("qemu-img").args(["convert", "-n", "-f", "raw", "-O", "raw"]).arg(&src).arg(server.uri("vm2")));
+    let back = dir.join("back.raw");
+    run_ok(Command::new("qemu-img").args(["convert", "-f", "raw", "-O", "raw"]).arg(server.uri("vm2")).arg(&back));
+    // The export is larger than the file: the rest reads as zeros, which compare accepts.
+    run_ok(Command::new("qemu-img").args(["compare", "-f", "raw", "-F", "raw"]).arg(&src).arg(&back));
+    assert_eq!(std::fs::read(&back).unwrap()[..data.len()], data[..]);
+    // vm1 was never written: zeros.
+    let r = server.stop();
+    assert!(r["jobs"][1]["write"]["io_bytes"].as_u64().unwrap() > 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A raw client, for what real clients never send.
+
+struct Raw {
+    s: UnixStream,
+    size: u64,
+}
+
+const REQUEST_MAGIC: u32 = 0x2560_9513;
+
+impl Raw {
+    /// Connects and negotiates `export` with NBD_OPT_GO.
+    fn connect(socket: &Path, export: &str) -> Raw {
+        let mut s = UnixStream::connect(socket).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut greeting = [0u8; 18];
+        s.read_exact(&mut greeting).unwrap();
+        assert_eq!(&greeting[..8], b"NBDMAGIC");
+        s.write_all(&3u32.to_be_bytes()).unwrap(); // fixed newstyle, no zeroes
+        let mut opt = Vec::new();
+        opt.extend_from_slice(b"IHAVEOPT");
+        opt.extend_from_slice(&7u32.to_be_bytes()); // GO
+        opt.extend_from_slice(&(4 + export.len() as u32 + 2).to_be_bytes());
+        opt.extend_from_slice(&(export.len() as u32).to_be_bytes());
+        opt.extend_from_slice(export.as_bytes());
+        opt.extend_from_slice(&0u16.to_be_bytes());
+        s.write_all(&opt).unwrap();
+        let mut size = None;
+        loop {
+            let mut h = [0u8; 20];
+            s.read_exact(&mut h).unwrap();
+            let kind = u32::from_be_bytes(h[12..16].try_into().unwrap());
+            let len = u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize;
+            let mut data = vec![0; len];
+            s.read_exact(&mut data).unwrap();
+            match kind {
+                1 => break,
+                3 if u16::from_be_bytes([data[0], data[1]]) == 0 => size = Some(u64::from_be_bytes(data[2..10].try_into().unwrap())),
+                3 => {}
+                _ => panic!("option reply {kind:#x}"),
+            }
+        }
+        Raw { s, size: size.unwrap() }
+    }
+
+    fn send(&mut self, cmd: u16, flags: u16, cookie: u64, offset: u64, len: u32, data: &[u8]) {
+        let mut r = Vec::with_capacity(28 + data.len());
+        r.extend_from_slice(&REQUEST_MAGIC.to_be_bytes());
+        r.extend_from_slice(&flags.to_be_bytes());
+        r.extend_from_slice(&cmd.to_be_bytes());
+        r.extend_from_slice(&cookie.to_be_bytes());
+        r.extend_from_slice(&offset.to_be_bytes());
+        r.extend_from_slice(&len.to_be_bytes());
+        r.extend_from_slice(data);
+        self.s.write_all(&r).unwrap();
+    }
+
+    /// The next reply: (cookie, error).
+    fn reply(&mut self) -> (u64, u32) {
+        let mut h = [0u8; 16];
+        self.s.read_exact(&mut h).unwrap();
+        assert_eq!(u32::from_be_bytes(h[..4].try_into().unwrap()), 0x6744_6698);
+        (u64::from_be_bytes(h[8..16].try_into().unwrap()), u32::from_be_bytes(h[4..8].try_into().unwrap()))
+    }
+
+    fn read(&mut self, cookie: u64, offset: u64, len: u32) -> Result<Vec<u8>, u32> {
+        self.send(0, 0, cookie, offset, len, &[]);
+        let (c, e) = self.reply();
+        assert_eq!(c, cookie);
+        if e != 0 {
+            return Err(e);
+        }
+        let mut d = vec![0; len as usize];
+        self.s.read_exact(&mut d).unwrap();
+        Ok(d)
+    }
+
+    fn write(&mut self, cookie: u64, offset: u64, data: &[u8]) -> u32 {
+        self.send(1, 0, cookie, offset, data.len() as u32, data);
+        let (c, e) = self.reply();
+        assert_eq!(c, cookie);
+        e
+    }
+}
+
+#[test]
+fn bad_requests_get_error_codes_and_the_connection_stays() {
+    let dir = tmpdir("serve-bad-requests");
+    let server = Server::start(&dir, &scenario(&dir, ""), &[]);
+    let mut c = Raw::connect(&server.socket, "vm1");
+    assert_eq!(c.size, 64 << 20);
+    assert_eq!(c.write(1, 4096, &[7u8; 4096]), 0);
+    // Beyond the export: a write gets ENOSPC, a read EINVAL; misaligned requests EINVAL.
+    assert_eq!(c.write(2, (64 << 20) - 2048, &[1u8; 4096]), 28);
+    assert_eq!(c.read(3, 64 << 20, 4096), Err(22));
+    assert_eq!(c.write(4, 100, &[1u8; 512]), 22);
+    assert_eq!(c.read(5, 0, 100), Err(22));
+    // An unknown command.
+    c.send(42, 0, 6, 0, 0, &[]);
+    assert_eq!(c.reply(), (6, 22));
+    // Still connected, and nothing above touched the data.
+    assert_eq!(c.read(7, 4096, 4096).unwrap(), vec![7u8; 4096]);
+    assert_eq!(c.read(8, 0, 4096).unwrap(), vec![0u8; 4096]);
+    // A client that sends half a request and goes away.
+    let mut d = Raw::connect(&server.socket, "vm2");
+    d.send(1, 0, 9, 0, 65536, &[1u8; 1000]);
+    drop(d);
+    // A client that sends garbage instead of a handshake.
+    let mut g = UnixStream::connect(&server.socket).unwrap();
+    let mut greeting = [0u8; 18];
+    g.read_exact(&mut greeting).unwrap();
+    g.write_all(b"this is not an NBD client at all").unwrap();
+    drop(g);
+    // A request with a bad magic closes its connection.
+    let mut m = Raw::connect(&server.socket, "vm2");
+    m.s.write_all(&[0xffu8; 28]).unwrap();
+    let mut buf = [0u8; 1];
+    assert_eq!(m.s.read(&mut buf).unwrap_or(0), 0, "the server closed the connection");
+    // The first connection is unaffected.
+    assert_eq!(c.read(10, 4096, 4096).unwrap(), vec![7u8; 4096]);
+    c.send(2, 0, 11, 0, 0, &[]); // NBD_CMD_DISC
+    let r = server.stop();
+    let s = &r["flashmux"]["serve"];
+    assert_eq!(s["errors"], 5, "{s}");
+}
+
+#[test]
+fn connections_beyond_the_limit_are_refused_and_the_others_served() {
+    let dir = tmpdir("serve-max-conn");
+    let server = Server::start(&dir, &scenario(&dir, ""), &["--max-connections", "2"]);
+    let mut a = Raw::connect(&server.socket, "vm1");
+    let mut b = Raw::connect(&server.socket, "vm2");
+    let mut c = UnixStream::connect(&server.socket).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = [0u8; 18];
+    assert_eq!(c.read(&mut buf).unwrap_or(0), 0, "the third connection is closed at once");
+    assert_eq!(a.write(1, 0, &[1u8; 4096]), 0);
+    assert_eq!(b.read(2, 0, 4096).unwrap(), vec![0u8; 4096]);
+    let r = server.stop();
+    assert_eq!(r["flashmux"]["serve"]["connections_refused"], 1);
+}
+
+#[test]
+fn no_acknowledged_write_is_lost_when_the_server_is_stopped_during_writes() {
+    let dir = tmpdir("serve-sigterm");
+    let backing = dir.join("backing.img");
+    let mut server = Server::start(&dir, &scenario(&dir, ""), &["--backing", backing.to_str().unwrap()]);
+    let mut c = Raw::connect(&server.socket, "vm2");
+    // Writes at queue depth 8 until the server goes; every acknowledged block is recorded.
+    let block = |i: u64| -> Vec<u8> { (0..4096u64).map(|b| (i * 31 + b) as u8 | 1).collect() };
+    let mut acked = Vec::new();
+    let mut next = 0u64;
+    let mut inflight = 0;
+    let kill_after = 400;
+    loop {
+        while inflight < 8 && next < 16384 {
+            let data = block(next);
+            let mut r = Vec::new();
+            r.extend_from_slice(&REQUEST_MAGIC.to_be_bytes());
+            r.extend_from_slice(&0u16.to_be_bytes());
+            r.extend_from_slice(&1u16.to_be_bytes());
+            r.extend_from_slice(&next.to_be_bytes());
+            r.extend_from_slice(&(next * 4096).to_be_bytes());
+            r.extend_from_slice(&4096u32.to_be_bytes());
+            r.extend_from_slice(&data);
+            if c.s.write_all(&r).is_err() {
+                break;
+            }
+            next += 1;
+            inflight += 1;
+        }
+        let mut h = [0u8; 16];
+        if c.s.read_exact(&mut h).is_err() {
+            break;
+        }
+        inflight -= 1;
+        if u32::from_be_bytes(h[4..8].try_into().unwrap()) == 0 {
+            acked.push(u64::from_be_bytes(h[8..16].try_into().unwrap()));
+        }
+        if acked.len() == kill_after {
+            Command::new("kill").args(["-TERM", &server.child.id().to_string()]).status().unwrap();
+        }
+    }
+    let status = server.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert!(acked.len() >= kill_after, "{} writes acknowledged", acked.len());
+    let img = std::fs::read(&backing).unwrap();
+    assert_eq!(img.len(), 233_406_464, "the backing file holds the whole drive");
+    for &i in &acked {
+        let at = (64 << 20) + i as usize * 4096;
+        assert_eq!(img[at..at + 4096], block(i)[..], "acknowledged block {i} is in the backing file");
+    }
+}
+
+#[test]
+fn garbage_collection_runs_under_serve() {
+    if !have("fio") {
+        return;
+    }
+    let dir = tmpdir("serve-gc");
+    // An aged, full drive: overwrites soon need garbage collection.
+    let server = Server::start(&dir, &scenario(&dir, "[precondition]\nstate = \"aged\"\nfill = 1.0\n"), &["--stats-interval", "200ms"]);
+    run_ok(
+        Command::new("fio")
+            .current_dir(&dir)
+            .args(["--name=overwrite", "--ioengine=nbd", "--rw=randwrite", "--bs=4k", "--iodepth=32", "--size=64m", "--io_size=128m"])
+            .arg(format!("--uri={}", server.uri("vm1"))),
+    );
+    let r = server.stop();
+    let moved = r["flashmux"]["tenants"][0]["gc_pages_moved"].as_u64().unwrap_or(0);
+    assert!(moved > 0, "GC moved nothing: {}", r["flashmux"]["tenants"][0]);
+}

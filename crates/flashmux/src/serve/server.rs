@@ -1,0 +1,694 @@
+//! The NBD server: sockets and threads around the [`Engine`].
+//!
+//! ```text
+//!  client ─► connection thread ──(queue)──► model thread ──► reply at the model's time
+//!             handshake, framing,            submit at arrival,
+//!             data to/from the store         advance to now, answer what is due
+//! ```
+//! With `--io-threads per-connection`, each connection has its own thread: it negotiates the
+//! export, reads requests, checks them, stores written data, and hands each request to the
+//! model thread through a queue. The model thread is the model's only owner: it submits each
+//! request at the time it arrived, processes the model's events as the wall clock reaches
+//! them, and writes each reply when the model completes the request (reads take their data
+//! from the store then). Between events it sleeps, and spins for the last stretch, so replies
+//! leave within microseconds of their time; the difference is measured and reported.
+//!
+//! Data goes to the store when a write arrives, before the request enters the model, so a
+//! write is in the store before it is acknowledged; a FUA write or a flush makes the store
+//! durable before it enters the model. A read takes its data when it is answered.
+//!
+//! With `--timing off`, connection threads answer at once from the store, without the model:
+//! the server's own ceiling.
+
+use super::engine::{Due, Engine};
+use super::nbd::{self, Command, Limits, Request};
+use super::store::{FileStore, MemStore, Store};
+use crate::config::Scenario;
+use crate::device::IoOp;
+use crate::metrics::{RunResults, ServeResult};
+use crate::sim::SimError;
+use std::collections::BTreeMap;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Where the server listens.
+#[derive(Clone, Debug)]
+pub enum Listen {
+    Unix(PathBuf),
+    Tcp(SocketAddr),
+}
+
+impl std::fmt::Display for Listen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Listen::Unix(p) => write!(f, "unix:{}", p.display()),
+            Listen::Tcp(a) => write!(f, "tcp:{a}"),
+        }
+    }
+}
+
+/// How the server's threads are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoThreads {
+    /// A thread per connection, handing requests to one model thread.
+    PerConnection,
+}
+
+impl IoThreads {
+    pub fn name(self) -> &'static str {
+        match self {
+            IoThreads::PerConnection => "per-connection",
+        }
+    }
+}
+
+/// What `flashmux serve` was asked to do.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub listen: Listen,
+    pub io_threads: IoThreads,
+    /// Reply at the model's completion time (else at once, data only).
+    pub timing: bool,
+    /// Keep the data in this file (else in memory).
+    pub backing: Option<PathBuf>,
+    /// Print each export's IOPS, bandwidth, latency and GC this often.
+    pub stats_interval: Option<Duration>,
+    /// Connections open at once; more are refused.
+    pub max_connections: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    #[error("{what}: {source}")]
+    Io { what: String, source: io::Error },
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> ServeError {
+    let what = what.into();
+    move |source| ServeError::Io { what, source }
+}
+
+/// Block sizes advertised to clients: the model's 512-byte sector, 4 KiB preferred, and at most
+/// 32 MiB of data in one request (what the reference server and most clients use).
+pub const LIMITS: Limits = Limits { min_block: 512, preferred_block: 4096, max_payload: 32 << 20 };
+
+/// How long a client may take over its handshake, and a reply over reaching it.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The transmission flags every export advertises: flush, FUA, trim and write-zeroes are
+/// served, and several connections to one export see one another's completed writes (they
+/// share the store), so multi-conn is safe.
+fn transmission_flags() -> u16 {
+    nbd::FLAG_HAS_FLAGS | nbd::FLAG_SEND_FLUSH | nbd::FLAG_SEND_FUA | nbd::FLAG_SEND_TRIM | nbd::FLAG_SEND_WRITE_ZEROES | nbd::FLAG_CAN_MULTI_CONN
+}
+
+/// A connected socket of either family.
+enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    fn try_clone(&self) -> io::Result<Stream> {
+        Ok(match self {
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+        })
+    }
+    fn shutdown(&self, how: Shutdown) {
+        // Shutting down a socket the peer already closed fails harmlessly.
+        let _ = match self {
+            Stream::Unix(s) => s.shutdown(how),
+            Stream::Tcp(s) => s.shutdown(how),
+        };
+    }
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_read_timeout(t),
+            Stream::Tcp(s) => s.set_read_timeout(t),
+        }
+    }
+    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_write_timeout(t),
+            Stream::Tcp(s) => s.set_write_timeout(t),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(buf),
+            Stream::Tcp(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+enum Listener {
+    Unix(UnixListener),
+    Tcp(TcpListener),
+}
+
+impl Listener {
+    /// Listens at `at`; returns where it really listens (a TCP port 0 becomes the port given).
+    fn bind(at: &Listen) -> Result<(Listener, Listen), ServeError> {
+        match at {
+            Listen::Unix(path) => {
+                // A socket left by a server that is gone (nothing accepts on it) is replaced;
+                // anything else at the path is an error.
+                if let Ok(meta) = std::fs::symlink_metadata(path) {
+                    use std::os::unix::fs::FileTypeExt;
+                    if meta.file_type().is_socket() && UnixStream::connect(path).is_err() {
+                        std::fs::remove_file(path).map_err(io_err(format!("removing the stale socket {}", path.display())))?;
+                    }
+                }
+                let l = UnixListener::bind(path).map_err(io_err(format!("listening on {}", path.display())))?;
+                Ok((Listener::Unix(l), at.clone()))
+            }
+            Listen::Tcp(addr) => {
+                let l = TcpListener::bind(addr).map_err(io_err(format!("listening on {addr}")))?;
+                let actual = l.local_addr().map_err(io_err(format!("listening on {addr}")))?;
+                Ok((Listener::Tcp(l), Listen::Tcp(actual)))
+            }
+        }
+    }
+
+    fn accept(&self) -> io::Result<Stream> {
+        match self {
+            Listener::Unix(l) => l.accept().map(|(s, _)| Stream::Unix(s)),
+            Listener::Tcp(l) => l.accept().map(|(s, _)| {
+                // Replies are small and latency matters: no Nagle delay.
+                let _ = s.set_nodelay(true);
+                Stream::Tcp(s)
+            }),
+        }
+    }
+}
+
+impl Listen {
+    /// Wakes a listener blocked in `accept` by connecting to it.
+    fn poke(&self) {
+        let _ = match self {
+            Listen::Unix(p) => UnixStream::connect(p).map(drop),
+            Listen::Tcp(a) => TcpStream::connect(a).map(drop),
+        };
+    }
+}
+
+/// One client connection, as the threads that answer it see it.
+struct Conn {
+    /// Replies go out through this, one at a time.
+    writer: Mutex<Stream>,
+    /// A reply could not be written: nothing more is sent.
+    dead: AtomicBool,
+}
+
+impl Conn {
+    /// Sends a simple reply (with `data` after it for a successful read).
+    fn reply(&self, buf: &mut Vec<u8>, cookie: u64, error: u32, data: Option<&[u8]>) {
+        if self.dead.load(Ordering::Relaxed) {
+            return;
+        }
+        buf.clear();
+        buf.extend_from_slice(&nbd::encode_simple_reply(error, cookie));
+        if let Some(d) = data {
+            buf.extend_from_slice(d);
+        }
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if w.write_all(buf).is_err() {
+            // The client went away or stopped reading: it gets nothing more.
+            self.dead.store(true, Ordering::Relaxed);
+            w.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// A request on its way to the model.
+struct Submission {
+    conn: Arc<Conn>,
+    cookie: u64,
+    export: usize,
+    op: IoOp,
+    /// Within the export.
+    offset: u64,
+    len: u64,
+    arrived: Instant,
+}
+
+/// One export as the connection threads see it.
+#[derive(Clone)]
+struct ExportRegion {
+    name: String,
+    /// Where it starts in the store (the tenant's region on the drive).
+    base: u64,
+    size: u64,
+}
+
+/// What every thread shares.
+struct Shared {
+    store: Box<dyn Store>,
+    exports: Vec<ExportRegion>,
+    nbd_exports: Vec<nbd::Export>,
+    timing: bool,
+    stopping: AtomicBool,
+    /// Connections open now, and ever.
+    live: AtomicUsize,
+    connections: AtomicU64,
+    refused: AtomicU64,
+    /// Every open connection's socket, to shut down at the end.
+    open: Mutex<BTreeMap<u64, Stream>>,
+    /// Requests handed to the model thread, for it to notice while it spins.
+    submitted: AtomicU64,
+    /// Requests answered by connection threads themselves (errors, and all with timing off).
+    direct: AtomicU64,
+    direct_errors: AtomicU64,
+    model: Mutex<Option<thread::Thread>>,
+    log: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+/// Serves `scenario`'s exports until `stop` is set, then answers what is in flight and returns
+/// the run's results. `log` receives the server's messages (listening, connections, stats).
+pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<dyn Fn(&str) + Send + Sync>) -> Result<RunResults, ServeError> {
+    let engine: Engine<Submission> = Engine::new(scenario)?;
+    let capacity = engine.capacity_bytes();
+    let store: Box<dyn Store> = match &opts.backing {
+        Some(p) => Box::new(FileStore::open(p, capacity).map_err(io_err(format!("opening the backing file {}", p.display())))?),
+        None => Box::new(MemStore::new(capacity)),
+    };
+    let exports: Vec<ExportRegion> =
+        engine.exports().iter().map(|e| ExportRegion { name: e.name.clone(), base: e.offset, size: e.size }).collect();
+    let nbd_exports = exports
+        .iter()
+        .map(|e| nbd::Export { name: e.name.clone(), size: e.size, description: format!("flashmux tenant '{}'", e.name) })
+        .collect();
+    let (listener, listen) = Listener::bind(&opts.listen)?;
+    let shared = Arc::new(Shared {
+        store,
+        exports,
+        nbd_exports,
+        timing: opts.timing,
+        stopping: AtomicBool::new(false),
+        live: AtomicUsize::new(0),
+        connections: AtomicU64::new(0),
+        refused: AtomicU64::new(0),
+        open: Mutex::new(BTreeMap::new()),
+        submitted: AtomicU64::new(0),
+        direct: AtomicU64::new(0),
+        direct_errors: AtomicU64::new(0),
+        model: Mutex::new(None),
+        log,
+    });
+    let names: Vec<&str> = shared.exports.iter().map(|e| e.name.as_str()).collect();
+    (shared.log)(&format!(
+        "serving {} on {} ({}, timing {}, data {})",
+        names.join(", "),
+        listen,
+        opts.io_threads.name(),
+        if opts.timing { "on" } else { "off" },
+        opts.backing.as_ref().map_or("in memory".to_string(), |p| p.display().to_string())
+    ));
+    let origin = Instant::now();
+    let (tx, rx) = mpsc::channel::<Submission>();
+    let model = {
+        let shared = shared.clone();
+        let stats = opts.stats_interval;
+        thread::Builder::new()
+            .name("flashmux-model".into())
+            .spawn(move || model_thread(&shared, engine, rx, origin, stats))
+            .map_err(io_err("starting the model thread"))?
+    };
+    *shared.model.lock().unwrap_or_else(|e| e.into_inner()) = Some(model.thread().clone());
+    let acceptor = {
+        let shared = shared.clone();
+        let max = opts.max_connections.max(1);
+        thread::Builder::new()
+            .name("flashmux-accept".into())
+            .spawn(move || accept_loop(&shared, &listener, tx, max))
+            .map_err(io_err("starting the accept thread"))?
+    };
+    while !stop.load(Ordering::SeqCst) {
+        thread::sleep(Duration::from_millis(20));
+    }
+    (shared.log)("stopping: answering the requests in flight");
+    shared.stopping.store(true, Ordering::SeqCst);
+    // Connections stop reading; what they already sent is answered.
+    listen.poke();
+    for s in shared.open.lock().unwrap_or_else(|e| e.into_inner()).values() {
+        s.shutdown(Shutdown::Read);
+    }
+    acceptor.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+    if let Listen::Unix(p) = &listen {
+        let _ = std::fs::remove_file(p);
+    }
+    let (engine, now_ns) = model.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+    if let Err(e) = shared.store.flush() {
+        (shared.log)(&format!("flushing the store failed: {e}"));
+    }
+    let result = ServeResult {
+        listen: listen.to_string(),
+        io_threads: opts.io_threads.name().to_string(),
+        timing: shared.timing,
+        wall_s: origin.elapsed().as_secs_f64(),
+        connections: shared.connections.load(Ordering::SeqCst),
+        connections_refused: shared.refused.load(Ordering::SeqCst),
+        requests: 0,
+        errors: 0,
+        timing_error_ns: None,
+    };
+    let mut r = engine.finish(now_ns, result);
+    if let Some(s) = &mut r.serve {
+        s.requests += shared.direct.load(Ordering::SeqCst);
+        s.errors += shared.direct_errors.load(Ordering::SeqCst);
+    }
+    Ok(r)
+}
+
+fn accept_loop(shared: &Arc<Shared>, listener: &Listener, tx: Sender<Submission>, max: usize) {
+    let mut next_id = 0u64;
+    loop {
+        let stream = match listener.accept() {
+            Ok(s) => s,
+            Err(_) if shared.stopping.load(Ordering::SeqCst) => break,
+            Err(e) => {
+                (shared.log)(&format!("accepting a connection failed: {e}"));
+                thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        if shared.stopping.load(Ordering::SeqCst) {
+            break;
+        }
+        if shared.live.load(Ordering::SeqCst) >= max {
+            shared.refused.fetch_add(1, Ordering::SeqCst);
+            (shared.log)(&format!("refused a connection: {max} are open (--max-connections)"));
+            stream.shutdown(Shutdown::Both);
+            continue;
+        }
+        let id = next_id;
+        next_id += 1;
+        let ctl = match stream.try_clone() {
+            Ok(c) => c,
+            Err(e) => {
+                (shared.log)(&format!("connection {id}: {e}"));
+                continue;
+            }
+        };
+        shared.live.fetch_add(1, Ordering::SeqCst);
+        shared.connections.fetch_add(1, Ordering::SeqCst);
+        shared.open.lock().unwrap_or_else(|e| e.into_inner()).insert(id, ctl);
+        let sh = shared.clone();
+        let tx = tx.clone();
+        let spawned = thread::Builder::new().name(format!("flashmux-conn-{id}")).spawn(move || {
+            connection(&sh, id, stream, &tx);
+            sh.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            sh.live.fetch_sub(1, Ordering::SeqCst);
+        });
+        if let Err(e) = spawned {
+            (shared.log)(&format!("connection {id}: cannot start its thread: {e}"));
+            shared.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            shared.live.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// One connection: handshake, then requests until the client disconnects or the server stops.
+fn connection(shared: &Shared, id: u64, mut stream: Stream, tx: &Sender<Submission>) {
+    let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
+    let (export, flags) = match nbd::handshake(&mut stream, &shared.nbd_exports, &LIMITS, transmission_flags()) {
+        Ok(nbd::Handshake::Transmission(n)) => (n.export, n.transmission_flags),
+        Ok(nbd::Handshake::Aborted) => return,
+        Err(e) => {
+            if !shared.stopping.load(Ordering::SeqCst) {
+                (shared.log)(&format!("connection {id}: handshake failed: {e}"));
+            }
+            return;
+        }
+    };
+    let _ = stream.set_read_timeout(None);
+    let writer = match stream.try_clone() {
+        Ok(w) => w,
+        Err(e) => {
+            (shared.log)(&format!("connection {id}: {e}"));
+            return;
+        }
+    };
+    let _ = writer.set_write_timeout(Some(WRITE_TIMEOUT));
+    let conn = Arc::new(Conn { writer: Mutex::new(writer), dead: AtomicBool::new(false) });
+    let region = shared.exports[export].clone();
+    let mut reply = Vec::new();
+    let mut payload = Vec::new();
+    let mut hdr = [0u8; nbd::REQUEST_LEN];
+    loop {
+        if stream.read_exact(&mut hdr).is_err() {
+            // The client closed the connection (or the server is stopping).
+            return;
+        }
+        let req = match nbd::parse_request(&hdr) {
+            Ok(r) => r,
+            Err(e) => {
+                (shared.log)(&format!("connection {id} ({}): {e}; closing it", region.name));
+                conn.writer.lock().unwrap_or_else(|e| e.into_inner()).shutdown(Shutdown::Both);
+                return;
+            }
+        };
+        if let Err(errno) = nbd::check_request(&req, region.size, flags, &LIMITS) {
+            // Keep the framing: a refused write's data still follows its header.
+            let follows = u64::from(req.payload_len());
+            if follows > 0 && io::copy(&mut (&mut stream).take(follows), &mut io::sink()).ok() != Some(follows) {
+                return;
+            }
+            answer_now(shared, &conn, &mut reply, req.cookie, errno, None);
+            continue;
+        }
+        if req.cmd == Command::Disc {
+            return;
+        }
+        if req.cmd == Command::Cache || (req.len == 0 && req.cmd != Command::Flush) {
+            // Advisory prefetch, and requests of no bytes: nothing for the drive to do.
+            answer_now(shared, &conn, &mut reply, req.cookie, 0, None);
+            continue;
+        }
+        if req.cmd == Command::Write {
+            payload.resize(req.len as usize, 0);
+            if stream.read_exact(&mut payload).is_err() {
+                return;
+            }
+        }
+        let arrived = Instant::now();
+        let Some(op) = store_side(shared, &region, &req, &payload, &mut reply, &conn) else { continue };
+        if !shared.timing {
+            let data = if op == IoOp::Read { read_data(shared, &region, &req, &mut payload) } else { Ok(None) };
+            match data {
+                Ok(d) => answer_now(shared, &conn, &mut reply, req.cookie, 0, d),
+                Err(errno) => answer_now(shared, &conn, &mut reply, req.cookie, errno, None),
+            }
+            continue;
+        }
+        let s = Submission { conn: conn.clone(), cookie: req.cookie, export, op, offset: req.offset, len: u64::from(req.len), arrived };
+        if tx.send(s).is_err() {
+            return;
+        }
+        shared.submitted.fetch_add(1, Ordering::SeqCst);
+        if let Some(t) = &*shared.model.lock().unwrap_or_else(|e| e.into_inner()) {
+            t.unpark();
+        }
+    }
+}
+
+/// Does a request's data side (store writes, trims, durability) and says which model operation
+/// it is; `None` if it was answered already (a store error).
+fn store_side(shared: &Shared, region: &ExportRegion, req: &Request, payload: &[u8], reply: &mut Vec<u8>, conn: &Conn) -> Option<IoOp> {
+    let at = region.base + req.offset;
+    let len = u64::from(req.len);
+    let fua = req.flags & nbd::CMD_FLAG_FUA != 0;
+    let (op, done) = match req.cmd {
+        Command::Read => (IoOp::Read, Ok(())),
+        Command::Write => (IoOp::Write, shared.store.write(at, payload).and_then(|()| if fua { shared.store.flush() } else { Ok(()) })),
+        Command::Flush => (IoOp::Flush, shared.store.flush()),
+        Command::Trim => (IoOp::Trim, shared.store.zero(at, len, true).and_then(|()| if fua { shared.store.flush() } else { Ok(()) })),
+        Command::WriteZeroes => {
+            // Without NO_HOLE the range may be deallocated: a trim to the drive. With it, the
+            // zeros are written.
+            let no_hole = req.flags & nbd::CMD_FLAG_NO_HOLE != 0;
+            let op = if no_hole { IoOp::Write } else { IoOp::Trim };
+            (op, shared.store.zero(at, len, !no_hole).and_then(|()| if fua { shared.store.flush() } else { Ok(()) }))
+        }
+        // check_request refuses every other command.
+        _ => (IoOp::Flush, Err(io::Error::from(io::ErrorKind::Unsupported))),
+    };
+    match done {
+        Ok(()) => Some(op),
+        Err(e) => {
+            (shared.log)(&format!("store: {e}"));
+            answer_now(shared, conn, reply, req.cookie, nbd::EIO, None);
+            None
+        }
+    }
+}
+
+/// A read's data from the store, into `buf`.
+fn read_data<'a>(shared: &Shared, region: &ExportRegion, req: &Request, buf: &'a mut Vec<u8>) -> Result<Option<&'a [u8]>, u32> {
+    buf.resize(req.len as usize, 0);
+    match shared.store.read(region.base + req.offset, buf) {
+        Ok(()) => Ok(Some(buf)),
+        Err(e) => {
+            (shared.log)(&format!("store: {e}"));
+            Err(nbd::EIO)
+        }
+    }
+}
+
+fn answer_now(shared: &Shared, conn: &Conn, buf: &mut Vec<u8>, cookie: u64, error: u32, data: Option<&[u8]>) {
+    conn.reply(buf, cookie, error, data);
+    shared.direct.fetch_add(1, Ordering::Relaxed);
+    if error != 0 {
+        shared.direct_errors.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn ns_since(origin: Instant, t: Instant) -> u64 {
+    t.saturating_duration_since(origin).as_nanos() as u64
+}
+
+/// Below this, the model thread spins instead of sleeping: a sleeping thread wakes tens of
+/// microseconds late.
+const SPIN_NS: u64 = 200_000;
+/// The model thread looks at the stop flag and the stats at least this often.
+const MAX_SLEEP_NS: u64 = 20_000_000;
+
+/// The model's owner: submissions in, events as their time comes, replies out. Returns the
+/// engine and the time it stopped, once the server is stopping, every connection has gone and
+/// nothing is in flight.
+fn model_thread(shared: &Shared, mut engine: Engine<Submission>, rx: Receiver<Submission>, origin: Instant, stats: Option<Duration>) -> (Engine<Submission>, u64) {
+    let mut due: Vec<Due<Submission>> = Vec::new();
+    let mut buf = Vec::new();
+    let mut data = Vec::new();
+    let mut taken = 0u64;
+    let mut senders_gone = false;
+    let stats_ns = stats.map(|d| d.as_nanos().max(1) as u64);
+    let mut next_stats = stats_ns.unwrap_or(u64::MAX);
+    loop {
+        loop {
+            match rx.try_recv() {
+                Ok(s) => {
+                    taken += 1;
+                    let at = ns_since(origin, s.arrived);
+                    let (export, op, offset, len) = (s.export, s.op, s.offset, s.len);
+                    if let Err((s, e)) = engine.submit(at, export, op, offset, len, s) {
+                        // The connection thread checked it; the model disagreeing is a bug
+                        // worth a message, and the client gets an error, not silence.
+                        (shared.log)(&format!("the model refused a request: {e}"));
+                        s.conn.reply(&mut buf, s.cookie, nbd::EINVAL, None);
+                        engine.record_reply(None, true);
+                    }
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    senders_gone = true;
+                    break;
+                }
+            }
+        }
+        let now = ns_since(origin, Instant::now());
+        engine.advance(now, &mut due);
+        for d in due.drain(..) {
+            answer_due(shared, &mut engine, d, origin, &mut buf, &mut data);
+        }
+        if now >= next_stats {
+            print_stats(shared, &mut engine, now, stats_ns.unwrap_or(1));
+            next_stats = now + stats_ns.unwrap_or(u64::MAX);
+        }
+        if senders_gone && engine.in_flight() == 0 {
+            return (engine, ns_since(origin, Instant::now()));
+        }
+        wait(shared, &engine, origin, taken, next_stats);
+    }
+}
+
+/// Answers a request the model has completed.
+fn answer_due(shared: &Shared, engine: &mut Engine<Submission>, d: Due<Submission>, origin: Instant, buf: &mut Vec<u8>, data: &mut Vec<u8>) {
+    let s = d.info;
+    let region = &shared.exports[s.export];
+    let mut error = 0;
+    let payload = if s.op == IoOp::Read {
+        data.resize(s.len as usize, 0);
+        match shared.store.read(region.base + s.offset, data) {
+            Ok(()) => Some(&data[..]),
+            Err(e) => {
+                (shared.log)(&format!("store: {e}"));
+                error = nbd::EIO;
+                None
+            }
+        }
+    } else {
+        None
+    };
+    s.conn.reply(buf, s.cookie, error, payload);
+    let late = ns_since(origin, Instant::now()).saturating_sub(d.due_ns);
+    engine.record_reply(Some(late), error != 0);
+}
+
+/// Sleeps until the model's next event (or a submission, or the next stats line), spinning
+/// for the last [`SPIN_NS`].
+fn wait(shared: &Shared, engine: &Engine<Submission>, origin: Instant, taken: u64, next_stats: u64) {
+    let now = ns_since(origin, Instant::now());
+    let target = engine.next_event_ns().unwrap_or(u64::MAX).min(next_stats).min(now + MAX_SLEEP_NS);
+    if target <= now {
+        return;
+    }
+    let arrived = || shared.submitted.load(Ordering::SeqCst) != taken;
+    if target - now > SPIN_NS && !arrived() {
+        thread::park_timeout(Duration::from_nanos(target - now - SPIN_NS));
+    }
+    let mut spins = 0u32;
+    while ns_since(origin, Instant::now()) < target && !arrived() {
+        spins += 1;
+        if spins % 64 == 0 {
+            thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// One line per export: what it did over the last `interval_ns`.
+fn print_stats(shared: &Shared, engine: &mut Engine<Submission>, now_ns: u64, interval_ns: u64) {
+    let secs = interval_ns as f64 / 1e9;
+    for iv in engine.take_interval() {
+        (shared.log)(&format!(
+            "{:>8.1}s {}: read {:.0} IOPS {:.1} MB/s, write {:.0} IOPS {:.1} MB/s, latency mean {:.0} µs max {:.0} µs, GC moved {} units",
+            now_ns as f64 / 1e9,
+            iv.name,
+            iv.reads as f64 / secs,
+            iv.read_bytes as f64 / 1e6 / secs,
+            iv.writes as f64 / secs,
+            iv.write_bytes as f64 / 1e6 / secs,
+            iv.lat_mean_ns / 1e3,
+            iv.lat_max_ns as f64 / 1e3,
+            iv.gc_units_moved,
+        ));
+    }
+}
