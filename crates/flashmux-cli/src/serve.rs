@@ -49,7 +49,7 @@ pub struct ServeArgs {
     /// Without it, data lives in memory and is gone when the server stops.
     #[arg(long)]
     backing: Option<PathBuf>,
-    /// Print each export's IOPS, bandwidth, latency and GC this often (`0` for never).
+    /// Print each export's IOPS, bandwidth, latency and GC this often (`0` or `off` for never).
     #[arg(long, default_value = "1s")]
     stats_interval: String,
     /// Connections open at once; more are refused.
@@ -117,6 +117,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         (None, None) => Listen::Tcp(SocketAddr::from(([127, 0, 0, 1], 10809))),
     };
     let stats_interval = match parse_duration(&a.stats_interval) {
+        _ if matches!(a.stats_interval.as_str(), "0" | "off") => None,
         Ok(d) if d.0 == 0 => None,
         Ok(d) => Some(Duration::from_nanos(d.0)),
         Err(e) => return Err(BadArg(format!("--stats-interval: {e}")).into()),
