@@ -57,7 +57,7 @@ type Chunks = HashMap<u64, Box<[u8]>>;
 /// A sparse store in memory: [`MEM_CHUNK`]-byte chunks, allocated on the first write of nonzero
 /// data and freed when zeroed or trimmed whole (or found all zero after a partial zeroing).
 ///
-/// Chunks live in [`MEM_SHARDS`] hash maps, each behind its own reader-writer lock, chosen by the
+/// Chunks live in 64 hash maps (shards), each behind its own reader-writer lock, chosen by the
 /// chunk's index; a chunk is only ever read or changed under its shard's lock, so a partial
 /// write's read-modify-write of its chunk cannot lose a concurrent write to other bytes of that
 /// chunk. Nothing is kept per byte of the export: a 64 GiB store holding 4 KiB uses one chunk.
