@@ -75,6 +75,9 @@ pub struct ServeArgs {
 enum ThreadsArg {
     /// A thread per connection, handing requests to one model thread.
     PerConnection,
+    /// One thread for every connection's I/O and the model (QEMU's one I/O thread under its
+    /// global lock: paper A's baseline).
+    Single,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -138,6 +141,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         listen,
         io_threads: match a.io_threads {
             ThreadsArg::PerConnection => IoThreads::PerConnection,
+            ThreadsArg::Single => IoThreads::Single,
         },
         timing: a.timing == Timing::On,
         backing: a.backing.clone(),

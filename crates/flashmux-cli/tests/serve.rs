@@ -161,8 +161,14 @@ fn fio_random_writes_verify_through_the_nbd_engine_on_several_connections() {
     if !have("fio") {
         return;
     }
-    let dir = tmpdir("serve-fio");
-    let server = Server::start(&dir, &scenario(&dir, ""), &[]);
+    for threads in ["per-connection", "single"] {
+        fio_verifies(threads);
+    }
+}
+
+fn fio_verifies(threads: &str) {
+    let dir = tmpdir(&format!("serve-fio-{threads}"));
+    let server = Server::start(&dir, &scenario(&dir, ""), &["--io-threads", threads]);
     let out = run_ok(
         Command::new("fio")
             .current_dir(&dir)
@@ -179,6 +185,7 @@ fn fio_random_writes_verify_through_the_nbd_engine_on_several_connections() {
     }
     let r = server.stop();
     let s = &r["flashmux"]["serve"];
+    assert_eq!(s["io_threads"], threads);
     // fio's nbd engine connects once more per job to learn the size.
     assert!(s["connections"].as_u64().unwrap() >= 4, "{s}");
     assert_eq!(s["errors"], 0, "{s}");
@@ -306,8 +313,14 @@ impl Raw {
 
 #[test]
 fn bad_requests_get_error_codes_and_the_connection_stays() {
-    let dir = tmpdir("serve-bad-requests");
-    let server = Server::start(&dir, &scenario(&dir, ""), &[]);
+    for threads in ["per-connection", "single"] {
+        bad_requests(threads);
+    }
+}
+
+fn bad_requests(threads: &str) {
+    let dir = tmpdir(&format!("serve-bad-requests-{threads}"));
+    let server = Server::start(&dir, &scenario(&dir, ""), &["--io-threads", threads]);
     let mut c = Raw::connect(&server.socket, "vm1");
     assert_eq!(c.size, 64 << 20);
     assert_eq!(c.write(1, 4096, &[7u8; 4096]), 0);
@@ -347,8 +360,14 @@ fn bad_requests_get_error_codes_and_the_connection_stays() {
 
 #[test]
 fn connections_beyond_the_limit_are_refused_and_the_others_served() {
-    let dir = tmpdir("serve-max-conn");
-    let server = Server::start(&dir, &scenario(&dir, ""), &["--max-connections", "2"]);
+    for threads in ["per-connection", "single"] {
+        let dir = tmpdir(&format!("serve-max-conn-{threads}"));
+        max_connections(&dir, threads);
+    }
+}
+
+fn max_connections(dir: &Path, threads: &str) {
+    let server = Server::start(dir, &scenario(dir, ""), &["--max-connections", "2", "--io-threads", threads]);
     let mut a = Raw::connect(&server.socket, "vm1");
     let mut b = Raw::connect(&server.socket, "vm2");
     let mut c = UnixStream::connect(&server.socket).unwrap();
@@ -363,9 +382,15 @@ fn connections_beyond_the_limit_are_refused_and_the_others_served() {
 
 #[test]
 fn no_acknowledged_write_is_lost_when_the_server_is_stopped_during_writes() {
-    let dir = tmpdir("serve-sigterm");
+    for threads in ["per-connection", "single"] {
+        stop_during_writes(threads);
+    }
+}
+
+fn stop_during_writes(threads: &str) {
+    let dir = tmpdir(&format!("serve-sigterm-{threads}"));
     let backing = dir.join("backing.img");
-    let mut server = Server::start(&dir, &scenario(&dir, ""), &["--backing", backing.to_str().unwrap()]);
+    let mut server = Server::start(&dir, &scenario(&dir, ""), &["--backing", backing.to_str().unwrap(), "--io-threads", threads]);
     let mut c = Raw::connect(&server.socket, "vm2");
     // Writes at queue depth 8 until the server goes; every acknowledged block is recorded.
     let block = |i: u64| -> Vec<u8> { (0..4096u64).map(|b| (i * 31 + b) as u8 | 1).collect() };
@@ -430,4 +455,98 @@ fn garbage_collection_runs_under_serve() {
     let r = server.stop();
     let moved = r["flashmux"]["tenants"][0]["gc_pages_moved"].as_u64().unwrap_or(0);
     assert!(moved > 0, "GC moved nothing: {}", r["flashmux"]["tenants"][0]);
+}
+
+/// Undoes the filesystem test's mounts, in reverse order, however the test ends.
+#[derive(Default)]
+struct Mounts {
+    mounted: Option<PathBuf>,
+    loop_dev: Option<String>,
+    fuse: Option<(PathBuf, Child)>,
+}
+
+impl Drop for Mounts {
+    fn drop(&mut self) {
+        if let Some(m) = self.mounted.take() {
+            let _ = Command::new("umount").arg(&m).status();
+        }
+        if let Some(l) = self.loop_dev.take() {
+            let _ = Command::new("losetup").args(["-d", &l]).status();
+        }
+        if let Some((dir, mut child)) = self.fuse.take() {
+            let _ = Command::new("fusermount3").arg("-u").arg(&dir).status();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[test]
+fn a_filesystem_on_the_export_keeps_its_files_across_remounts() {
+    for tool in ["nbdfuse", "losetup", "mkfs.ext4", "mount", "fusermount3"] {
+        if !have(tool) {
+            return;
+        }
+    }
+    if !Path::new("/dev/fuse").exists() || !Path::new("/dev/loop-control").exists() {
+        eprintln!("skipped: this machine has no FUSE or no loop devices (/dev/fuse, /dev/loop-control)");
+        return;
+    }
+    let dir = tmpdir("serve-fs");
+    let server = Server::start(&dir, &scenario(&dir, ""), &[]);
+    let fuse = dir.join("fuse");
+    let mnt = dir.join("mnt");
+    std::fs::create_dir_all(&fuse).unwrap();
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mut m = Mounts::default();
+    let child = Command::new("nbdfuse").arg(&fuse).arg(server.uri("vm1")).stderr(Stdio::piped()).spawn().unwrap();
+    m.fuse = Some((fuse.clone(), child));
+    let image = fuse.join("nbd");
+    for _ in 0..100 {
+        if image.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if !image.exists() {
+        eprintln!("skipped: nbdfuse could not mount here (FUSE not permitted?)");
+        return;
+    }
+    let o = Command::new("losetup").args(["--direct-io=on", "-f", "--show"]).arg(&image).output().unwrap();
+    if !o.status.success() {
+        eprintln!("skipped: no loop device could be set up: {}", String::from_utf8_lossy(&o.stderr).trim());
+        return;
+    }
+    let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    m.loop_dev = Some(dev.clone());
+    run_ok(Command::new("mkfs.ext4").args(["-q", "-F", &dev]));
+    run_ok(Command::new("mount").arg(&dev).arg(&mnt));
+    m.mounted = Some(mnt.clone());
+    let files: Vec<(String, Vec<u8>)> = (0..4u64)
+        .map(|f| {
+            let mut x = 0x9e37_79b9_7f4a_7c15 ^ f;
+            let len = (1 + f as usize) << 20;
+            let bytes = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            (format!("file{f}"), bytes)
+        })
+        .collect();
+    for (name, bytes) in &files {
+        std::fs::write(mnt.join(name), bytes).unwrap();
+    }
+    run_ok(Command::new("umount").arg(&mnt));
+    m.mounted = None;
+    run_ok(Command::new("mount").arg(&dev).arg(&mnt));
+    m.mounted = Some(mnt.clone());
+    for (name, bytes) in &files {
+        assert!(std::fs::read(mnt.join(name)).unwrap() == *bytes, "{name} changed across the remount");
+    }
+    drop(m);
+    let r = server.stop();
+    assert!(r["jobs"][0]["write"]["io_bytes"].as_u64().unwrap() >= 10 << 20, "the files' data went through the model");
 }

@@ -20,6 +20,8 @@
 //! With `--timing off`, connection threads answer at once from the store, without the model:
 //! the server's own ceiling.
 
+mod single;
+
 use super::engine::{Due, Engine};
 use super::nbd::{self, Command, Limits, Request};
 use super::store::{FileStore, MemStore, Store};
@@ -59,12 +61,16 @@ impl std::fmt::Display for Listen {
 pub enum IoThreads {
     /// A thread per connection, handing requests to one model thread.
     PerConnection,
+    /// One thread for every connection's I/O and the model: QEMU's one I/O thread under its
+    /// global lock (paper A's baseline).
+    Single,
 }
 
 impl IoThreads {
     pub fn name(self) -> &'static str {
         match self {
             IoThreads::PerConnection => "per-connection",
+            IoThreads::Single => "single",
         }
     }
 }
@@ -142,6 +148,19 @@ impl Stream {
         match self {
             Stream::Unix(s) => s.set_write_timeout(t),
             Stream::Tcp(s) => s.set_write_timeout(t),
+        }
+    }
+    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_nonblocking(on),
+            Stream::Tcp(s) => s.set_nonblocking(on),
+        }
+    }
+    fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        match self {
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tcp(s) => s.as_raw_fd(),
         }
     }
 }
@@ -248,7 +267,9 @@ impl Conn {
 
 /// A request on its way to the model.
 struct Submission {
-    conn: Arc<Conn>,
+    /// Its connection: a thread's (per-connection), or the I/O thread's number for it (single).
+    conn: Option<Arc<Conn>>,
+    conn_id: u64,
     cookie: u64,
     export: usize,
     op: IoOp,
@@ -331,14 +352,27 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
         opts.backing.as_ref().map_or("in memory".to_string(), |p| p.display().to_string())
     ));
     let origin = Instant::now();
-    let (tx, rx) = mpsc::channel::<Submission>();
-    let model = {
-        let shared = shared.clone();
-        let stats = opts.stats_interval;
-        thread::Builder::new()
-            .name("flashmux-model".into())
-            .spawn(move || model_thread(&shared, engine, rx, origin, stats))
-            .map_err(io_err("starting the model thread"))?
+    let stats = opts.stats_interval;
+    let (model, route) = match opts.io_threads {
+        IoThreads::PerConnection => {
+            let (tx, rx) = mpsc::channel::<Submission>();
+            let shared = shared.clone();
+            let model = thread::Builder::new()
+                .name("flashmux-model".into())
+                .spawn(move || model_thread(&shared, engine, rx, origin, stats))
+                .map_err(io_err("starting the model thread"))?;
+            (model, Route::PerConnection(tx))
+        }
+        IoThreads::Single => {
+            let (tx, rx) = mpsc::channel::<single::Handoff>();
+            let (wake_tx, wake_rx) = UnixStream::pair().map_err(io_err("creating the I/O thread's wake-up socket"))?;
+            let shared = shared.clone();
+            let io = thread::Builder::new()
+                .name("flashmux-io".into())
+                .spawn(move || single::io_thread(&shared, engine, rx, wake_rx, origin, stats))
+                .map_err(io_err("starting the I/O thread"))?;
+            (io, Route::Single(tx, Arc::new(wake_tx)))
+        }
     };
     *shared.model.lock().unwrap_or_else(|e| e.into_inner()) = Some(model.thread().clone());
     let acceptor = {
@@ -346,7 +380,7 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
         let max = opts.max_connections.max(1);
         thread::Builder::new()
             .name("flashmux-accept".into())
-            .spawn(move || accept_loop(&shared, &listener, tx, max))
+            .spawn(move || accept_loop(&shared, &listener, route, max))
             .map_err(io_err("starting the accept thread"))?
     };
     while !stop.load(Ordering::SeqCst) {
@@ -386,7 +420,15 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
     Ok(r)
 }
 
-fn accept_loop(shared: &Arc<Shared>, listener: &Listener, tx: Sender<Submission>, max: usize) {
+/// Where accepted connections go.
+enum Route {
+    /// A thread each, feeding the model thread.
+    PerConnection(Sender<Submission>),
+    /// A handshake thread each, then to the I/O thread, woken through the socket.
+    Single(Sender<single::Handoff>, Arc<UnixStream>),
+}
+
+fn accept_loop(shared: &Arc<Shared>, listener: &Listener, route: Route, max: usize) {
     let mut next_id = 0u64;
     loop {
         let stream = match listener.accept() {
@@ -420,12 +462,30 @@ fn accept_loop(shared: &Arc<Shared>, listener: &Listener, tx: Sender<Submission>
         shared.connections.fetch_add(1, Ordering::SeqCst);
         shared.open.lock().unwrap_or_else(|e| e.into_inner()).insert(id, ctl);
         let sh = shared.clone();
-        let tx = tx.clone();
-        let spawned = thread::Builder::new().name(format!("flashmux-conn-{id}")).spawn(move || {
-            connection(&sh, id, stream, &tx);
-            sh.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-            sh.live.fetch_sub(1, Ordering::SeqCst);
-        });
+        let spawned = match &route {
+            Route::PerConnection(tx) => {
+                let tx = tx.clone();
+                thread::Builder::new().name(format!("flashmux-conn-{id}")).spawn(move || {
+                    connection(&sh, id, stream, &tx);
+                    sh.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                    sh.live.fetch_sub(1, Ordering::SeqCst);
+                })
+            }
+            Route::Single(tx, wake) => {
+                let (tx, wake) = (tx.clone(), wake.clone());
+                thread::Builder::new().name(format!("flashmux-handshake-{id}")).spawn(move || {
+                    let mut stream = stream;
+                    let handed = negotiate(&sh, id, &mut stream)
+                        .is_some_and(|(export, flags)| tx.send(single::Handoff { id, stream, export, flags }).is_ok());
+                    if handed {
+                        let _ = (&*wake).write(&[1]);
+                    } else {
+                        sh.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                        sh.live.fetch_sub(1, Ordering::SeqCst);
+                    }
+                })
+            }
+        };
         if let Err(e) = spawned {
             (shared.log)(&format!("connection {id}: cannot start its thread: {e}"));
             shared.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
@@ -434,20 +494,28 @@ fn accept_loop(shared: &Arc<Shared>, listener: &Listener, tx: Sender<Submission>
     }
 }
 
-/// One connection: handshake, then requests until the client disconnects or the server stops.
-fn connection(shared: &Shared, id: u64, mut stream: Stream, tx: &Sender<Submission>) {
+/// The handshake: the export chosen and the transmission flags, or `None` if the client left
+/// or broke the protocol.
+fn negotiate(shared: &Shared, id: u64, stream: &mut Stream) -> Option<(usize, u16)> {
     let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
-    let (export, flags) = match nbd::handshake(&mut stream, &shared.nbd_exports, &LIMITS, transmission_flags()) {
+    let negotiated = match nbd::handshake(stream, &shared.nbd_exports, &LIMITS, transmission_flags()) {
         Ok(nbd::Handshake::Transmission(n)) => (n.export, n.transmission_flags),
-        Ok(nbd::Handshake::Aborted) => return,
+        Ok(nbd::Handshake::Aborted) => return None,
         Err(e) => {
             if !shared.stopping.load(Ordering::SeqCst) {
                 (shared.log)(&format!("connection {id}: handshake failed: {e}"));
             }
-            return;
+            return None;
         }
     };
     let _ = stream.set_read_timeout(None);
+    Some(negotiated)
+}
+
+/// One connection on its own thread: handshake, then requests until the client disconnects or
+/// the server stops.
+fn connection(shared: &Shared, id: u64, mut stream: Stream, tx: &Sender<Submission>) {
+    let Some((export, flags)) = negotiate(shared, id, &mut stream) else { return };
     let writer = match stream.try_clone() {
         Ok(w) => w,
         Err(e) => {
@@ -474,78 +542,92 @@ fn connection(shared: &Shared, id: u64, mut stream: Stream, tx: &Sender<Submissi
                 return;
             }
         };
-        if let Err(errno) = nbd::check_request(&req, region.size, flags, &LIMITS) {
+        if nbd::check_request(&req, region.size, flags, &LIMITS).is_err() {
             // Keep the framing: a refused write's data still follows its header.
             let follows = u64::from(req.payload_len());
             if follows > 0 && io::copy(&mut (&mut stream).take(follows), &mut io::sink()).ok() != Some(follows) {
                 return;
             }
-            answer_now(shared, &conn, &mut reply, req.cookie, errno, None);
-            continue;
-        }
-        if req.cmd == Command::Disc {
-            return;
-        }
-        if req.cmd == Command::Cache || (req.len == 0 && req.cmd != Command::Flush) {
-            // Advisory prefetch, and requests of no bytes: nothing for the drive to do.
-            answer_now(shared, &conn, &mut reply, req.cookie, 0, None);
-            continue;
-        }
-        if req.cmd == Command::Write {
+        } else if req.cmd == Command::Write {
             payload.resize(req.len as usize, 0);
             if stream.read_exact(&mut payload).is_err() {
                 return;
             }
         }
         let arrived = Instant::now();
-        let Some(op) = store_side(shared, &region, &req, &payload, &mut reply, &conn) else { continue };
-        if !shared.timing {
-            let data = if op == IoOp::Read { read_data(shared, &region, &req, &mut payload) } else { Ok(None) };
-            match data {
+        match handle(shared, &region, flags, &req, &payload) {
+            Action::Close => return,
+            Action::Reply { error, read: false } => answer_now(shared, &conn, &mut reply, req.cookie, error, None),
+            Action::Reply { error: _, read: true } => match read_data(shared, &region, &req, &mut payload) {
                 Ok(d) => answer_now(shared, &conn, &mut reply, req.cookie, 0, d),
                 Err(errno) => answer_now(shared, &conn, &mut reply, req.cookie, errno, None),
+            },
+            Action::Model(op) => {
+                let s = Submission { conn: Some(conn.clone()), conn_id: id, cookie: req.cookie, export, op, offset: req.offset, len: u64::from(req.len), arrived };
+                if tx.send(s).is_err() {
+                    return;
+                }
+                shared.submitted.fetch_add(1, Ordering::SeqCst);
+                if let Some(t) = &*shared.model.lock().unwrap_or_else(|e| e.into_inner()) {
+                    t.unpark();
+                }
             }
-            continue;
-        }
-        let s = Submission { conn: conn.clone(), cookie: req.cookie, export, op, offset: req.offset, len: u64::from(req.len), arrived };
-        if tx.send(s).is_err() {
-            return;
-        }
-        shared.submitted.fetch_add(1, Ordering::SeqCst);
-        if let Some(t) = &*shared.model.lock().unwrap_or_else(|e| e.into_inner()) {
-            t.unpark();
         }
     }
 }
 
-/// Does a request's data side (store writes, trims, durability) and says which model operation
-/// it is; `None` if it was answered already (a store error).
-fn store_side(shared: &Shared, region: &ExportRegion, req: &Request, payload: &[u8], reply: &mut Vec<u8>, conn: &Conn) -> Option<IoOp> {
+/// What a request comes to, once checked and its data stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Action {
+    /// Answer now: with `error`, or (`read`) with the data in the store.
+    Reply { error: u32, read: bool },
+    /// Hand it to the model, as this operation; answer when the model completes it.
+    Model(IoOp),
+    /// The client asked to disconnect.
+    Close,
+}
+
+/// Checks a request and does its data side (a write's data into the store, trims, durability
+/// for FUA and flushes). A write's `payload` has been read in full (or skipped, if the request
+/// is refused).
+fn handle(shared: &Shared, region: &ExportRegion, flags: u16, req: &Request, payload: &[u8]) -> Action {
+    if let Err(error) = nbd::check_request(req, region.size, flags, &LIMITS) {
+        return Action::Reply { error, read: false };
+    }
+    if req.cmd == Command::Disc {
+        return Action::Close;
+    }
+    if req.cmd == Command::Cache || (req.len == 0 && req.cmd != Command::Flush) {
+        // Advisory prefetch, and requests of no bytes: nothing for the drive to do.
+        return Action::Reply { error: 0, read: false };
+    }
     let at = region.base + req.offset;
     let len = u64::from(req.len);
     let fua = req.flags & nbd::CMD_FLAG_FUA != 0;
+    let durable = |r: io::Result<()>| r.and_then(|()| if fua { shared.store.flush() } else { Ok(()) });
     let (op, done) = match req.cmd {
         Command::Read => (IoOp::Read, Ok(())),
-        Command::Write => (IoOp::Write, shared.store.write(at, payload).and_then(|()| if fua { shared.store.flush() } else { Ok(()) })),
+        Command::Write => (IoOp::Write, durable(shared.store.write(at, payload))),
         Command::Flush => (IoOp::Flush, shared.store.flush()),
-        Command::Trim => (IoOp::Trim, shared.store.zero(at, len, true).and_then(|()| if fua { shared.store.flush() } else { Ok(()) })),
+        Command::Trim => (IoOp::Trim, durable(shared.store.zero(at, len, true))),
         Command::WriteZeroes => {
             // Without NO_HOLE the range may be deallocated: a trim to the drive. With it, the
             // zeros are written.
             let no_hole = req.flags & nbd::CMD_FLAG_NO_HOLE != 0;
             let op = if no_hole { IoOp::Write } else { IoOp::Trim };
-            (op, shared.store.zero(at, len, !no_hole).and_then(|()| if fua { shared.store.flush() } else { Ok(()) }))
+            (op, durable(shared.store.zero(at, len, !no_hole)))
         }
         // check_request refuses every other command.
-        _ => (IoOp::Flush, Err(io::Error::from(io::ErrorKind::Unsupported))),
+        _ => return Action::Reply { error: nbd::EINVAL, read: false },
     };
-    match done {
-        Ok(()) => Some(op),
-        Err(e) => {
-            (shared.log)(&format!("store: {e}"));
-            answer_now(shared, conn, reply, req.cookie, nbd::EIO, None);
-            None
-        }
+    if let Err(e) = done {
+        (shared.log)(&format!("store: {e}"));
+        return Action::Reply { error: nbd::error_value(&e), read: false };
+    }
+    if shared.timing {
+        Action::Model(op)
+    } else {
+        Action::Reply { error: 0, read: op == IoOp::Read }
     }
 }
 
@@ -606,7 +688,9 @@ fn model_thread(shared: &Shared, mut engine: Engine<Submission>, rx: Receiver<Su
                         // The connection thread checked it; the model disagreeing is a bug
                         // worth a message, and the client gets an error, not silence.
                         (shared.log)(&format!("the model refused a request: {e}"));
-                        s.conn.reply(&mut buf, s.cookie, nbd::EINVAL, None);
+                        if let Some(c) = &s.conn {
+                            c.reply(&mut buf, s.cookie, nbd::EINVAL, None);
+                        }
                         engine.record_reply(None, true);
                     }
                 }
@@ -620,7 +704,11 @@ fn model_thread(shared: &Shared, mut engine: Engine<Submission>, rx: Receiver<Su
         let now = ns_since(origin, Instant::now());
         engine.advance(now, &mut due);
         for d in due.drain(..) {
-            answer_due(shared, &mut engine, d, origin, &mut buf, &mut data);
+            answer_due(shared, &mut engine, d, origin, &mut data, |s, error, payload| {
+                if let Some(c) = &s.conn {
+                    c.reply(&mut buf, s.cookie, error, payload);
+                }
+            });
         }
         if now >= next_stats {
             print_stats(shared, &mut engine, now, stats_ns.unwrap_or(1));
@@ -633,8 +721,15 @@ fn model_thread(shared: &Shared, mut engine: Engine<Submission>, rx: Receiver<Su
     }
 }
 
-/// Answers a request the model has completed.
-fn answer_due(shared: &Shared, engine: &mut Engine<Submission>, d: Due<Submission>, origin: Instant, buf: &mut Vec<u8>, data: &mut Vec<u8>) {
+/// Answers a request the model has completed, through `send(submission, error, read data)`.
+fn answer_due(
+    shared: &Shared,
+    engine: &mut Engine<Submission>,
+    d: Due<Submission>,
+    origin: Instant,
+    data: &mut Vec<u8>,
+    send: impl FnOnce(&Submission, u32, Option<&[u8]>),
+) {
     let s = d.info;
     let region = &shared.exports[s.export];
     let mut error = 0;
@@ -644,7 +739,7 @@ fn answer_due(shared: &Shared, engine: &mut Engine<Submission>, d: Due<Submissio
             Ok(()) => Some(&data[..]),
             Err(e) => {
                 (shared.log)(&format!("store: {e}"));
-                error = nbd::EIO;
+                error = nbd::error_value(&e);
                 None
             }
         }
@@ -653,7 +748,7 @@ fn answer_due(shared: &Shared, engine: &mut Engine<Submission>, d: Due<Submissio
     };
     // The reply is late by the time it starts to leave; sending its data is the link's time.
     let late = ns_since(origin, Instant::now()).saturating_sub(d.due_ns);
-    s.conn.reply(buf, s.cookie, error, payload);
+    send(&s, error, payload);
     engine.record_reply(Some(late), error != 0);
 }
 

@@ -1,0 +1,272 @@
+//! `--io-threads single`: one thread does every connection's I/O and drives the model.
+//!
+//! This is QEMU's arrangement before per-queue I/O threads (paper A's baseline): one event loop
+//! polls every client's socket, and everything it does — reading requests, storing data,
+//! running the model, writing replies — is serialised in it, as if under one global lock.
+//! Handshakes run on short-lived threads, which hand each negotiated connection over.
+
+use super::*;
+use std::collections::VecDeque;
+use std::os::unix::net::UnixStream;
+
+/// A negotiated connection, handed to the I/O thread.
+pub(super) struct Handoff {
+    pub id: u64,
+    pub stream: Stream,
+    pub export: usize,
+    pub flags: u16,
+}
+
+/// A connection as the I/O thread holds it.
+struct Polled {
+    stream: Stream,
+    export: usize,
+    flags: u16,
+    /// Bytes read and not yet parsed.
+    input: Vec<u8>,
+    /// Replies not yet written, from `out_at`.
+    out: VecDeque<u8>,
+    /// Requests of this connection in the model.
+    in_model: usize,
+    /// The client closed its side (or sent DISC): nothing more is read.
+    eof: bool,
+    /// A read or write failed: nothing more is sent.
+    dead: bool,
+}
+
+const READ_CHUNK: usize = 256 << 10;
+
+/// The I/O thread: returns the engine and the time it stopped, once the server is stopping,
+/// every connection has been handed over and closed, and nothing is in flight.
+pub(super) fn io_thread(
+    shared: &Shared,
+    mut engine: Engine<Submission>,
+    handoffs: Receiver<Handoff>,
+    wake: UnixStream,
+    origin: Instant,
+    stats: Option<Duration>,
+) -> (Engine<Submission>, u64) {
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only the calling thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+    }
+    let _ = wake.set_nonblocking(true);
+    let mut conns: BTreeMap<u64, Polled> = BTreeMap::new();
+    let mut handoffs_done = false;
+    let mut due: Vec<Due<Submission>> = Vec::new();
+    let mut data = Vec::new();
+    let mut chunk = vec![0u8; READ_CHUNK];
+    let stats_ns = stats.map(|d| d.as_nanos().max(1) as u64);
+    let mut next_stats = stats_ns.unwrap_or(u64::MAX);
+    let mut fds: Vec<libc::pollfd> = Vec::new();
+    let mut ids: Vec<u64> = Vec::new();
+    loop {
+        loop {
+            match handoffs.try_recv() {
+                Ok(h) => {
+                    if h.stream.set_nonblocking(true).is_err() {
+                        close(shared, h.id);
+                        continue;
+                    }
+                    let p = Polled {
+                        stream: h.stream,
+                        export: h.export,
+                        flags: h.flags,
+                        input: Vec::new(),
+                        out: VecDeque::new(),
+                        in_model: 0,
+                        eof: false,
+                        dead: false,
+                    };
+                    conns.insert(h.id, p);
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    handoffs_done = true;
+                    break;
+                }
+            }
+        }
+        // Wait for a socket, a handover, or the model's next event.
+        fds.clear();
+        ids.clear();
+        fds.push(libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(&wake), events: libc::POLLIN, revents: 0 });
+        for (&id, c) in &conns {
+            let mut events = 0;
+            if !c.eof && !c.dead {
+                events |= libc::POLLIN;
+            }
+            if !c.out.is_empty() && !c.dead {
+                events |= libc::POLLOUT;
+            }
+            fds.push(libc::pollfd { fd: c.stream.fd(), events, revents: 0 });
+            ids.push(id);
+        }
+        let now = ns_since(origin, Instant::now());
+        let target = engine.next_event_ns().unwrap_or(u64::MAX).min(next_stats).min(now + MAX_SLEEP_NS);
+        // Sleep in the kernel until shortly before the event, then poll without sleeping.
+        let sleep = target.saturating_sub(now).saturating_sub(SPIN_NS);
+        let ts = libc::timespec { tv_sec: (sleep / 1_000_000_000) as libc::time_t, tv_nsec: (sleep % 1_000_000_000) as libc::c_long };
+        // SAFETY: `fds` is a live, initialised array of `fds.len()` pollfds; `ts` outlives the call.
+        let ready = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+        if ready > 0 && fds[0].revents != 0 {
+            let mut sink = [0u8; 64];
+            while matches!((&wake).read(&mut sink), Ok(n) if n > 0) {}
+        }
+        for (i, &id) in ids.iter().enumerate() {
+            let revents = fds[i + 1].revents;
+            if ready <= 0 || revents == 0 {
+                continue;
+            }
+            let Some(c) = conns.get_mut(&id) else { continue };
+            if revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                read_requests(shared, &mut engine, id, c, &mut chunk, &mut data, origin);
+            }
+        }
+        let now = ns_since(origin, Instant::now());
+        engine.advance(now, &mut due);
+        for d in due.drain(..) {
+            let id = d.info.conn_id;
+            answer_due(shared, &mut engine, d, origin, &mut data, |s, error, payload| {
+                if let Some(c) = conns.get_mut(&id) {
+                    c.in_model -= 1;
+                    queue_reply(c, s.cookie, error, payload);
+                }
+            });
+        }
+        for c in conns.values_mut() {
+            flush(c);
+        }
+        if now >= next_stats {
+            print_stats(shared, &mut engine, now, stats_ns.unwrap_or(1));
+            next_stats = now + stats_ns.unwrap_or(u64::MAX);
+        }
+        let finished: Vec<u64> = conns
+            .iter()
+            .filter(|(_, c)| (c.eof || c.dead) && c.in_model == 0 && (c.out.is_empty() || c.dead))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in finished {
+            conns.remove(&id);
+            close(shared, id);
+        }
+        if handoffs_done && conns.is_empty() && engine.in_flight() == 0 {
+            return (engine, ns_since(origin, Instant::now()));
+        }
+    }
+}
+
+/// The connection is gone: it no longer counts against `--max-connections`.
+fn close(shared: &Shared, id: u64) {
+    shared.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+    shared.live.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Reads what the client sent and handles every whole request in it.
+fn read_requests(shared: &Shared, engine: &mut Engine<Submission>, id: u64, c: &mut Polled, chunk: &mut [u8], data: &mut Vec<u8>, origin: Instant) {
+    loop {
+        match c.stream.read(chunk) {
+            Ok(0) => {
+                c.eof = true;
+                break;
+            }
+            Ok(n) => c.input.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => {
+                c.dead = true;
+                return;
+            }
+        }
+        // One request's worth at a time keeps a fast client from filling memory.
+        if c.input.len() >= nbd::REQUEST_LEN + LIMITS.max_payload as usize {
+            break;
+        }
+    }
+    let region = shared.exports[c.export].clone();
+    let mut at = 0;
+    while !c.dead && c.input.len() - at >= nbd::REQUEST_LEN {
+        let hdr: &[u8; nbd::REQUEST_LEN] = c.input[at..at + nbd::REQUEST_LEN].try_into().expect("a whole header");
+        let req = match nbd::parse_request(hdr) {
+            Ok(r) => r,
+            Err(e) => {
+                (shared.log)(&format!("connection {id} ({}): {e}; closing it", region.name));
+                c.dead = true;
+                c.stream.shutdown(Shutdown::Both);
+                break;
+            }
+        };
+        let follows = req.payload_len() as usize;
+        if c.input.len() - at < nbd::REQUEST_LEN + follows {
+            break;
+        }
+        let payload_at = at + nbd::REQUEST_LEN;
+        at = payload_at + follows;
+        let arrived = Instant::now();
+        let action = handle(shared, &region, c.flags, &req, &c.input[payload_at..at]);
+        match action {
+            Action::Close => {
+                c.eof = true;
+                break;
+            }
+            Action::Reply { error, read } => {
+                let mut payload = None;
+                if read {
+                    data.resize(req.len as usize, 0);
+                    payload = match shared.store.read(region.base + req.offset, data) {
+                        Ok(()) => Some(&data[..]),
+                        Err(_) => None,
+                    };
+                }
+                let error = if read && payload.is_none() { nbd::EIO } else { error };
+                queue_reply(c, req.cookie, error, payload);
+                shared.direct.fetch_add(1, Ordering::Relaxed);
+                if error != 0 {
+                    shared.direct_errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Action::Model(op) => {
+                let s = Submission { conn: None, conn_id: id, cookie: req.cookie, export: c.export, op, offset: req.offset, len: u64::from(req.len), arrived };
+                match engine.submit(ns_since(origin, arrived), c.export, op, req.offset, u64::from(req.len), s) {
+                    Ok(()) => c.in_model += 1,
+                    Err((s, e)) => {
+                        (shared.log)(&format!("the model refused a request: {e}"));
+                        queue_reply(c, s.cookie, nbd::EINVAL, None);
+                        engine.record_reply(None, true);
+                    }
+                }
+            }
+        }
+    }
+    c.input.drain(..at);
+}
+
+fn queue_reply(c: &mut Polled, cookie: u64, error: u32, data: Option<&[u8]>) {
+    if c.dead {
+        return;
+    }
+    c.out.extend(nbd::encode_simple_reply(error, cookie));
+    if let Some(d) = data {
+        c.out.extend(d);
+    }
+    flush(c);
+}
+
+/// Writes what the socket takes now; the rest waits for it to drain.
+fn flush(c: &mut Polled) {
+    while !c.out.is_empty() && !c.dead {
+        let (front, _) = c.out.as_slices();
+        match c.stream.write(front) {
+            Ok(0) => c.dead = true,
+            Ok(n) => {
+                c.out.drain(..n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => c.dead = true,
+        }
+    }
+    if c.dead {
+        c.out.clear();
+    }
+}
