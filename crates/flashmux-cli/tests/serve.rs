@@ -446,12 +446,16 @@ fn garbage_collection_runs_under_serve() {
     let dir = tmpdir("serve-gc");
     // An aged, full drive: overwrites soon need garbage collection.
     let server = Server::start(&dir, &scenario(&dir, "[precondition]\nstate = \"aged\"\nfill = 1.0\n"), &["--stats-interval", "200ms"]);
+    let mut server = server;
     run_ok(
         Command::new("fio")
             .current_dir(&dir)
             .args(["--name=overwrite", "--ioengine=nbd", "--rw=randwrite", "--bs=4k", "--iodepth=32", "--size=64m", "--io_size=128m"])
             .arg(format!("--uri={}", server.uri("vm1"))),
     );
+    // The live stats say it as it happens.
+    let line = server.wait_for("GC moved");
+    assert!(line.contains("vm1: read"), "{line}");
     let r = server.stop();
     let moved = r["flashmux"]["tenants"][0]["gc_pages_moved"].as_u64().unwrap_or(0);
     assert!(moved > 0, "GC moved nothing: {}", r["flashmux"]["tenants"][0]);
@@ -549,4 +553,30 @@ fn a_filesystem_on_the_export_keeps_its_files_across_remounts() {
     drop(m);
     let r = server.stop();
     assert!(r["jobs"][0]["write"]["io_bytes"].as_u64().unwrap() >= 10 << 20, "the files' data went through the model");
+}
+
+#[test]
+fn bad_serve_input_is_refused_with_a_clear_message() {
+    let dir = tmpdir("serve-bad-input");
+    let no_export = write(&dir, "fio-only.toml", &format!("{DRIVE}\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\\nsize=1m\\n\"\n"));
+    let socket = dir.join("s.sock");
+    for (args, code, needle) in [
+        (vec![no_export.to_str().unwrap()], 2, "no tenant to export"),
+        (vec!["--listen", "0.0.0.0:10809"], 2, "not a loopback address"),
+        (vec!["--stats-interval", "often"], 2, "--stats-interval"),
+        (vec!["--max-connections", "0"], 2, "--max-connections"),
+        (vec!["--io-threads", "many"], 2, "many"),
+        (vec!["--socket", "/nonexistent-dir/fm.sock"], 1, "listening on /nonexistent-dir/fm.sock"),
+        (vec!["--socket", socket.to_str().unwrap(), "--backing", dir.to_str().unwrap()], 1, "opening the backing file"),
+    ] {
+        let o = flashmux().arg("serve").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    // A tenant without a workload is for serve only.
+    let export = scenario(&dir, "");
+    let o = flashmux().arg("run").arg(&export).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("tenant[0] (vm1): no workload"));
 }

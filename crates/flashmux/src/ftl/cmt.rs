@@ -153,6 +153,8 @@ pub enum CmtError {
     BelowFloor { tenant: usize, allocation: u32, floor: u32 },
 }
 
+/// A map-cache policy. `Send`: under `flashmux serve` the whole model moves to the thread that
+/// owns it.
 pub trait CmtPolicy: Send {
     fn name(&self) -> &'static str;
     /// One access to map `page` by `tenant` at `now` (`dirty`: the access updates entries, e.g. a write).

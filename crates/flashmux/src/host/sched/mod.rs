@@ -59,7 +59,7 @@ pub struct SchedTenantStats {
 }
 
 /// A host I/O scheduler: it holds requests between their submission and their dispatch to the
-/// device, and may hold them back (budgets, time slices).
+/// device, and may hold them back (budgets, time slices). `Send`: under `flashmux serve` the whole model moves to the thread that owns it.
 pub trait Scheduler: Send {
     fn name(&self) -> &'static str;
     /// A request arrives from a tenant.
