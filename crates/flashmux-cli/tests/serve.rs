@@ -312,6 +312,68 @@ impl Raw {
 }
 
 #[test]
+fn data_reads_back_as_written_trimmed_and_zeroed() {
+    let dir = tmpdir("serve-data");
+    let server = Server::start(&dir, &scenario(&dir, ""), &[]);
+    let mut c = Raw::connect(&server.socket, "vm2");
+    let pattern: Vec<u8> = (0..65536u32).map(|i| (i * 7 + 3) as u8).collect();
+    assert_eq!(c.write(1, 1 << 20, &pattern), 0);
+    assert_eq!(c.read(2, 1 << 20, 65536).unwrap(), pattern);
+    // Unaligned to the store's chunks, within a 512-byte sector grid.
+    assert_eq!(c.read(3, (1 << 20) + 512, 1024).unwrap(), pattern[512..1536]);
+    // FUA write, flush.
+    c.send(1, 1, 4, 2 << 20, 4096, &[9u8; 4096]);
+    assert_eq!(c.reply(), (4, 0));
+    c.send(3, 0, 5, 0, 0, &[]);
+    assert_eq!(c.reply(), (5, 0));
+    assert_eq!(c.read(6, 2 << 20, 4096).unwrap(), vec![9u8; 4096]);
+    // TRIM reads back as zeros; so does WRITE_ZEROES, with and without NO_HOLE.
+    c.send(4, 0, 7, (1 << 20) + 4096, 8192, &[]);
+    assert_eq!(c.reply(), (7, 0));
+    let mut expect = pattern.clone();
+    expect[4096..12288].fill(0);
+    assert_eq!(c.read(8, 1 << 20, 65536).unwrap(), expect);
+    c.send(6, 0, 9, (1 << 20) + 16384, 4096, &[]);
+    assert_eq!(c.reply(), (9, 0));
+    c.send(6, 2, 10, (1 << 20) + 32768, 4096, &[]);
+    assert_eq!(c.reply(), (10, 0));
+    expect[16384..20480].fill(0);
+    expect[32768..36864].fill(0);
+    assert_eq!(c.read(11, 1 << 20, 65536).unwrap(), expect);
+    // Exports are separate: vm1's first MiB is untouched.
+    let mut d = Raw::connect(&server.socket, "vm1");
+    assert_eq!(d.read(1, 1 << 20, 65536).unwrap(), vec![0u8; 65536]);
+    let r = server.stop();
+    let vm2 = &r["jobs"][1];
+    assert_eq!(vm2["write"]["total_ios"], 3, "two writes and a NO_HOLE write-zeroes: {vm2}");
+    assert_eq!(vm2["trim"]["total_ios"], 2, "a trim and a write-zeroes: {vm2}");
+    assert_eq!(vm2["read"]["total_ios"], 5);
+    assert_eq!(r["jobs"][0]["read"]["total_ios"], 1);
+}
+
+#[test]
+fn qemu_io_and_nbdcopy_work_on_an_export() {
+    if !have("qemu-io") || !have("nbdcopy") {
+        return;
+    }
+    let dir = tmpdir("serve-qemu-io");
+    let server = Server::start(&dir, &scenario(&dir, ""), &[]);
+    let uri = server.uri("vm1");
+    let out = run_ok(Command::new("qemu-io").args(["-f", "raw", "-c", "write -P 0xab 64k 128k", "-c", "read -P 0xab 64k 128k", "-c", "read -P 0 0 64k", &uri]));
+    assert!(!out.contains("Pattern verification failed"), "{out}");
+    // nbdcopy the whole export to a file and back into the other export.
+    let copy = dir.join("vm1.img");
+    run_ok(Command::new("nbdcopy").arg(&uri).arg(&copy));
+    let img = std::fs::read(&copy).unwrap();
+    assert_eq!(img.len(), 64 << 20);
+    assert!(img[65536..65536 + 131072].iter().all(|&b| b == 0xab) && img[..65536].iter().all(|&b| b == 0));
+    run_ok(Command::new("nbdcopy").arg(&copy).arg(server.uri("vm2")));
+    let out = run_ok(Command::new("qemu-io").args(["-f", "raw", "-c", "read -P 0xab 64k 128k", &server.uri("vm2")]));
+    assert!(!out.contains("Pattern verification failed"), "{out}");
+    server.stop();
+}
+
+#[test]
 fn bad_requests_get_error_codes_and_the_connection_stays() {
     for threads in ["per-connection", "single"] {
         bad_requests(threads);

@@ -388,12 +388,17 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
     }
     (shared.log)("stopping: answering the requests in flight");
     shared.stopping.store(true, Ordering::SeqCst);
-    // Connections stop reading; what they already sent is answered.
+    // Connections stop reading; what they already sent is answered. Once more after the
+    // acceptor has ended: it may have taken one more connection meanwhile.
+    let stop_reading = || {
+        for s in shared.open.lock().unwrap_or_else(|e| e.into_inner()).values() {
+            s.shutdown(Shutdown::Read);
+        }
+    };
     listen.poke();
-    for s in shared.open.lock().unwrap_or_else(|e| e.into_inner()).values() {
-        s.shutdown(Shutdown::Read);
-    }
+    stop_reading();
     acceptor.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+    stop_reading();
     if let Listen::Unix(p) = &listen {
         let _ = std::fs::remove_file(p);
     }
