@@ -166,6 +166,22 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--precondition` and `--fill`, over the scenario's own drive state.
+pub(crate) fn set_drive_state(s: &mut Scenario, precondition: Option<&str>, fill: Option<f64>) -> Result<(), BadArg> {
+    if let Some(p) = precondition {
+        s.precondition.state = PreconditionState::from_name(p).ok_or_else(|| {
+            BadArg(format!("--precondition: unknown state '{p}': expected one of {}", PreconditionState::NAMES.join(", ")))
+        })?;
+    }
+    if let Some(f) = fill {
+        if !(f > 0.0 && f <= 1.0) {
+            return Err(BadArg(format!("--fill: {f} is out of range: expected a fraction in (0, 1]")));
+        }
+        s.precondition.fill = f;
+    }
+    Ok(())
+}
+
 /// A command-line value that does not parse.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -197,17 +213,7 @@ fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
         }
         s.stop.time = Some(d);
     }
-    if let Some(p) = &args.precondition {
-        s.precondition.state = PreconditionState::from_name(p).ok_or_else(|| {
-            BadArg(format!("--precondition: unknown state '{p}': expected one of {}", PreconditionState::NAMES.join(", ")))
-        })?;
-    }
-    if let Some(f) = args.fill {
-        if !(f > 0.0 && f <= 1.0) {
-            return Err(BadArg(format!("--fill: {f} is out of range: expected a fraction in (0, 1]")).into());
-        }
-        s.precondition.fill = f;
-    }
+    set_drive_state(&mut s, args.precondition.as_deref(), args.fill)?;
     if let Some(r) = args.requests {
         if r == 0 {
             return Err(BadArg("--requests: must be at least 1".into()).into());

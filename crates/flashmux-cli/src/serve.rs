@@ -4,7 +4,6 @@ use crate::{output, BadArg, OutputFormat};
 use anyhow::Context;
 use clap::ValueEnum;
 use flashmux::config::Scenario;
-use flashmux::device::precondition::PreconditionState;
 use flashmux::serve::server::{serve, IoThreads, Listen, Options};
 use flashmux::units::parse_duration;
 use std::net::SocketAddr;
@@ -97,17 +96,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(seed) = a.seed {
         s.seed = seed;
     }
-    if let Some(p) = &a.precondition {
-        s.precondition.state = PreconditionState::from_name(p).ok_or_else(|| {
-            BadArg(format!("--precondition: unknown state '{p}': expected one of {}", PreconditionState::NAMES.join(", ")))
-        })?;
-    }
-    if let Some(f) = a.fill {
-        if !(f > 0.0 && f <= 1.0) {
-            return Err(BadArg(format!("--fill: {f} is out of range: expected a fraction in (0, 1]")).into());
-        }
-        s.precondition.fill = f;
-    }
+    crate::set_drive_state(&mut s, a.precondition.as_deref(), a.fill)?;
     let listen = match (&a.socket, a.listen) {
         (Some(p), _) => Listen::Unix(p.clone()),
         (None, Some(addr)) if !addr.ip().is_loopback() => {
