@@ -421,6 +421,34 @@ fn bad_requests(threads: &str) {
 }
 
 #[test]
+fn a_client_that_does_not_read_its_replies_holds_up_no_one() {
+    for threads in ["per-connection", "single"] {
+        let dir = tmpdir(&format!("serve-slow-reader-{threads}"));
+        let server = Server::start(&dir, &scenario(&dir, ""), &["--io-threads", threads]);
+        let mut slow = Raw::connect(&server.socket, "vm1");
+        assert_eq!(slow.write(1, 0, &vec![5u8; 1 << 20]), 0);
+        // 48 MiB of replies, far more than a socket buffers; none read yet.
+        for i in 0..48u64 {
+            slow.send(0, 0, 100 + i, 0, 1 << 20, &[]);
+        }
+        let mut other = Raw::connect(&server.socket, "vm2");
+        for i in 0..200u64 {
+            assert_eq!(other.write(i, i * 4096, &[i as u8; 4096]), 0);
+            assert_eq!(other.read(1000 + i, i * 4096, 4096).unwrap(), vec![i as u8; 4096]);
+        }
+        // The slow client still gets every reply, whole and in order.
+        for i in 0..48u64 {
+            let (cookie, error) = slow.reply();
+            assert_eq!((cookie, error), (100 + i, 0));
+            let mut d = vec![0u8; 1 << 20];
+            slow.s.read_exact(&mut d).unwrap();
+            assert!(d.iter().all(|&b| b == 5));
+        }
+        server.stop();
+    }
+}
+
+#[test]
 fn connections_beyond_the_limit_are_refused_and_the_others_served() {
     for threads in ["per-connection", "single"] {
         let dir = tmpdir(&format!("serve-max-conn-{threads}"));

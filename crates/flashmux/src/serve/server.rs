@@ -29,7 +29,7 @@ use crate::config::Scenario;
 use crate::device::IoOp;
 use crate::metrics::{RunResults, ServeResult};
 use crate::sim::SimError;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -240,27 +240,127 @@ impl Listen {
 /// One client connection, as the threads that answer it see it.
 struct Conn {
     /// Replies go out through this, one at a time.
-    writer: Mutex<Stream>,
+    out: Mutex<Out>,
     /// A reply could not be written: nothing more is sent.
     dead: AtomicBool,
 }
 
+/// A connection's sending side: its socket, and reply bytes the socket has not taken yet.
+struct Out {
+    stream: Stream,
+    backlog: VecDeque<u8>,
+    /// When the backlog last shrank (or began).
+    progress: Instant,
+}
+
+/// Reply bytes a client may leave unread before it is dropped: it is not reading its replies.
+const MAX_BACKLOG: usize = 256 << 20;
+
 impl Conn {
-    /// Sends a simple reply (with `data` after it for a successful read).
-    fn reply(&self, buf: &mut Vec<u8>, cookie: u64, error: u32, data: Option<&[u8]>) {
+    fn new(stream: Stream) -> Conn {
+        Conn { out: Mutex::new(Out { stream, backlog: VecDeque::new(), progress: Instant::now() }), dead: AtomicBool::new(false) }
+    }
+
+    /// A simple reply (with `data` after it for a successful read), written as far as the socket
+    /// takes it without waiting; the rest waits in the backlog. Returns whether some waits.
+    /// The model thread replies this way, so one slow client never holds up the others.
+    fn reply(&self, cookie: u64, error: u32, data: Option<&[u8]>) -> bool {
+        if self.dead.load(Ordering::Relaxed) {
+            return false;
+        }
+        let header = nbd::encode_simple_reply(error, cookie);
+        let mut o = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let mut parts: [&[u8]; 2] = [&header, data.unwrap_or_default()];
+        if o.backlog.is_empty() {
+            for p in &mut parts {
+                match send_nowait(&o.stream, p) {
+                    Ok(n) => *p = &p[n..],
+                    Err(_) => return self.kill(&mut o),
+                }
+                if !p.is_empty() {
+                    break;
+                }
+            }
+            o.progress = Instant::now();
+        }
+        for p in parts {
+            o.backlog.extend(p);
+        }
+        if o.backlog.len() > MAX_BACKLOG {
+            return self.kill(&mut o);
+        }
+        !o.backlog.is_empty()
+    }
+
+    /// The same, waiting until it is all written: for a connection's own thread.
+    fn reply_wait(&self, buf: &mut Vec<u8>, cookie: u64, error: u32, data: Option<&[u8]>) {
         if self.dead.load(Ordering::Relaxed) {
             return;
         }
+        let mut o = self.out.lock().unwrap_or_else(|e| e.into_inner());
         buf.clear();
+        buf.extend(o.backlog.drain(..));
         buf.extend_from_slice(&nbd::encode_simple_reply(error, cookie));
         if let Some(d) = data {
             buf.extend_from_slice(d);
         }
-        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        if w.write_all(buf).is_err() {
-            // The client went away or stopped reading: it gets nothing more.
-            self.dead.store(true, Ordering::Relaxed);
-            w.shutdown(Shutdown::Both);
+        if o.stream.write_all(buf).is_err() {
+            self.kill(&mut o);
+        }
+    }
+
+    /// Writes what the socket takes of the backlog now. Returns whether some still waits; a
+    /// client that has taken nothing for [`WRITE_TIMEOUT`] is dropped.
+    fn drain_backlog(&self) -> bool {
+        let mut o = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        while !o.backlog.is_empty() && !self.dead.load(Ordering::Relaxed) {
+            let sent = {
+                let (front, _) = o.backlog.as_slices();
+                send_nowait(&o.stream, front)
+            };
+            match sent {
+                Ok(0) => break,
+                Ok(n) => {
+                    o.backlog.drain(..n);
+                    o.progress = Instant::now();
+                }
+                Err(_) => return self.kill(&mut o),
+            }
+        }
+        if !o.backlog.is_empty() && o.progress.elapsed() > WRITE_TIMEOUT {
+            return self.kill(&mut o);
+        }
+        !o.backlog.is_empty() && !self.dead.load(Ordering::Relaxed)
+    }
+
+    /// The client went away or stopped reading: it gets nothing more.
+    fn kill(&self, o: &mut Out) -> bool {
+        self.dead.store(true, Ordering::Relaxed);
+        o.backlog.clear();
+        o.stream.shutdown(Shutdown::Both);
+        false
+    }
+}
+
+/// Writes what the socket takes of `data` now, without waiting (`MSG_DONTWAIT`, on this call
+/// only: the connection's thread keeps reading the same socket in blocking mode). `Ok(0)`: the
+/// socket is full.
+fn send_nowait(stream: &Stream, data: &[u8]) -> io::Result<usize> {
+    loop {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        // SAFETY: `data` is a live slice of `data.len()` bytes; the descriptor is open while
+        // `stream` is.
+        let n = unsafe { libc::send(stream.fd(), data.as_ptr().cast(), data.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::WouldBlock => return Ok(0),
+            io::ErrorKind::Interrupted => continue,
+            _ => return Err(e),
         }
     }
 }
@@ -529,7 +629,7 @@ fn connection(shared: &Shared, id: u64, mut stream: Stream, tx: &Sender<Submissi
         }
     };
     let _ = writer.set_write_timeout(Some(WRITE_TIMEOUT));
-    let conn = Arc::new(Conn { writer: Mutex::new(writer), dead: AtomicBool::new(false) });
+    let conn = Arc::new(Conn::new(writer));
     let region = shared.exports[export].clone();
     let mut reply = Vec::new();
     let mut payload = Vec::new();
@@ -543,7 +643,7 @@ fn connection(shared: &Shared, id: u64, mut stream: Stream, tx: &Sender<Submissi
             Ok(r) => r,
             Err(e) => {
                 (shared.log)(&format!("connection {id} ({}): {e}; closing it", region.name));
-                conn.writer.lock().unwrap_or_else(|e| e.into_inner()).shutdown(Shutdown::Both);
+                conn.out.lock().unwrap_or_else(|e| e.into_inner()).stream.shutdown(Shutdown::Both);
                 return;
             }
         };
@@ -649,7 +749,7 @@ fn read_data<'a>(shared: &Shared, region: &ExportRegion, req: &Request, buf: &'a
 }
 
 fn answer_now(shared: &Shared, conn: &Conn, buf: &mut Vec<u8>, cookie: u64, error: u32, data: Option<&[u8]>) {
-    conn.reply(buf, cookie, error, data);
+    conn.reply_wait(buf, cookie, error, data);
     shared.direct.fetch_add(1, Ordering::Relaxed);
     if error != 0 {
         shared.direct_errors.fetch_add(1, Ordering::Relaxed);
@@ -671,8 +771,14 @@ const MAX_SLEEP_NS: u64 = 20_000_000;
 /// nothing is in flight.
 fn model_thread(shared: &Shared, mut engine: Engine<Submission>, rx: Receiver<Submission>, origin: Instant, stats: Option<Duration>) -> (Engine<Submission>, u64) {
     let mut due: Vec<Due<Submission>> = Vec::new();
-    let mut buf = Vec::new();
     let mut data = Vec::new();
+    // Connections whose replies the socket has not all taken yet.
+    let mut backlog: Vec<Arc<Conn>> = Vec::new();
+    let note = |backlog: &mut Vec<Arc<Conn>>, c: &Arc<Conn>, waiting: bool| {
+        if waiting && !backlog.iter().any(|b| Arc::ptr_eq(b, c)) {
+            backlog.push(c.clone());
+        }
+    };
     let mut taken = 0u64;
     let mut senders_gone = false;
     let stats_ns = stats.map(|d| d.as_nanos().max(1) as u64);
@@ -694,7 +800,7 @@ fn model_thread(shared: &Shared, mut engine: Engine<Submission>, rx: Receiver<Su
                         // worth a message, and the client gets an error, not silence.
                         (shared.log)(&format!("the model refused a request: {e}"));
                         if let Some(c) = &s.conn {
-                            c.reply(&mut buf, s.cookie, nbd::EINVAL, None);
+                            note(&mut backlog, c, c.reply(s.cookie, nbd::EINVAL, None));
                         }
                         engine.record_reply(None, true);
                     }
@@ -711,18 +817,21 @@ fn model_thread(shared: &Shared, mut engine: Engine<Submission>, rx: Receiver<Su
         for d in due.drain(..) {
             answer_due(shared, &mut engine, d, origin, &mut data, |s, error, payload| {
                 if let Some(c) = &s.conn {
-                    c.reply(&mut buf, s.cookie, error, payload);
+                    note(&mut backlog, c, c.reply(s.cookie, error, payload));
                 }
             });
         }
+        backlog.retain(|c| c.drain_backlog());
         if now >= next_stats {
             print_stats(shared, &mut engine, now, stats_ns.unwrap_or(1));
             next_stats = now + stats_ns.unwrap_or(u64::MAX);
         }
-        if senders_gone && engine.in_flight() == 0 {
+        if senders_gone && engine.in_flight() == 0 && backlog.is_empty() {
             return (engine, ns_since(origin, Instant::now()));
         }
-        wait(shared, &engine, origin, taken, next_stats);
+        // With replies waiting for a socket to drain, look again within a millisecond.
+        let next_look = if backlog.is_empty() { next_stats } else { next_stats.min(now + 1_000_000) };
+        wait(shared, &engine, origin, taken, next_look);
     }
 }
 
