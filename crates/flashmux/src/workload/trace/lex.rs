@@ -184,11 +184,12 @@ impl<'a> Scan<'a> {
             if d > 9 {
                 break;
             }
-            v = v * 10 + u64::from(d);
-            pos += 1;
-            if pos - start > 19 {
+            if pos - start == 19 {
+                // A twentieth digit: possibly beyond u64; the general parser decides.
                 return None;
             }
+            v = v * 10 + u64::from(d);
+            pos += 1;
         }
         if pos == start {
             return None;
