@@ -61,12 +61,16 @@ struct Server {
 impl Server {
     fn start(dir: &Path, scenario: &Path, args: &[&str]) -> Server {
         let socket = dir.join("fm.sock");
+        let s = socket.to_str().unwrap().to_string();
+        Server::start_at(dir, scenario, &[&["--socket", &s][..], args].concat(), socket)
+    }
+
+    /// A server listening where `args` say; `socket` is the Unix socket it should remove.
+    fn start_at(dir: &Path, scenario: &Path, args: &[&str], socket: PathBuf) -> Server {
         let out = dir.join("out");
         let mut child = flashmux()
             .arg("serve")
             .arg(scenario)
-            .arg("--socket")
-            .arg(&socket)
             .arg("-o")
             .arg(&out)
             .args(["--output-format", "json"])
@@ -154,6 +158,23 @@ fn nbdinfo_sees_each_export_with_its_size_and_flags() {
     assert_eq!(e["block_size_minimum"], 512, "{info}");
     let r = server.stop();
     assert_eq!(r["flashmux"]["stop_reason"], "server-stopped");
+}
+
+#[test]
+fn tcp_on_loopback_serves_too() {
+    if !have("nbdinfo") {
+        return;
+    }
+    let dir = tmpdir("serve-tcp");
+    let server = Server::start_at(&dir, &scenario(&dir, ""), &["--listen", "127.0.0.1:0"], dir.join("none"));
+    // Port 0: the log says which port it got.
+    let line = server.lines.iter().find(|l| l.contains("serving ")).unwrap().clone();
+    let addr = line.split(" on tcp:").nth(1).and_then(|r| r.split(' ').next()).unwrap_or_else(|| panic!("{line}")).to_string();
+    let info: serde_json::Value =
+        serde_json::from_str(&run_ok(Command::new("nbdinfo").arg("--json").arg(format!("nbd://{addr}/vm2")))).unwrap();
+    assert_eq!(info["exports"][0]["export-size"], 64 << 20, "{info}");
+    let r = server.stop();
+    assert!(r["flashmux"]["serve"]["listen"].as_str().unwrap().starts_with("tcp:127.0.0.1:"));
 }
 
 #[test]
