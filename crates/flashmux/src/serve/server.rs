@@ -413,6 +413,14 @@ struct Shared {
 /// Serves `scenario`'s exports until `stop` is set, then answers what is in flight and returns
 /// the run's results. `log` receives the server's messages (listening, connections, stats).
 pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<dyn Fn(&str) + Send + Sync>) -> Result<RunResults, ServeError> {
+    if scenario.precondition.state != crate::device::precondition::PreconditionState::Clean {
+        // Aging a large drive takes seconds before the socket opens: say so.
+        log(&format!(
+            "preconditioning the drive ({}, fill {:.0}%)",
+            scenario.precondition.state.name(),
+            scenario.precondition.fill * 100.0
+        ));
+    }
     let engine: Engine<Submission> = Engine::new(scenario)?;
     let capacity = engine.capacity_bytes();
     let store: Box<dyn Store> = match &opts.backing {
