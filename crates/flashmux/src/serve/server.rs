@@ -671,8 +671,8 @@ fn connection(shared: &Shared, id: u64, mut stream: Stream, tx: &Sender<Submissi
         match handle(shared, &region, flags, &req, &payload) {
             Action::Close => return,
             Action::Reply { error, read: false } => answer_now(shared, &conn, &mut reply, req.cookie, error, None),
-            Action::Reply { error: _, read: true } => match read_data(shared, &region, &req, &mut payload) {
-                Ok(d) => answer_now(shared, &conn, &mut reply, req.cookie, 0, d),
+            Action::Reply { error: _, read: true } => match read_data(shared, region.base + req.offset, u64::from(req.len), &mut payload) {
+                Ok(d) => answer_now(shared, &conn, &mut reply, req.cookie, 0, Some(d)),
                 Err(errno) => answer_now(shared, &conn, &mut reply, req.cookie, errno, None),
             },
             Action::Model(op) => {
@@ -745,19 +745,24 @@ fn handle(shared: &Shared, region: &ExportRegion, flags: u16, req: &Request, pay
 }
 
 /// A read's data from the store, into `buf`.
-fn read_data<'a>(shared: &Shared, region: &ExportRegion, req: &Request, buf: &'a mut Vec<u8>) -> Result<Option<&'a [u8]>, u32> {
-    buf.resize(req.len as usize, 0);
-    match shared.store.read(region.base + req.offset, buf) {
-        Ok(()) => Ok(Some(buf)),
+fn read_data<'a>(shared: &Shared, at: u64, len: u64, buf: &'a mut Vec<u8>) -> Result<&'a [u8], u32> {
+    buf.resize(len as usize, 0);
+    match shared.store.read(at, buf) {
+        Ok(()) => Ok(buf),
         Err(e) => {
             (shared.log)(&format!("store: {e}"));
-            Err(nbd::EIO)
+            Err(nbd::error_value(&e))
         }
     }
 }
 
 fn answer_now(shared: &Shared, conn: &Conn, buf: &mut Vec<u8>, cookie: u64, error: u32, data: Option<&[u8]>) {
     conn.reply_wait(buf, cookie, error, data);
+    count_direct(shared, error);
+}
+
+/// A request answered without the model: counted in the results with the model's.
+fn count_direct(shared: &Shared, error: u32) {
     shared.direct.fetch_add(1, Ordering::Relaxed);
     if error != 0 {
         shared.direct_errors.fetch_add(1, Ordering::Relaxed);
@@ -853,20 +858,12 @@ fn answer_due(
     send: impl FnOnce(&Submission, u32, Option<&[u8]>),
 ) {
     let s = d.info;
-    let region = &shared.exports[s.export];
-    let mut error = 0;
-    let payload = if s.op == IoOp::Read {
-        data.resize(s.len as usize, 0);
-        match shared.store.read(region.base + s.offset, data) {
-            Ok(()) => Some(&data[..]),
-            Err(e) => {
-                (shared.log)(&format!("store: {e}"));
-                error = nbd::error_value(&e);
-                None
-            }
-        }
-    } else {
-        None
+    let (error, payload) = match s.op {
+        IoOp::Read => match read_data(shared, shared.exports[s.export].base + s.offset, s.len, data) {
+            Ok(d) => (0, Some(d)),
+            Err(e) => (e, None),
+        },
+        _ => (0, None),
     };
     // The reply is late by the time it starts to leave; sending its data is the link's time.
     let late = ns_since(origin, Instant::now()).saturating_sub(d.due_ns);

@@ -210,20 +210,13 @@ fn read_requests(shared: &Shared, engine: &mut Engine<Submission>, id: u64, c: &
                 break;
             }
             Action::Reply { error, read } => {
-                let mut payload = None;
-                if read {
-                    data.resize(req.len as usize, 0);
-                    payload = match shared.store.read(region.base + req.offset, data) {
-                        Ok(()) => Some(&data[..]),
-                        Err(_) => None,
-                    };
-                }
-                let error = if read && payload.is_none() { nbd::EIO } else { error };
+                let (error, payload) = match read.then(|| read_data(shared, region.base + req.offset, u64::from(req.len), data)) {
+                    Some(Ok(d)) => (0, Some(d)),
+                    Some(Err(e)) => (e, None),
+                    None => (error, None),
+                };
                 queue_reply(c, req.cookie, error, payload);
-                shared.direct.fetch_add(1, Ordering::Relaxed);
-                if error != 0 {
-                    shared.direct_errors.fetch_add(1, Ordering::Relaxed);
-                }
+                count_direct(shared, error);
             }
             Action::Model(op) => {
                 let s = Submission { conn: None, conn_id: id, cookie: req.cookie, export: c.export, op, offset: req.offset, len: u64::from(req.len), arrived };
