@@ -122,10 +122,15 @@ pub const DEFAULT_SCENARIO: &str = include_str!("default_scenario.toml");
 impl Scenario {
     /// Loads a scenario file; relative job-file paths are relative to the file's directory.
     pub fn load(path: &Path) -> Result<Scenario, ConfigError> {
+        Self::load_with(path, Self::from_toml)
+    }
+
+    /// Reads a scenario file and resolves it with `parse` (text, file name, base directory).
+    fn load_with(path: &Path, parse: fn(&str, &str, &Path) -> Result<Scenario, ConfigError>) -> Result<Scenario, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| ConfigError::Io { path: path.display().to_string(), source })?;
         let base = path.parent().unwrap_or(Path::new("."));
-        Self::from_toml(&text, &path.display().to_string(), base)
+        parse(&text, &path.display().to_string(), base)
     }
 
     /// Parses scenario text; `file` names it in errors, `base` resolves relative job-file paths.
@@ -147,10 +152,7 @@ impl Scenario {
     /// A scenario for `flashmux serve`: tenants without a workload are its NBD exports (at least
     /// one is needed); tenants with one run it in real time beside them.
     pub fn load_for_serve(path: &Path) -> Result<Scenario, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Io { path: path.display().to_string(), source })?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        Self::serve_from_toml(&text, &path.display().to_string(), base)
+        Self::load_with(path, Self::serve_from_toml)
     }
 
     /// [`Scenario::load_for_serve`] from text.
