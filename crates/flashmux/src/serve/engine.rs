@@ -11,7 +11,7 @@
 use crate::config::Scenario;
 use crate::device::IoOp;
 use crate::metrics::{LatStat, Quantiles, RunResults, ServeResult};
-use crate::sim::{Export, ExternalDone, ExternalIo, Progress, SimError, Simulator};
+use crate::sim::{Export, ExternalDone, ExternalIo, SimError, Simulator};
 pub use crate::sim::external::ExternalError;
 use crate::units::{Nanos, SimTime};
 
@@ -69,6 +69,7 @@ pub struct Engine<T> {
     pending: Vec<Option<Pending<T>>>,
     free: Vec<usize>,
     in_flight: usize,
+    /// Scratch: completions taken from the model in one [`Engine::advance`].
     done: Vec<ExternalDone>,
     counts: Vec<Counts>,
     timing_error: LatStat,
@@ -154,6 +155,7 @@ impl<T> Engine<T> {
     /// `out`, in completion order.
     pub fn advance(&mut self, now_ns: u64, out: &mut Vec<Due<T>>) {
         self.catch_up(now_ns);
+        self.sim.take_external_done(&mut self.done);
         for d in self.done.drain(..) {
             let slot = d.tag as usize;
             let p = self.pending[slot].take().expect("a completion for a request in the model");
@@ -179,10 +181,9 @@ impl<T> Engine<T> {
         }
     }
 
+    /// Moves the model to `t_ns`; what completes meanwhile stays in it until [`Engine::advance`].
     fn catch_up(&mut self, t_ns: u64) {
-        if let Progress::Running = self.sim.advance_to(SimTime::ZERO + Nanos(t_ns)) {
-            self.sim.take_external_done(&mut self.done);
-        }
+        self.sim.advance_to(SimTime::ZERO + Nanos(t_ns));
     }
 
     /// A reply left `error_ns` after it was due.

@@ -36,7 +36,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -241,104 +241,117 @@ impl Listen {
 struct Conn {
     /// Replies go out through this, one at a time.
     out: Mutex<Out>,
-    /// A reply could not be written: nothing more is sent.
-    dead: AtomicBool,
 }
 
 /// A connection's sending side: its socket, and reply bytes the socket has not taken yet.
+/// Both layouts send through it: the model thread (per-connection) and the polling thread
+/// (single) never wait for a client's socket.
 struct Out {
     stream: Stream,
     backlog: VecDeque<u8>,
     /// When the backlog last shrank (or began).
     progress: Instant,
+    /// A reply could not be written, or the client stopped reading: nothing more is sent.
+    dead: bool,
 }
 
 /// Reply bytes a client may leave unread before it is dropped: it is not reading its replies.
 const MAX_BACKLOG: usize = 256 << 20;
 
-impl Conn {
-    fn new(stream: Stream) -> Conn {
-        Conn { out: Mutex::new(Out { stream, backlog: VecDeque::new(), progress: Instant::now() }), dead: AtomicBool::new(false) }
+impl Out {
+    fn new(stream: Stream) -> Out {
+        Out { stream, backlog: VecDeque::new(), progress: Instant::now(), dead: false }
     }
 
     /// A simple reply (with `data` after it for a successful read), written as far as the socket
     /// takes it without waiting; the rest waits in the backlog. Returns whether some waits.
-    /// The model thread replies this way, so one slow client never holds up the others.
-    fn reply(&self, cookie: u64, error: u32, data: Option<&[u8]>) -> bool {
-        if self.dead.load(Ordering::Relaxed) {
+    fn send(&mut self, cookie: u64, error: u32, data: Option<&[u8]>) -> bool {
+        if self.dead {
             return false;
         }
         let header = nbd::encode_simple_reply(error, cookie);
-        let mut o = self.out.lock().unwrap_or_else(|e| e.into_inner());
         let mut parts: [&[u8]; 2] = [&header, data.unwrap_or_default()];
-        if o.backlog.is_empty() {
+        if self.backlog.is_empty() {
             for p in &mut parts {
-                match send_nowait(&o.stream, p) {
+                match send_nowait(&self.stream, p) {
                     Ok(n) => *p = &p[n..],
-                    Err(_) => return self.kill(&mut o),
+                    Err(_) => return self.kill(),
                 }
                 if !p.is_empty() {
                     break;
                 }
             }
-            o.progress = Instant::now();
+            self.progress = Instant::now();
         }
         for p in parts {
-            o.backlog.extend(p);
+            self.backlog.extend(p);
         }
-        if o.backlog.len() > MAX_BACKLOG {
-            return self.kill(&mut o);
+        if self.backlog.len() > MAX_BACKLOG {
+            return self.kill();
         }
-        !o.backlog.is_empty()
+        self.waiting()
     }
 
     /// The same, waiting until it is all written: for a connection's own thread.
-    fn reply_wait(&self, buf: &mut Vec<u8>, cookie: u64, error: u32, data: Option<&[u8]>) {
-        if self.dead.load(Ordering::Relaxed) {
+    fn send_wait(&mut self, buf: &mut Vec<u8>, cookie: u64, error: u32, data: Option<&[u8]>) {
+        if self.dead {
             return;
         }
-        let mut o = self.out.lock().unwrap_or_else(|e| e.into_inner());
         buf.clear();
-        buf.extend(o.backlog.drain(..));
+        buf.extend(self.backlog.drain(..));
         buf.extend_from_slice(&nbd::encode_simple_reply(error, cookie));
         if let Some(d) = data {
             buf.extend_from_slice(d);
         }
-        if o.stream.write_all(buf).is_err() {
-            self.kill(&mut o);
+        if self.stream.write_all(buf).is_err() {
+            self.kill();
         }
     }
 
     /// Writes what the socket takes of the backlog now. Returns whether some still waits; a
     /// client that has taken nothing for [`WRITE_TIMEOUT`] is dropped.
-    fn drain_backlog(&self) -> bool {
-        let mut o = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        while !o.backlog.is_empty() && !self.dead.load(Ordering::Relaxed) {
+    fn drain(&mut self) -> bool {
+        while self.waiting() {
             let sent = {
-                let (front, _) = o.backlog.as_slices();
-                send_nowait(&o.stream, front)
+                let (front, _) = self.backlog.as_slices();
+                send_nowait(&self.stream, front)
             };
             match sent {
                 Ok(0) => break,
                 Ok(n) => {
-                    o.backlog.drain(..n);
-                    o.progress = Instant::now();
+                    self.backlog.drain(..n);
+                    self.progress = Instant::now();
                 }
-                Err(_) => return self.kill(&mut o),
+                Err(_) => return self.kill(),
             }
         }
-        if !o.backlog.is_empty() && o.progress.elapsed() > WRITE_TIMEOUT {
-            return self.kill(&mut o);
+        if self.waiting() && self.progress.elapsed() > WRITE_TIMEOUT {
+            return self.kill();
         }
-        !o.backlog.is_empty() && !self.dead.load(Ordering::Relaxed)
+        self.waiting()
+    }
+
+    /// Replies wait for the socket.
+    fn waiting(&self) -> bool {
+        !self.dead && !self.backlog.is_empty()
     }
 
     /// The client went away or stopped reading: it gets nothing more.
-    fn kill(&self, o: &mut Out) -> bool {
-        self.dead.store(true, Ordering::Relaxed);
-        o.backlog.clear();
-        o.stream.shutdown(Shutdown::Both);
+    fn kill(&mut self) -> bool {
+        self.dead = true;
+        self.backlog.clear();
+        self.stream.shutdown(Shutdown::Both);
         false
+    }
+}
+
+impl Conn {
+    fn new(stream: Stream) -> Conn {
+        Conn { out: Mutex::new(Out::new(stream)) }
+    }
+
+    fn out(&self) -> std::sync::MutexGuard<'_, Out> {
+        self.out.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -406,7 +419,8 @@ struct Shared {
     /// Requests answered by connection threads themselves (errors, and all with timing off).
     direct: AtomicU64,
     direct_errors: AtomicU64,
-    model: Mutex<Option<thread::Thread>>,
+    /// The model thread, to wake when a request arrives (per-connection).
+    model: OnceLock<thread::Thread>,
     log: Box<dyn Fn(&str) + Send + Sync>,
 }
 
@@ -447,7 +461,7 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
         submitted: AtomicU64::new(0),
         direct: AtomicU64::new(0),
         direct_errors: AtomicU64::new(0),
-        model: Mutex::new(None),
+        model: OnceLock::new(),
         log,
     });
     let names: Vec<&str> = shared.exports.iter().map(|e| e.name.as_str()).collect();
@@ -482,7 +496,7 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
             (io, Route::Single(tx, Arc::new(wake_tx)))
         }
     };
-    *shared.model.lock().unwrap_or_else(|e| e.into_inner()) = Some(model.thread().clone());
+    let _ = shared.model.set(model.thread().clone());
     let acceptor = {
         let shared = shared.clone();
         let max = opts.max_connections.max(1);
@@ -651,11 +665,12 @@ fn connection(shared: &Shared, id: u64, mut stream: Stream, tx: &Sender<Submissi
             Ok(r) => r,
             Err(e) => {
                 (shared.log)(&format!("connection {id} ({}): {e}; closing it", region.name));
-                conn.out.lock().unwrap_or_else(|e| e.into_inner()).stream.shutdown(Shutdown::Both);
+                conn.out().kill();
                 return;
             }
         };
-        if nbd::check_request(&req, region.size, flags, &LIMITS).is_err() {
+        let checked = nbd::check_request(&req, region.size, flags, &LIMITS);
+        if checked.is_err() {
             // Keep the framing: a refused write's data still follows its header.
             let follows = u64::from(req.payload_len());
             if follows > 0 && io::copy(&mut (&mut stream).take(follows), &mut io::sink()).ok() != Some(follows) {
@@ -668,7 +683,7 @@ fn connection(shared: &Shared, id: u64, mut stream: Stream, tx: &Sender<Submissi
             }
         }
         let arrived = Instant::now();
-        match handle(shared, &region, flags, &req, &payload) {
+        match handle(shared, &region, checked, &req, &payload) {
             Action::Close => return,
             Action::Reply { error, read: false } => answer_now(shared, &conn, &mut reply, req.cookie, error, None),
             Action::Reply { error: _, read: true } => match read_data(shared, region.base + req.offset, u64::from(req.len), &mut payload) {
@@ -681,7 +696,7 @@ fn connection(shared: &Shared, id: u64, mut stream: Stream, tx: &Sender<Submissi
                     return;
                 }
                 shared.submitted.fetch_add(1, Ordering::SeqCst);
-                if let Some(t) = &*shared.model.lock().unwrap_or_else(|e| e.into_inner()) {
+                if let Some(t) = shared.model.get() {
                     t.unpark();
                 }
             }
@@ -700,11 +715,11 @@ enum Action {
     Close,
 }
 
-/// Checks a request and does its data side (a write's data into the store, trims, durability
-/// for FUA and flushes). A write's `payload` has been read in full (or skipped, if the request
-/// is refused).
-fn handle(shared: &Shared, region: &ExportRegion, flags: u16, req: &Request, payload: &[u8]) -> Action {
-    if let Err(error) = nbd::check_request(req, region.size, flags, &LIMITS) {
+/// A request's data side (a write's data into the store, trims, durability for FUA and
+/// flushes), given what [`nbd::check_request`] said of it. A write's `payload` has been read in
+/// full (or skipped, if the request is refused).
+fn handle(shared: &Shared, region: &ExportRegion, checked: Result<(), u32>, req: &Request, payload: &[u8]) -> Action {
+    if let Err(error) = checked {
         return Action::Reply { error, read: false };
     }
     if req.cmd == Command::Disc {
@@ -757,7 +772,7 @@ fn read_data<'a>(shared: &Shared, at: u64, len: u64, buf: &'a mut Vec<u8>) -> Re
 }
 
 fn answer_now(shared: &Shared, conn: &Conn, buf: &mut Vec<u8>, cookie: u64, error: u32, data: Option<&[u8]>) {
-    conn.reply_wait(buf, cookie, error, data);
+    conn.out().send_wait(buf, cookie, error, data);
     count_direct(shared, error);
 }
 
@@ -813,7 +828,7 @@ fn model_thread(shared: &Shared, mut engine: Engine<Submission>, rx: Receiver<Su
                         // worth a message, and the client gets an error, not silence.
                         (shared.log)(&format!("the model refused a request: {e}"));
                         if let Some(c) = &s.conn {
-                            note(&mut backlog, c, c.reply(s.cookie, nbd::EINVAL, None));
+                            note(&mut backlog, c, c.out().send(s.cookie, nbd::EINVAL, None));
                         }
                         engine.record_reply(None, true);
                     }
@@ -830,11 +845,11 @@ fn model_thread(shared: &Shared, mut engine: Engine<Submission>, rx: Receiver<Su
         for d in due.drain(..) {
             answer_due(shared, &mut engine, d, origin, &mut data, |s, error, payload| {
                 if let Some(c) = &s.conn {
-                    note(&mut backlog, c, c.reply(s.cookie, error, payload));
+                    note(&mut backlog, c, c.out().send(s.cookie, error, payload));
                 }
             });
         }
-        backlog.retain(|c| c.drain_backlog());
+        backlog.retain(|c| c.out().drain());
         if now >= next_stats {
             print_stats(shared, &mut engine, now, stats_ns.unwrap_or(1));
             next_stats = now + stats_ns.unwrap_or(u64::MAX);

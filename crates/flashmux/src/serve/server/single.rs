@@ -6,7 +6,6 @@
 //! Handshakes run on short-lived threads, which hand each negotiated connection over.
 
 use super::*;
-use std::collections::VecDeque;
 use std::os::unix::net::UnixStream;
 
 /// A negotiated connection, handed to the I/O thread.
@@ -19,19 +18,16 @@ pub(super) struct Handoff {
 
 /// A connection as the I/O thread holds it.
 struct Polled {
-    stream: Stream,
     export: usize,
     flags: u16,
     /// Bytes read and not yet parsed.
     input: Vec<u8>,
-    /// Replies not yet written, from `out_at`.
-    out: VecDeque<u8>,
+    /// Its sending side (the backlog of replies the socket has not taken).
+    out: Out,
     /// Requests of this connection in the model.
     in_model: usize,
     /// The client closed its side (or sent DISC): nothing more is read.
     eof: bool,
-    /// A read or write failed: nothing more is sent.
-    dead: bool,
 }
 
 const READ_CHUNK: usize = 256 << 10;
@@ -68,16 +64,7 @@ pub(super) fn io_thread(
                         close(shared, h.id);
                         continue;
                     }
-                    let p = Polled {
-                        stream: h.stream,
-                        export: h.export,
-                        flags: h.flags,
-                        input: Vec::new(),
-                        out: VecDeque::new(),
-                        in_model: 0,
-                        eof: false,
-                        dead: false,
-                    };
+                    let p = Polled { export: h.export, flags: h.flags, input: Vec::new(), out: Out::new(h.stream), in_model: 0, eof: false };
                     conns.insert(h.id, p);
                 }
                 Err(TryRecvError::Empty) => break,
@@ -93,13 +80,13 @@ pub(super) fn io_thread(
         fds.push(libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(&wake), events: libc::POLLIN, revents: 0 });
         for (&id, c) in &conns {
             let mut events = 0;
-            if !c.eof && !c.dead {
+            if !c.eof && !c.out.dead {
                 events |= libc::POLLIN;
             }
-            if !c.out.is_empty() && !c.dead {
+            if c.out.waiting() {
                 events |= libc::POLLOUT;
             }
-            fds.push(libc::pollfd { fd: c.stream.fd(), events, revents: 0 });
+            fds.push(libc::pollfd { fd: c.out.stream.fd(), events, revents: 0 });
             ids.push(id);
         }
         let now = ns_since(origin, Instant::now());
@@ -130,12 +117,12 @@ pub(super) fn io_thread(
             answer_due(shared, &mut engine, d, origin, &mut data, |s, error, payload| {
                 if let Some(c) = conns.get_mut(&id) {
                     c.in_model -= 1;
-                    queue_reply(c, s.cookie, error, payload);
+                    c.out.send(s.cookie, error, payload);
                 }
             });
         }
         for c in conns.values_mut() {
-            flush(c);
+            c.out.drain();
         }
         if now >= next_stats {
             print_stats(shared, &mut engine, now, stats_ns.unwrap_or(1));
@@ -143,7 +130,7 @@ pub(super) fn io_thread(
         }
         let finished: Vec<u64> = conns
             .iter()
-            .filter(|(_, c)| (c.eof || c.dead) && c.in_model == 0 && (c.out.is_empty() || c.dead))
+            .filter(|(_, c)| (c.eof || c.out.dead) && c.in_model == 0 && !c.out.waiting())
             .map(|(&id, _)| id)
             .collect();
         for id in finished {
@@ -165,7 +152,7 @@ fn close(shared: &Shared, id: u64) {
 /// Reads what the client sent and handles every whole request in it.
 fn read_requests(shared: &Shared, engine: &mut Engine<Submission>, id: u64, c: &mut Polled, chunk: &mut [u8], data: &mut Vec<u8>, origin: Instant) {
     loop {
-        match c.stream.read(chunk) {
+        match c.out.stream.read(chunk) {
             Ok(0) => {
                 c.eof = true;
                 break;
@@ -174,7 +161,7 @@ fn read_requests(shared: &Shared, engine: &mut Engine<Submission>, id: u64, c: &
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => {
-                c.dead = true;
+                c.out.kill();
                 return;
             }
         }
@@ -185,14 +172,13 @@ fn read_requests(shared: &Shared, engine: &mut Engine<Submission>, id: u64, c: &
     }
     let region = shared.exports[c.export].clone();
     let mut at = 0;
-    while !c.dead && c.input.len() - at >= nbd::REQUEST_LEN {
+    while !c.out.dead && c.input.len() - at >= nbd::REQUEST_LEN {
         let hdr: &[u8; nbd::REQUEST_LEN] = c.input[at..at + nbd::REQUEST_LEN].try_into().expect("a whole header");
         let req = match nbd::parse_request(hdr) {
             Ok(r) => r,
             Err(e) => {
                 (shared.log)(&format!("connection {id} ({}): {e}; closing it", region.name));
-                c.dead = true;
-                c.stream.shutdown(Shutdown::Both);
+                c.out.kill();
                 break;
             }
         };
@@ -203,7 +189,8 @@ fn read_requests(shared: &Shared, engine: &mut Engine<Submission>, id: u64, c: &
         let payload_at = at + nbd::REQUEST_LEN;
         at = payload_at + follows;
         let arrived = Instant::now();
-        let action = handle(shared, &region, c.flags, &req, &c.input[payload_at..at]);
+        let checked = nbd::check_request(&req, region.size, c.flags, &LIMITS);
+        let action = handle(shared, &region, checked, &req, &c.input[payload_at..at]);
         match action {
             Action::Close => {
                 c.eof = true;
@@ -215,7 +202,7 @@ fn read_requests(shared: &Shared, engine: &mut Engine<Submission>, id: u64, c: &
                     Some(Err(e)) => (e, None),
                     None => (error, None),
                 };
-                queue_reply(c, req.cookie, error, payload);
+                c.out.send(req.cookie, error, payload);
                 count_direct(shared, error);
             }
             Action::Model(op) => {
@@ -224,7 +211,7 @@ fn read_requests(shared: &Shared, engine: &mut Engine<Submission>, id: u64, c: &
                     Ok(()) => c.in_model += 1,
                     Err((s, e)) => {
                         (shared.log)(&format!("the model refused a request: {e}"));
-                        queue_reply(c, s.cookie, nbd::EINVAL, None);
+                        c.out.send(s.cookie, nbd::EINVAL, None);
                         engine.record_reply(None, true);
                     }
                 }
@@ -232,34 +219,4 @@ fn read_requests(shared: &Shared, engine: &mut Engine<Submission>, id: u64, c: &
         }
     }
     c.input.drain(..at);
-}
-
-fn queue_reply(c: &mut Polled, cookie: u64, error: u32, data: Option<&[u8]>) {
-    if c.dead {
-        return;
-    }
-    c.out.extend(nbd::encode_simple_reply(error, cookie));
-    if let Some(d) = data {
-        c.out.extend(d);
-    }
-    flush(c);
-}
-
-/// Writes what the socket takes now; the rest waits for it to drain.
-fn flush(c: &mut Polled) {
-    while !c.out.is_empty() && !c.dead {
-        let (front, _) = c.out.as_slices();
-        match c.stream.write(front) {
-            Ok(0) => c.dead = true,
-            Ok(n) => {
-                c.out.drain(..n);
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => c.dead = true,
-        }
-    }
-    if c.dead {
-        c.out.clear();
-    }
 }
