@@ -195,11 +195,6 @@ impl<T> Engine<T> {
         }
     }
 
-    /// The timing error so far.
-    pub fn timing_error(&self) -> Option<Quantiles> {
-        quantiles(&self.timing_error)
-    }
-
     /// Each export's counts since the last call.
     pub fn take_interval(&mut self) -> Vec<Interval> {
         let mut v = Vec::with_capacity(self.exports.len());
