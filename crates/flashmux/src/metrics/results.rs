@@ -1,7 +1,7 @@
 //! The results of a run: everything every report (fio JSON, text, table, timeline CSV) is written
 //! from. Plain data; no model state.
 
-use super::{AloneBaseline, Fairness, IoStats, LatSummary, Share};
+use super::{AloneBaseline, Fairness, IoStats, LatSummary, Samples, Share};
 use crate::device::precondition::PreconditionReport;
 use crate::device::{SsdStats, TenantDeviceStats};
 use crate::ftl::{FtlStats, MapStats, PeriodRecord};
@@ -113,13 +113,14 @@ pub struct JobResult {
     pub iodepth_levels: Vec<(u32, f64)>,
     /// fio's bandwidth/IOPS sampling window (`bw_avg_time`, `iops_avg_time`: 500 ms).
     pub sample_interval_ns: u64,
-    /// What the job completed in each whole sample window of its measured period.
-    pub samples: Vec<JobSample>,
+    /// Its bandwidth and IOPS samples: one per whole sample window of its measured period.
+    pub samples: Samples,
 }
 
 impl JobResult {
     /// Adds another job's results to this entry (fio's `group_reporting`): I/O statistics add
-    /// up, sample windows add up position by position, the runtime is the longest, the depth
+    /// up, sample series add up as fio adds them (`sum_stat` with `pure_sum`), the runtime is
+    /// the longest, the depth
     /// distribution is weighted by completed I/Os.
     pub fn absorb(&mut self, o: &JobResult) {
         let (w_self, w_o) = (self.io.ios() as f64, o.io.ios() as f64);
@@ -138,15 +139,7 @@ impl JobResult {
         self.members += o.members;
         self.runtime_ns = self.runtime_ns.max(o.runtime_ns);
         self.iodepth = self.iodepth.max(o.iodepth);
-        if self.samples.len() < o.samples.len() {
-            self.samples.resize(o.samples.len(), JobSample::default());
-        }
-        for (a, b) in self.samples.iter_mut().zip(&o.samples) {
-            for d in 0..3 {
-                a.bytes[d] += b.bytes[d];
-                a.ios[d] += b.ios[d];
-            }
-        }
+        self.samples.absorb(&o.samples);
     }
 }
 

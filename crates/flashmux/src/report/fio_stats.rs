@@ -65,15 +65,7 @@ pub(super) fn per_sec(count: u64, ns: u64) -> f64 {
     }
 }
 
-/// `count` per second over `ns`, truncated to an integer as fio does for bytes/s and for the
-/// IOPS of its text output; 0 for an empty interval.
-pub(super) fn per_sec_int(count: u64, ns: u64) -> u64 {
-    if ns == 0 {
-        return 0;
-    }
-    let r = u128::from(count) * u128::from(NS_PER_SEC) / u128::from(ns);
-    u64::try_from(r).unwrap_or(u64::MAX)
-}
+pub(super) use crate::metrics::per_sec_int;
 
 /// Whole milliseconds, truncated like fio's `mtime_since`.
 pub(super) fn ms(ns: u64) -> u64 {
@@ -109,31 +101,21 @@ pub(super) struct SampleStat {
 }
 
 impl SampleStat {
-    /// Accumulates as fio's `add_stat_sample` does (Welford's online algorithm).
-    fn from_values(values: impl Iterator<Item = u64>) -> SampleStat {
-        let mut m = Moments::default();
-        values.for_each(|v| m.record(v));
+    fn of(m: &Moments) -> SampleStat {
         SampleStat { min: m.min(), max: m.max(), mean: m.mean(), dev: m.stddev(), samples: m.count() }
     }
 }
 
-/// fio's `bw_stat` for one direction: one sample per window in KiB/s (`__add_samples` with
-/// `is_kb`: `delta * 1000 / spent / 1024`), windows in which the direction completed nothing
-/// skipped ("No entries for interval").
+/// fio's `bw_stat` for one direction: one sample per window in KiB/s, windows in which the
+/// direction completed nothing skipped ([`crate::metrics::Samples`]).
 pub(super) fn bw_samples(job: &JobResult, d: Dir) -> SampleStat {
-    let win = job.sample_interval_ns;
-    SampleStat::from_values(
-        job.samples.iter().map(|s| s.bytes[d.index()]).filter(|&b| b > 0).map(|b| per_sec_int(b, win) / 1024),
-    )
+    SampleStat::of(&job.samples.bw_kib[d.index()])
 }
 
-/// fio's `iops_stat` for one direction: completions per second of each window (`__add_samples`
-/// over `this_io_blocks`), windows without completions skipped.
+/// fio's `iops_stat` for one direction: completions per second of each window, windows without
+/// completions skipped.
 pub(super) fn iops_samples(job: &JobResult, d: Dir) -> SampleStat {
-    let win = job.sample_interval_ns;
-    SampleStat::from_values(
-        job.samples.iter().map(|s| s.ios[d.index()]).filter(|&n| n > 0).map(|n| per_sec_int(n, win)),
-    )
+    SampleStat::of(&job.samples.iops[d.index()])
 }
 
 /// One direction of fio's `struct group_run_stats`, as `__show_run_stats` fills it from the
@@ -198,13 +180,9 @@ pub(super) fn bw_agg_percent(group: &GroupDir, bw: &SampleStat) -> f64 {
 /// Upper bounds of fio's latency distribution buckets (`io_u_lat_n`, `_u`: 10 each; `_m`: 12),
 /// exactly as fio names them in its JSON keys and `lat (usec)   : 250=...` lines. A bucket holds
 /// the latencies from the previous bound up to (excluding) its own.
-pub(super) const LAT_KEYS_NS_US: [&str; 10] =
-    ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000"];
+pub(super) const LAT_KEYS_NS_US: [&str; 10] = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000"];
 pub(super) const LAT_KEYS_MS: [&str; 12] =
     ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000"];
-
-/// Lower bounds of the buckets within one unit (`io_u_mark_lat_nsec`/`_usec`/`_msec`).
-const LAT_LOWER: [u64; 10] = [0, 2, 4, 10, 20, 50, 100, 250, 500, 750];
 
 /// Percentage of I/Os per latency bucket, per unit: fio's `latency_ns`, `latency_us`,
 /// `latency_ms` objects.
@@ -217,32 +195,18 @@ pub(super) struct LatDist {
 
 /// fio files every I/O into these buckets by its **completion** latency (`account_io_completion`
 /// calls `io_u_mark_latency` with the clat) and divides by the job's I/O count
-/// (`stat_calc_lat`); nonzero shares below 0.01% print as 0.01. Here the counts come from the
-/// completion-latency histogram bins of all three directions, so a bin whose range straddles a
-/// bucket bound (at most 0.1% wide) is filed by its upper value.
+/// (`stat_calc_lat`); nonzero shares below 0.01% print as 0.01.
 pub(super) fn lat_dist(io: &IoStats) -> LatDist {
     let mut counts = LatDist::default();
     let mut total = 0u64;
     for d in DIRS {
-        let clat = &d.of(io).clat;
-        total += clat.count();
-        for (ns, n) in clat.bins() {
-            let n = n as f64;
-            let idx = |v: u64| LAT_LOWER.iter().rposition(|&lo| v >= lo).unwrap_or(0);
-            if ns < 1_000 {
-                counts.ns[idx(ns)] += n;
-            } else if ns < 1_000_000 {
-                counts.us[idx(ns / 1_000)] += n;
-            } else {
-                let ms = ns / 1_000_000;
-                let i = match ms {
-                    2000.. => 11,
-                    1000..=1999 => 10,
-                    _ => idx(ms),
-                };
-                counts.ms[i] += n;
-            }
-        }
+        let s = d.of(io);
+        total += s.clat.count();
+        let b = &s.clat_buckets;
+        let add = |to: &mut [f64], from: &[u64]| to.iter_mut().zip(from).for_each(|(t, &f)| *t += f as f64);
+        add(&mut counts.ns, &b.ns);
+        add(&mut counts.us, &b.us);
+        add(&mut counts.ms, &b.ms);
     }
     let pct = |c: &mut f64| {
         let raw = *c;
@@ -313,7 +277,7 @@ pub(super) fn latency_depth(job: &JobResult) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::JobSample;
+    use crate::metrics::{JobSample, Samples};
     use crate::report::test_fixture::{job, run};
 
     #[test]
@@ -332,14 +296,17 @@ mod tests {
     fn sample_stats_skip_idle_windows_and_truncate_like_fio() {
         let mut j = job("j", 0, 0);
         j.sample_interval_ns = 500 * NS_PER_MS;
-        j.samples = vec![
-            JobSample { bytes: [1_024_000, 0, 0], ios: [250, 0, 0] },
-            JobSample { bytes: [1_024_000, 0, 0], ios: [250, 0, 0] },
-            JobSample { bytes: [2_048_000, 0, 0], ios: [500, 0, 0] },
-            JobSample { bytes: [0, 0, 0], ios: [0, 0, 0] },
-            // 1000 bytes in 0.5 s = 2000 B/s = 1.95 KiB/s, truncated to 1.
-            JobSample { bytes: [0, 1000, 0], ios: [0, 1, 0] },
-        ];
+        j.samples = Samples::of_windows(
+            &[
+                JobSample { bytes: [1_024_000, 0, 0], ios: [250, 0, 0] },
+                JobSample { bytes: [1_024_000, 0, 0], ios: [250, 0, 0] },
+                JobSample { bytes: [2_048_000, 0, 0], ios: [500, 0, 0] },
+                JobSample { bytes: [0, 0, 0], ios: [0, 0, 0] },
+                // 1000 bytes in 0.5 s = 2000 B/s = 1.95 KiB/s, truncated to 1.
+                JobSample { bytes: [0, 1000, 0], ios: [0, 1, 0] },
+            ],
+            500_000_000,
+        );
         let bw = bw_samples(&j, Dir::Read);
         assert_eq!((bw.min, bw.max, bw.samples), (2000, 4000, 3));
         assert!((bw.mean - 8000.0 / 3.0).abs() < 1e-9);
@@ -355,8 +322,7 @@ mod tests {
 
     #[test]
     fn agg_percent_as_fio() {
-        let g =
-            GroupDir { iobytes: 4096 * 1000, min_run_ns: 1, max_run_ns: NS_PER_SEC, min_bw: 0, max_bw: 0 };
+        let g = GroupDir { iobytes: 4096 * 1000, min_run_ns: 1, max_run_ns: NS_PER_SEC, min_bw: 0, max_bw: 0 };
         // agg = 4000 KiB/s; mean 1000.9 truncates to 1000 → 25%.
         let s = SampleStat { min: 0, max: 0, mean: 1000.9, dev: 0.0, samples: 2 };
         assert!((bw_agg_percent(&g, &s) - 25.0).abs() < 1e-12);
@@ -392,9 +358,8 @@ mod tests {
             io.write.record(4096, 0, 100_000);
         }
         let d = lat_dist(&io);
-        let nonzero = |a: &[f64]| {
-            a.iter().enumerate().filter(|(_, &v)| v > 0.0).map(|(i, &v)| (i, v)).collect::<Vec<_>>()
-        };
+        let nonzero =
+            |a: &[f64]| a.iter().enumerate().filter(|(_, &v)| v > 0.0).map(|(i, &v)| (i, v)).collect::<Vec<_>>();
         assert_eq!(nonzero(&d.ns), vec![(0, 1.0), (7, 1.0)]);
         assert_eq!(nonzero(&d.us), vec![(2, 1.0), (6, 93.0), (9, 1.0)]);
         assert_eq!(nonzero(&d.ms), vec![(0, 1.0), (10, 1.0), (11, 1.0)]);

@@ -60,7 +60,7 @@ pub(crate) mod test_fixture {
     use crate::device::{SsdStats, TenantDeviceStats};
     use crate::ftl::{FtlStats, MapStats};
     use crate::metrics::{
-        shares, DeviceResult, Fairness, IoStats, JobResult, JobSample, RunResults, StopReason, TenantResult,
+        shares, DeviceResult, Fairness, IoStats, JobResult, JobSample, RunResults, Samples, StopReason, TenantResult,
         TimelineRow,
     };
 
@@ -80,7 +80,7 @@ pub(crate) mod test_fixture {
             io: IoStats::default(),
             iodepth_levels: Vec::new(),
             sample_interval_ns: 500_000_000,
-            samples: Vec::new(),
+            samples: Default::default(),
         }
     }
 
@@ -103,25 +103,28 @@ pub(crate) mod test_fixture {
         a0.runtime_ns = 2 * SEC;
         fill(&mut a0.io.read, 1000, 20_000);
         a0.iodepth_levels = vec![(1, 0.001), (16, 0.999)];
-        a0.samples = vec![
-            JobSample { bytes: [1_024_000, 0, 0], ios: [250, 0, 0] },
-            JobSample { bytes: [1_024_000, 0, 0], ios: [250, 0, 0] },
-            JobSample { bytes: [2_048_000, 0, 0], ios: [500, 0, 0] },
-            JobSample { bytes: [0, 0, 0], ios: [0, 0, 0] },
-        ];
+        a0.samples = Samples::of_windows(
+            &[
+                JobSample { bytes: [1_024_000, 0, 0], ios: [250, 0, 0] },
+                JobSample { bytes: [1_024_000, 0, 0], ios: [250, 0, 0] },
+                JobSample { bytes: [2_048_000, 0, 0], ios: [500, 0, 0] },
+                JobSample { bytes: [0, 0, 0], ios: [0, 0, 0] },
+            ],
+            500_000_000,
+        );
         let mut a1 = job("a", 1, 0);
         a1.tenant = "vm0".into();
         a1.runtime_ns = 4 * SEC;
         fill(&mut a1.io.read, 2000, 30_000);
         a1.iodepth_levels = vec![(1, 1.0)];
-        a1.samples = vec![JobSample { bytes: [1_024_000, 0, 0], ios: [250, 0, 0] }; 8];
+        a1.samples = Samples::of_windows(&[JobSample { bytes: [1_024_000, 0, 0], ios: [250, 0, 0] }; 8], 500_000_000);
         let mut b0 = job("b", 0, 1);
         b0.tenant = "vm1".into();
         b0.tenant_index = 1;
         b0.runtime_ns = SEC;
         fill(&mut b0.io.write, 100, 3_000_000);
         b0.iodepth_levels = vec![(4, 1.0)];
-        b0.samples = vec![JobSample { bytes: [0, 204_800, 0], ios: [0, 50, 0] }; 2];
+        b0.samples = Samples::of_windows(&[JobSample { bytes: [0, 204_800, 0], ios: [0, 50, 0] }; 2], 500_000_000);
 
         let tenant = |name: &str, index: usize, jobs: Vec<usize>, src: &[&JobResult], gc: u64, weight: u32| {
             let mut io = IoStats::default();
@@ -143,10 +146,8 @@ pub(crate) mod test_fixture {
                 replay: None,
             }
         };
-        let mut tenants = vec![
-            tenant("vm0", 0, vec![0, 1], &[&a0, &a1], 60, 500),
-            tenant("vm1", 1, vec![2], &[&b0], 30, 250),
-        ];
+        let mut tenants =
+            vec![tenant("vm0", 0, vec![0, 1], &[&a0, &a1], 60, 500), tenant("vm1", 1, vec![2], &[&b0], 30, 250)];
         let weights = [500, 250];
         let shares = shares(&[Some(3e6), Some(1e6)], &weights);
         tenants[0].share = shares[0];

@@ -15,7 +15,7 @@ use super::SimError;
 use crate::config::{Scenario, TenantSpec, TraceTiming};
 use crate::device::IoOp;
 use crate::engine::derive_seed;
-use crate::metrics::{IoStats, JobResult, JobSample};
+use crate::metrics::{IoStats, JobResult, JobSample, Samples};
 use crate::units::{Nanos, SimTime, TenantId};
 use crate::workload::fio::{Dir, FioJob, IoUnit, JobGen, ThinktimeBlocksType};
 use std::collections::VecDeque;
@@ -112,7 +112,8 @@ pub struct JobRt {
     last_was_sync: bool,
     end_sync_done: bool,
     stats: IoStats,
-    samples: Vec<JobSample>,
+    samples: Samples,
+    /// What the current sample window has completed so far.
     cur_sample: JobSample,
     cur_window: u64,
     depth_counts: [u64; 7],
@@ -174,7 +175,7 @@ impl JobRt {
             last_was_sync: false,
             end_sync_done: false,
             stats: IoStats::default(),
-            samples: Vec::new(),
+            samples: Samples::default(),
             cur_sample: JobSample::default(),
             cur_window: 0,
             depth_counts: [0; 7],
@@ -393,11 +394,12 @@ impl JobRt {
         }
     }
 
-    /// Closes sample windows before `window`.
+    /// Closes sample windows before `window`: the current one, and those after it, in which
+    /// nothing completed (fio skips them), in one step.
     fn advance_samples(&mut self, window: u64) {
-        while self.cur_window < window {
-            self.samples.push(std::mem::take(&mut self.cur_sample));
-            self.cur_window += 1;
+        if self.cur_window < window {
+            self.samples.add_window(&std::mem::take(&mut self.cur_sample), SAMPLE_INTERVAL.0);
+            self.cur_window = window;
         }
     }
 
@@ -425,7 +427,8 @@ impl JobRt {
         }
     }
 
-    pub fn result(&self, scenario: &Scenario) -> JobResult {
+    /// The job's results; its statistics move into them (the run is over).
+    pub fn take_result(&mut self, scenario: &Scenario) -> JobResult {
         let runtime_ns = match self.end {
             Some(end) => end.since(self.measure_from).0,
             None => 0,
@@ -446,10 +449,10 @@ impl JobRt {
             options: self.spec.job_options.clone(),
             iodepth: self.spec.iodepth,
             runtime_ns,
-            io: self.stats.clone(),
+            io: std::mem::take(&mut self.stats),
             iodepth_levels,
             sample_interval_ns: SAMPLE_INTERVAL.0,
-            samples: self.samples.clone(),
+            samples: self.samples,
         }
     }
 

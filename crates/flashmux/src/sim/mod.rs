@@ -731,7 +731,7 @@ impl Simulator {
         }
         let snap = self.snapshots();
         self.timeline.close_partial(now, &snap);
-        let jobs: Vec<JobResult> = self.jobs.iter().map(|j| j.result(&self.scenario)).collect();
+        let jobs: Vec<JobResult> = self.jobs.iter_mut().map(|j| j.take_result(&self.scenario)).collect();
         let mut replays: Vec<Option<ReplayStats>> = self.jobs.iter_mut().map(|j| j.take_replay()).collect();
         let tenants: Vec<TenantResult> = self
             .scenario
