@@ -39,6 +39,7 @@ fn greedy_waf_is_bounded_by_the_lrw_model() {
             &PreconditionSpec { state: PreconditionState::Aged, fill: 1.0 },
             &segs,
             &mut rng_for(3, "validation"),
+            &|| false,
         );
         assert!(r.reached_steady_state, "op {op}: {r:?}");
         let alpha = geo.total_units() as f64 / logical as f64;

@@ -73,6 +73,9 @@ pub struct PreconditionReport {
     /// Write amplification of the last aging round.
     pub steady_waf: f64,
     pub reached_steady_state: bool,
+    /// The user stopped the run while the drive was being preconditioned.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 const ROUND_FRACTION: f64 = 0.05;
@@ -82,8 +85,18 @@ const STABLE_TOLERANCE: f64 = 0.02;
 const MAX_OVERWRITES: u64 = 8;
 /// Overwrites generated (and their table entries warmed) at a time.
 const BATCH: u64 = 64;
+/// Units written by the sequential fill between two looks at the stop flag.
+const FILL_POLL: u32 = 1 << 16;
 
-pub fn precondition(ftl: &mut Ftl, spec: &PreconditionSpec, segments: &[Segment], rng: &mut SimRng) -> PreconditionReport {
+/// Puts the drive into `spec`'s state. `stop` is asked every few thousand writes (a millisecond
+/// or so): once it says so, preconditioning ends where it is, with `interrupted` set.
+pub fn precondition(
+    ftl: &mut Ftl,
+    spec: &PreconditionSpec,
+    segments: &[Segment],
+    rng: &mut SimRng,
+    stop: &dyn Fn() -> bool,
+) -> PreconditionReport {
     let mut report = PreconditionReport { state: Some(spec.state), fill: spec.fill, ..Default::default() };
     if spec.state == PreconditionState::Clean {
         return report;
@@ -96,11 +109,17 @@ pub fn precondition(ftl: &mut Ftl, spec: &PreconditionSpec, segments: &[Segment]
         .collect();
     for s in &filled {
         for lpn in s.start..s.start + s.len {
+            if (lpn - s.start) % FILL_POLL == 0 && stop() {
+                report.interrupted = true;
+                report.units_filled += u64::from(lpn - s.start);
+                report.gc_runs = ftl.stats().gc_runs;
+                return report;
+            }
             ftl.write_untimed(Lpn(lpn), s.owner);
         }
+        report.units_filled += u64::from(s.len);
     }
     let total: u64 = filled.iter().map(|s| s.len as u64).sum();
-    report.units_filled = total;
     if spec.state == PreconditionState::Aged && total > 0 {
         let cum: Vec<u64> = filled
             .iter()
@@ -118,6 +137,11 @@ pub fn precondition(ftl: &mut Ftl, spec: &PreconditionSpec, segments: &[Segment]
             let before = ftl.stats().clone();
             let mut left = round;
             while left > 0 {
+                if stop() {
+                    report.interrupted = true;
+                    report.gc_runs = ftl.stats().gc_runs;
+                    return report;
+                }
                 batch.clear();
                 for _ in 0..left.min(BATCH) {
                     let r = rng.random_range(0..total);
@@ -207,6 +231,24 @@ mod tests {
     }
 
     #[test]
+    fn a_stop_ends_preconditioning_where_it_is() {
+        let mut f = ftl();
+        let n = f.logical_units() as u32;
+        let segs = owner_segments(n, &[(0, n, 0)]);
+        let spec = PreconditionSpec { state: PreconditionState::Aged, fill: 1.0 };
+        let asked = std::cell::Cell::new(0);
+        // Stop at the fifth look: during the aging, after the fill.
+        let r = precondition(&mut f, &spec, &segs, &mut rng_for(1, "p"), &|| {
+            asked.set(asked.get() + 1);
+            asked.get() >= 5
+        });
+        assert!(r.interrupted && !r.reached_steady_state, "{r:?}");
+        assert_eq!(r.units_filled, n as u64);
+        assert_eq!(asked.get(), 5, "asked once per batch until told to stop");
+        f.check_invariants();
+    }
+
+    #[test]
     fn segments_by_owner() {
         let s = owner_segments(100, &[(0, 40, 0), (40, 30, 1), (60, 20, 2)]);
         assert_eq!(
@@ -227,7 +269,7 @@ mod tests {
         let n = f.logical_units() as u32;
         let segs = owner_segments(n, &[(0, n / 2, 0), (n / 2, n - n / 2, 1)]);
         let spec = PreconditionSpec { state: PreconditionState::SequentialFill, fill: 0.5 };
-        let r = precondition(&mut f, &spec, &segs, &mut rng_for(1, "p"));
+        let r = precondition(&mut f, &spec, &segs, &mut rng_for(1, "p"), &|| false);
         assert_eq!(r.units_filled as u32, n / 2);
         assert!(matches!(f.lookup(Lpn(0)), Loc::Flash(_)));
         assert_eq!(f.lookup(Lpn(n / 4 + 1)), Loc::Unmapped);
@@ -244,7 +286,7 @@ mod tests {
         let n = f.logical_units() as u32;
         let segs = owner_segments(n, &[(0, n / 2, 0), (n / 2, n - n / 2, 1)]);
         let spec = PreconditionSpec { state: PreconditionState::Aged, fill: 1.0 };
-        let r = precondition(&mut f, &spec, &segs, &mut rng_for(1, "p"));
+        let r = precondition(&mut f, &spec, &segs, &mut rng_for(1, "p"), &|| false);
         assert!(r.gc_runs > 0);
         assert!(r.reached_steady_state, "{r:?}");
         assert!(r.steady_waf > 1.5, "uniform random overwrites at 10% OP: WAF {}", r.steady_waf);
@@ -252,7 +294,7 @@ mod tests {
         f.check_invariants();
         // Same seed, same drive state.
         let mut g = ftl();
-        let r2 = precondition(&mut g, &spec, &segs, &mut rng_for(1, "p"));
+        let r2 = precondition(&mut g, &spec, &segs, &mut rng_for(1, "p"), &|| false);
         assert_eq!(r, r2);
     }
 }

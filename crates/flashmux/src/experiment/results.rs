@@ -6,13 +6,14 @@ use crate::sim::{Progress, SimError, Simulator};
 use crate::report::stop_reason_name;
 use std::path::Path;
 
-/// Events simulated between two checks of the interrupt flag.
+/// Events simulated per call into the simulator (it asks `interrupted` before each event).
 const BATCH_EVENTS: u64 = 200_000;
 
 /// Runs every point in order, each to its end, and returns their results in point order.
 /// `on_point(i, n, results)` is called after point `i` (0-based) of `n` has finished.
 ///
-/// `interrupted` is polled during the runs: once it returns true, the running point is
+/// `interrupted` is polled during the runs (before every event, and while a drive is aged): once
+/// it returns true, the running point is
 /// interrupted (its results, marked [`StopReason::Interrupted`], are partial), `on_point` is
 /// called for it, and no further point starts. The results so far are returned.
 pub fn run_points(
@@ -26,15 +27,8 @@ pub fn run_points(
         if interrupted() {
             break;
         }
-        let mut sim = Simulator::new(p.scenario.clone())?;
-        loop {
-            if interrupted() {
-                sim.interrupt();
-            }
-            if let Progress::Finished(_) = sim.run_for(BATCH_EVENTS) {
-                break;
-            }
-        }
+        let mut sim = Simulator::new_polling(p.scenario.clone(), interrupted)?;
+        while let Progress::Running = sim.run_polling(BATCH_EVENTS, interrupted) {}
         let r = sim.finish();
         on_point(i, n, &r);
         let stop = r.stop_reason == StopReason::Interrupted;

@@ -19,7 +19,7 @@ mod timeline;
 pub use fio_json::fio_json;
 pub use normal::fio_normal;
 pub use table::tenant_table;
-pub use timeline::write_timeline_csv;
+pub use timeline::{write_timeline_csv, TimelineCsv};
 
 use crate::device::precondition::PreconditionState;
 use crate::metrics::StopReason;
@@ -197,6 +197,7 @@ pub(crate) mod test_fixture {
                     gc_runs: 77,
                     steady_waf: 2.25,
                     reached_steady_state: true,
+                    interrupted: false,
                 },
                 channel_utilisation: 0.5,
                 write_buffer_hits: 6,

@@ -215,6 +215,15 @@ fn map_cells(t: &TenantResult) -> Vec<String> {
 
 fn precondition(p: &PreconditionReport) -> String {
     let fill = format!("fill {:.0}%", p.fill * 100.0);
+    let done = precondition_done(p, fill);
+    if p.interrupted {
+        format!("{done}; interrupted while preconditioning")
+    } else {
+        done
+    }
+}
+
+fn precondition_done(p: &PreconditionReport, fill: String) -> String {
     match p.state {
         None => "none".into(),
         Some(PreconditionState::Clean) => precondition_state_name(PreconditionState::Clean).into(),
@@ -365,5 +374,10 @@ mod tests {
         p.state = Some(PreconditionState::Aged);
         p.steady_waf = f64::NAN;
         assert_eq!(precondition(&p), "aged, fill 50%, steady-state WAF - (not reached, 0 GC runs)");
+        p.interrupted = true;
+        assert_eq!(
+            precondition(&p),
+            "aged, fill 50%, steady-state WAF - (not reached, 0 GC runs); interrupted while preconditioning"
+        );
     }
 }

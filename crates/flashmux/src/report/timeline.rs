@@ -1,6 +1,6 @@
 //! The timeline as CSV: one row per tenant per interval, for plotting.
 
-use crate::metrics::RunResults;
+use crate::metrics::{RunResults, TimelineRow};
 use std::io;
 
 const HEADER: [&str; 19] = [
@@ -29,10 +29,29 @@ const HEADER: [&str; 19] = [
 /// (fixed, so the file is reproducible and diffs cleanly); an undefined value (e.g. the latency
 /// of an interval without completions, if the row carries it as NaN) is an empty field.
 pub fn write_timeline_csv<W: io::Write>(r: &RunResults, w: W) -> io::Result<()> {
-    let mut out = csv::Writer::from_writer(w);
-    out.write_record(HEADER)?;
+    let mut out = TimelineCsv::new(w)?;
     for row in &r.timeline {
-        out.write_record([
+        out.row(row)?;
+    }
+    out.finish().map(|_| ())
+}
+
+/// The timeline's CSV written a row at a time, as a run streams it (see [`write_timeline_csv`]
+/// for the format).
+pub struct TimelineCsv<W: io::Write> {
+    out: csv::Writer<W>,
+}
+
+impl<W: io::Write> TimelineCsv<W> {
+    /// Starts the file: the header row.
+    pub fn new(w: W) -> io::Result<TimelineCsv<W>> {
+        let mut out = csv::Writer::from_writer(w);
+        out.write_record(HEADER)?;
+        Ok(TimelineCsv { out })
+    }
+
+    pub fn row(&mut self, row: &TimelineRow) -> io::Result<()> {
+        self.out.write_record([
             num(row.time_s),
             num(row.interval_s),
             row.tenant.clone(),
@@ -53,8 +72,13 @@ pub fn write_timeline_csv<W: io::Write>(r: &RunResults, w: W) -> io::Result<()> 
             num(row.gc_share),
             num(row.gc_share_est),
         ])?;
+        Ok(())
     }
-    out.flush()
+
+    /// Flushes what is buffered and gives the writer back.
+    pub fn finish(self) -> io::Result<W> {
+        self.out.into_inner().map_err(|e| io::Error::new(e.error().kind(), e.error().to_string()))
+    }
 }
 
 fn num(x: f64) -> String {

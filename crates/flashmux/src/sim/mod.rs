@@ -22,7 +22,7 @@ use crate::engine::{rng_for, EventQueue};
 use crate::host::{SchedReq, Scheduler};
 use crate::ftl::MappingConfig;
 use crate::metrics::{CmtReport, DeviceResult, Fairness, JobResult, RunResults, StopReason, TenantResult};
-use crate::units::{JobId, QueueId, ReqId, SimTime, TenantId};
+use crate::units::{JobId, Nanos, QueueId, ReqId, SimTime, TenantId};
 use crate::virt::{Io, Machine, MachineEvent, VirtOutbox};
 use job::{IoReq, JobRt, JobState};
 use trace::ReplayStats;
@@ -30,6 +30,7 @@ pub use external::{Export, ExternalDone, ExternalIo};
 use overlap::{Overlap, Window};
 use std::collections::VecDeque;
 use timeline::Timeline;
+pub use timeline::{TimelineSink, KEEP_ROWS};
 
 /// Everything that can happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,6 +138,13 @@ pub struct Simulator {
 impl Simulator {
     /// Builds the model, preconditions the drive and schedules the first events.
     pub fn new(scenario: Scenario) -> Result<Simulator, SimError> {
+        Simulator::new_polling(scenario, &|| false)
+    }
+
+    /// [`Simulator::new`], asking `stop` every few thousand preconditioning writes: once it
+    /// says so, preconditioning ends there and the simulator is built already finished
+    /// ([`StopReason::Interrupted`]), so its results say what was done.
+    pub fn new_polling(scenario: Scenario, stop: &dyn Fn() -> bool) -> Result<Simulator, SimError> {
         let device = build_device(&scenario)?;
         let mut sim = Simulator {
             now: SimTime::ZERO,
@@ -157,7 +165,11 @@ impl Simulator {
             vout: VirtOutbox::default(),
             device,
             out: Outbox::default(),
-            timeline: Timeline::new(scenario.tenants.len(), scenario.output.timeline_interval),
+            timeline: Timeline::new(
+                scenario.tenants.iter().map(|t| t.name.clone()).collect(),
+                scenario.tenants.iter().map(|t| t.weight).collect(),
+                scenario.output.timeline_interval,
+            ),
             overlap: Overlap::new(scenario.tenants.len()),
             precondition: PreconditionReport::default(),
             finished: None,
@@ -180,9 +192,18 @@ impl Simulator {
                 h.completion_overhead,
             ));
         }
-        sim.precondition = sim.run_precondition();
+        sim.precondition = sim.run_precondition(stop);
         sim.start();
+        if sim.precondition.interrupted {
+            sim.finished = Some(StopReason::Interrupted);
+        }
         Ok(sim)
+    }
+
+    /// Streams the timeline's rows to `sink` as intervals close, instead of keeping them for
+    /// [`RunResults::timeline`] (which is then empty). Call before running.
+    pub fn stream_timeline(&mut self, sink: Box<dyn TimelineSink>) {
+        self.timeline.stream_to(sink);
     }
 
     /// Run every component's invariant check each `every` events (and at the end).
@@ -237,7 +258,7 @@ impl Simulator {
         Ok(())
     }
 
-    fn run_precondition(&mut self) -> PreconditionReport {
+    fn run_precondition(&mut self, stop: &dyn Fn() -> bool) -> PreconditionReport {
         let spec = self.scenario.precondition.clone();
         let Backend::Ssd(ssd) = self.device.backend_mut() else {
             return PreconditionReport::default();
@@ -257,7 +278,7 @@ impl Simulator {
             .collect();
         let segments = owner_segments(logical, &regions);
         let mut rng = rng_for(self.scenario.seed, "precondition");
-        let report = precondition(ssd.ftl_mut(), &spec, &segments, &mut rng);
+        let report = precondition(ssd.ftl_mut(), &spec, &segments, &mut rng, stop);
         let planes = ssd.config().geometry.planes();
         for p in 0..planes {
             ssd.ftl_mut().pad_host_page(p);
@@ -315,7 +336,21 @@ impl Simulator {
 
     /// Processes up to `max_events` events.
     pub fn run_for(&mut self, max_events: u64) -> Progress {
+        self.run_events(max_events, || false)
+    }
+
+    /// Processes up to `max_events` events, asking `stop` before each: once it says so, the run
+    /// is interrupted ([`Simulator::interrupt`]) there. However slow the events (invariant checks
+    /// after each), a stop takes effect after the event in progress.
+    pub fn run_polling(&mut self, max_events: u64, stop: &dyn Fn() -> bool) -> Progress {
+        self.run_events(max_events, stop)
+    }
+
+    fn run_events(&mut self, max_events: u64, stop: impl Fn() -> bool) -> Progress {
         for _ in 0..max_events {
+            if self.finished.is_none() && stop() {
+                self.interrupt();
+            }
             if let Some(r) = self.finished {
                 return Progress::Finished(r);
             }
@@ -387,10 +422,7 @@ impl Simulator {
                 self.drain_outbox();
             }
             Event::AppComplete(r) => self.app_complete(r),
-            Event::Tick => {
-                self.tick();
-                self.events.push(self.now + self.timeline.interval(), Event::Tick);
-            }
+            Event::Tick => self.tick(),
             Event::Stop => self.finished = Some(StopReason::TimeLimit),
         }
         // Whatever the event gave the machine (a job's requests, a device completion, its own
@@ -666,9 +698,25 @@ impl Simulator {
         }
     }
 
+    /// An interval ends. If nothing at all is due before the interval after next, the whole
+    /// intervals until the one holding the next event are idle: they close as one stretch, and
+    /// the next tick is at the end of that interval. (With nothing due at all, as while an export
+    /// waits for its clients, ticks go on one interval at a time.)
     fn tick(&mut self) {
         let snap = self.snapshots();
-        self.timeline.close_interval(self.now, &snap);
+        let periods = self.overlap.periods(self.now);
+        self.timeline.close_interval(self.now, &snap, &periods);
+        let i = self.timeline.interval().0;
+        let mut next = self.now + Nanos(i);
+        if let Some(due) = self.events.peek_time() {
+            let idle = due.since(self.now).0 / i;
+            if idle >= 2 {
+                let until = self.now + Nanos(idle * i);
+                self.timeline.skip_idle(until, &snap, &periods);
+                next = until + Nanos(i);
+            }
+        }
+        self.events.push(next, Event::Tick);
     }
 
     /// Every tenant's device-side counters now, for the timeline.
@@ -730,7 +778,7 @@ impl Simulator {
             j.stop(now);
         }
         let snap = self.snapshots();
-        self.timeline.close_partial(now, &snap);
+        self.timeline.close_partial(now, &snap, &self.overlap.periods(now));
         let jobs: Vec<JobResult> = self.jobs.iter_mut().map(|j| j.take_result(&self.scenario)).collect();
         let mut replays: Vec<Option<ReplayStats>> = self.jobs.iter_mut().map(|j| j.take_replay()).collect();
         let tenants: Vec<TenantResult> = self
@@ -798,6 +846,14 @@ impl Simulator {
         if reason == StopReason::Interrupted {
             warnings.push("the run was interrupted: results are partial".to_string());
         }
+        let interval = self.timeline.interval();
+        let (timeline, dropped) = self.timeline.into_rows();
+        if dropped > 0 {
+            warnings.push(format!(
+                "the timeline kept its first {KEEP_ROWS} rows in memory and dropped {dropped} more: \
+                 stream it (as `flashmux run` does into timeline.csv) or lengthen [output] timeline_interval"
+            ));
+        }
         RunResults {
             version: crate::VERSION.to_string(),
             seed: self.scenario.seed,
@@ -813,9 +869,9 @@ impl Simulator {
             jobs,
             tenants,
             device,
-            timeline_interval_ns: self.timeline.interval().0,
+            timeline_interval_ns: interval.0,
             virt: self.machine.as_ref().map(|m| m.result(now)),
-            timeline: self.timeline.into_rows(&self.scenario, &window.periods),
+            timeline,
             fairness,
             warnings,
             serve: None,

@@ -5,7 +5,10 @@
 //!
 //! Each tenant's cumulative measured bytes are snapshot at every moment a tenant's period begins
 //! or ends. A snapshot is taken at the first completion that would change it, so it is exact
-//! without an event of its own (a period may begin in the future, after a job's ramp).
+//! without an event of its own (a period may begin in the future, after a job's ramp). Marks
+//! that fall due together share one snapshot, and an end later than another tenant's end takes
+//! none (only the first end bounds the common interval), so memory stays linear in the tenants
+//! when they begin together and end apart.
 
 use crate::units::SimTime;
 
@@ -15,17 +18,20 @@ use crate::units::SimTime;
 struct Mark {
     at: SimTime,
     inclusive: bool,
-    bytes: Option<Vec<u64>>,
+    /// Its snapshot (an index into [`Overlap::snaps`]), once taken.
+    bytes: Option<usize>,
+    /// Its snapshot can bound the common interval (false: an end after another tenant's).
+    wanted: bool,
 }
 
 impl Mark {
     fn new(at: SimTime, inclusive: bool) -> Mark {
-        Mark { at, inclusive, bytes: None }
+        Mark { at, inclusive, bytes: None, wanted: true }
     }
 
     /// A completion at `t` would change the snapshot: take it now.
     fn due(&self, t: SimTime) -> bool {
-        self.bytes.is_none() && (t > self.at || (t == self.at && !self.inclusive))
+        self.wanted && self.bytes.is_none() && (t > self.at || (t == self.at && !self.inclusive))
     }
 }
 
@@ -46,6 +52,8 @@ pub struct Overlap {
     issued: Vec<bool>,
     begins: Vec<Option<Mark>>,
     ends: Vec<Option<Mark>>,
+    /// Cumulative bytes per tenant at the moments marks fell due.
+    snaps: Vec<Vec<u64>>,
     /// No mark is due before this time.
     next_due: SimTime,
 }
@@ -57,6 +65,7 @@ impl Overlap {
             issued: vec![false; tenants],
             begins: vec![None; tenants],
             ends: vec![None; tenants],
+            snaps: Vec::new(),
             next_due: SimTime(u64::MAX),
         }
     }
@@ -76,7 +85,15 @@ impl Overlap {
 
     /// The tenant's last job is done.
     pub fn tenant_done(&mut self, tenant: usize, now: SimTime) {
-        self.ends[tenant] = Some(Mark::new(now, true));
+        // Another tenant with demand ended earlier, inside its period: this end can never be the
+        // first one.
+        let earlier = (0..self.ends.len()).any(|t| {
+            let (Some(b), Some(e)) = (&self.begins[t], &self.ends[t]) else { return false };
+            self.issued[t] && e.at < now && b.at <= e.at
+        });
+        let mut mark = Mark::new(now, true);
+        mark.wanted = !earlier;
+        self.ends[tenant] = Some(mark);
         self.next_due = self.next_due.min(now);
     }
 
@@ -90,10 +107,15 @@ impl Overlap {
 
     fn snapshot_due(&mut self, now: SimTime) {
         let mut next = SimTime(u64::MAX);
+        let mut taken: Option<usize> = None;
         for m in self.begins.iter_mut().chain(self.ends.iter_mut()).flatten() {
             if m.due(now) {
-                m.bytes = Some(self.bytes.clone());
-            } else if m.bytes.is_none() {
+                let i = *taken.get_or_insert_with(|| {
+                    self.snaps.push(self.bytes.clone());
+                    self.snaps.len() - 1
+                });
+                m.bytes = Some(i);
+            } else if m.bytes.is_none() && m.wanted {
                 next = next.min(m.at);
             }
         }
@@ -117,6 +139,11 @@ impl Overlap {
         Window { periods, common: Some((start, end)), bytes }
     }
 
+    /// Every tenant's measured period as it stands at `now` (see [`Overlap::period`]).
+    pub fn periods(&self, now: SimTime) -> Vec<Option<(SimTime, SimTime)>> {
+        (0..self.bytes.len()).map(|t| self.period(t, now)).collect()
+    }
+
     /// The tenant's measured period, if it began by `now` and the tenant issued I/O.
     fn period(&self, tenant: usize, now: SimTime) -> Option<(SimTime, SimTime)> {
         let begin = self.begins[tenant].as_ref().map(|m| m.at).filter(|&b| b <= now && self.issued[tenant])?;
@@ -126,7 +153,7 @@ impl Overlap {
     /// Cumulative bytes at a mark. A mark not yet taken has seen no completion since; no mark
     /// (a tenant still running) is the run's end.
     fn snapshot<'a>(&'a self, m: Option<&'a Mark>) -> &'a [u64] {
-        m.and_then(|m| m.bytes.as_deref()).unwrap_or(&self.bytes)
+        m.and_then(|m| m.bytes).map_or(&self.bytes, |i| &self.snaps[i])
     }
 }
 
@@ -174,6 +201,27 @@ mod tests {
         let w = o.finish(t(9));
         assert_eq!(w.common, Some((t(8), t(9))));
         assert_eq!(w.bytes, [Some(20), Some(30)]);
+    }
+
+    #[test]
+    fn tenants_beginning_together_and_ending_apart_share_snapshots() {
+        let n = 200;
+        let mut o = Overlap::new(n);
+        for tn in 0..n {
+            o.job_began(tn, t(0));
+            o.issued(tn);
+        }
+        for (i, tn) in (0..n).enumerate() {
+            o.record(tn, t(1 + i as u64), 10);
+            o.tenant_done(tn, t(1 + i as u64));
+        }
+        o.record(0, t(1000), 1);
+        // One snapshot for all the beginnings, one for the first end: not one per tenant.
+        assert!(o.snaps.len() <= 2, "{} snapshots", o.snaps.len());
+        let w = o.finish(t(1000));
+        assert_eq!(w.common, Some((t(0), t(1))));
+        assert_eq!(w.bytes[0], Some(10));
+        assert!(w.bytes[1..].iter().all(|b| *b == Some(0)));
     }
 
     #[test]

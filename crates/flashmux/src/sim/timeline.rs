@@ -1,30 +1,40 @@
-//! Per-tenant activity per interval of simulated time.
+//! Per-tenant activity per interval of simulated time, emitted as each interval closes.
+//!
+//! Nothing here grows with simulated time: each interval's rows are built when it closes and go
+//! to a [`TimelineSink`] (`flashmux run` streams them into `timeline.csv`), or are kept in memory
+//! up to [`KEEP_ROWS`] for callers that read them back from [`RunResults`](crate::metrics::RunResults)
+//! (the bundled experiments). A stretch of two or more whole intervals in which nothing at all
+//! happens in the model (no event: every job waiting for a rate limit, a think time or a trace
+//! timestamp far ahead) is one row per tenant spanning the stretch, with zero activity, instead
+//! of a row per interval: a job limited to one request an hour costs two rows an hour, not 3,600.
 
-use crate::config::Scenario;
 use crate::device::IoOp;
 use crate::metrics::{shares, LatStat, Share, TimelineRow};
 use crate::units::{Nanos, SimTime, TenantId};
+
+/// Rows kept in memory by [`TimelineOut::Keep`] (about 200 bytes each); later rows are counted
+/// as dropped and the run's warnings say so.
+pub const KEEP_ROWS: usize = 1 << 20;
+
+/// Where the timeline's rows go as intervals close.
+pub trait TimelineSink: Send {
+    /// One tenant's row of a closed interval; the rows of an interval come in tenant order.
+    fn row(&mut self, row: &TimelineRow);
+}
+
+/// What becomes of the rows.
+pub enum TimelineOut {
+    /// Kept for [`RunResults::timeline`](crate::metrics::RunResults::timeline), up to [`KEEP_ROWS`].
+    Keep { rows: Vec<TimelineRow>, dropped: u64 },
+    /// Handed to a sink as they close; none kept.
+    Stream(Box<dyn TimelineSink>),
+}
 
 #[derive(Default)]
 struct Acc {
     ios: [u64; 3],
     bytes: [u64; 3],
     lat: LatStat,
-}
-
-struct Row {
-    start: SimTime,
-    len: Nanos,
-    tenant: usize,
-    ios: [u64; 3],
-    bytes: [u64; 3],
-    lat_mean_ns: f64,
-    lat_p99_ns: u64,
-    delta: Counters,
-    cmt_pages: u32,
-    slice_scale: f64,
-    /// GC cost charged to the tenant during the interval (`None`: the scheduler charges none).
-    gc_charged_ns: Option<f64>,
 }
 
 /// A tenant's cumulative device-side counters at a moment; the timeline reports their changes.
@@ -49,26 +59,38 @@ pub struct Snapshot {
 pub struct Timeline {
     interval: Nanos,
     start: SimTime,
+    names: Vec<String>,
+    weights: Vec<u32>,
     acc: Vec<Acc>,
     last: Vec<Counters>,
     last_charged: Vec<f64>,
-    rows: Vec<Row>,
+    out: TimelineOut,
 }
 
 impl Timeline {
-    pub fn new(tenants: usize, interval: Nanos) -> Self {
+    pub fn new(names: Vec<String>, weights: Vec<u32>, interval: Nanos) -> Self {
+        assert_eq!(names.len(), weights.len(), "a weight per tenant");
+        assert!(interval.0 > 0, "a timeline interval is longer than zero");
+        let n = names.len();
         Timeline {
             interval,
             start: SimTime::ZERO,
-            acc: (0..tenants).map(|_| Acc::default()).collect(),
-            last: vec![Counters::default(); tenants],
-            last_charged: vec![0.0; tenants],
-            rows: Vec::new(),
+            names,
+            weights,
+            acc: (0..n).map(|_| Acc::default()).collect(),
+            last: vec![Counters::default(); n],
+            last_charged: vec![0.0; n],
+            out: TimelineOut::Keep { rows: Vec::new(), dropped: 0 },
         }
     }
 
     pub fn interval(&self) -> Nanos {
         self.interval
+    }
+
+    /// Sends the rows of every interval closed from now on to `sink` instead of keeping them.
+    pub fn stream_to(&mut self, sink: Box<dyn TimelineSink>) {
+        self.out = TimelineOut::Stream(sink);
     }
 
     pub fn record(&mut self, tenant: TenantId, op: IoOp, bytes: u64, lat_ns: u64) {
@@ -79,102 +101,136 @@ impl Timeline {
         a.lat.record(lat_ns);
     }
 
-    /// Ends the interval at `now`; `snap[t]` is tenant t's device counters now.
-    pub fn close_interval(&mut self, now: SimTime, snap: &[Snapshot]) {
-        let len = now.since(self.start);
-        for (t, a) in self.acc.iter_mut().enumerate() {
-            let a = std::mem::take(a);
-            let (now_c, last) = (snap[t].totals, self.last[t]);
-            self.rows.push(Row {
-                start: self.start,
-                len,
-                tenant: t,
-                ios: a.ios,
-                bytes: a.bytes,
-                lat_mean_ns: a.lat.mean(),
-                lat_p99_ns: a.lat.percentile(99.0),
-                delta: Counters {
+    /// Ends the interval at `now`: one row per tenant. `snap[t]` is tenant t's device counters
+    /// now; `periods[t]` its measured period so far (`None`: none has begun, or it has no
+    /// demand yet), which decides whether its share is measured in the interval.
+    pub fn close_interval(&mut self, now: SimTime, snap: &[Snapshot], periods: &[Option<(SimTime, SimTime)>]) {
+        assert!(now >= self.start, "an interval ends after it starts");
+        let (start, len) = (self.start, now.since(self.start));
+        let bytes: Vec<u64> = self.acc.iter().map(|a| a.bytes.iter().sum()).collect();
+        let rows: Vec<TimelineRow> = (0..self.acc.len())
+            .map(|t| {
+                let a = std::mem::take(&mut self.acc[t]);
+                let (now_c, last) = (snap[t].totals, self.last[t]);
+                let delta = Counters {
                     gc_moved: now_c.gc_moved - last.gc_moved,
                     map_lookups: now_c.map_lookups - last.map_lookups,
                     map_misses: now_c.map_misses - last.map_misses,
-                },
-                cmt_pages: snap[t].cmt_pages,
-                slice_scale: snap[t].slice_scale,
-                gc_charged_ns: snap[t].gc_charged_ns.map(|c| c - self.last_charged[t]),
-            });
-            self.last[t] = now_c;
-            self.last_charged[t] = snap[t].gc_charged_ns.unwrap_or(0.0);
-        }
-        self.start = now;
+                };
+                let charged = snap[t].gc_charged_ns.map(|c| c - self.last_charged[t]);
+                self.last[t] = now_c;
+                self.last_charged[t] = snap[t].gc_charged_ns.unwrap_or(0.0);
+                self.row(t, start, len, &a, delta, &snap[t], charged)
+            })
+            .collect();
+        self.emit(rows, &bytes, start, now, periods);
+    }
+
+    /// Nothing happens in the model before `until` (a later interval boundary): the whole
+    /// intervals from now to `until` become one idle row per tenant, and the next interval
+    /// starts at `until`. Called right after an interval closed.
+    pub fn skip_idle(&mut self, until: SimTime, snap: &[Snapshot], periods: &[Option<(SimTime, SimTime)>]) {
+        debug_assert!(self.acc.iter().all(|a| a.ios == [0; 3]), "an idle stretch with completions in it");
+        let (start, len) = (self.start, until.since(self.start));
+        let rows: Vec<TimelineRow> = (0..self.acc.len())
+            .map(|t| {
+                let charged = snap[t].gc_charged_ns.map(|_| 0.0);
+                self.row(t, start, len, &Acc::default(), Counters::default(), &snap[t], charged)
+            })
+            .collect();
+        self.emit(rows, &vec![0; self.acc.len()], start, until, periods);
     }
 
     /// Closes the last, possibly shorter interval if any time has passed in it.
-    pub fn close_partial(&mut self, now: SimTime, snap: &[Snapshot]) {
+    pub fn close_partial(&mut self, now: SimTime, snap: &[Snapshot], periods: &[Option<(SimTime, SimTime)>]) {
         if now > self.start {
-            self.close_interval(now, snap);
+            self.close_interval(now, snap, periods);
         }
     }
 
-    /// The rows; `periods[t]` is tenant t's measured period (`None`: no demand), which decides
-    /// the intervals in which its share is measured.
-    pub fn into_rows(self, scenario: &Scenario, periods: &[Option<(SimTime, SimTime)>]) -> Vec<TimelineRow> {
-        let weights: Vec<u32> = scenario.tenants.iter().map(|t| t.weight).collect();
-        let mut out = Vec::with_capacity(self.rows.len());
-        // Each interval closes with one row per tenant.
-        for interval in self.rows.chunks(weights.len().max(1)) {
-            let shares = interval_shares(interval, periods, &weights);
-            let moved: f64 = interval.iter().map(|r| r.delta.gc_moved as f64).sum();
-            let charged: f64 = interval.iter().filter_map(|r| r.gc_charged_ns).sum();
-            out.extend(interval.iter().zip(shares).map(|(r, s)| {
-                let mut row = row(scenario, r, s);
-                row.gc_share = if moved > 0.0 { r.delta.gc_moved as f64 / moved } else { f64::NAN };
-                row.gc_share_est = match r.gc_charged_ns {
-                    Some(c) if charged > 0.0 => c / charged,
-                    _ => f64::NAN,
-                };
-                row
-            }));
+    /// The rows kept in memory, and how many were dropped past [`KEEP_ROWS`] (none kept and
+    /// none dropped when they were streamed).
+    pub fn into_rows(self) -> (Vec<TimelineRow>, u64) {
+        match self.out {
+            TimelineOut::Keep { rows, dropped } => (rows, dropped),
+            TimelineOut::Stream(_) => (Vec::new(), 0),
         }
-        out
     }
-}
 
-/// Each tenant's share of the bandwidth of one interval among the tenants whose measured periods
-/// overlap it.
-fn interval_shares(interval: &[Row], periods: &[Option<(SimTime, SimTime)>], weights: &[u32]) -> Vec<Option<Share>> {
-    let bw: Vec<Option<f64>> = interval
-        .iter()
-        .map(|r| {
-            let end = r.start + r.len;
-            let bw = r.bytes.iter().sum::<u64>() as f64 / r.len.as_secs_f64();
-            periods[r.tenant].filter(|&(b, e)| b < end && e > r.start).map(|_| bw)
-        })
-        .collect();
-    shares(&bw, weights)
-}
+    #[allow(clippy::too_many_arguments)]
+    fn row(
+        &self,
+        t: usize,
+        start: SimTime,
+        len: Nanos,
+        a: &Acc,
+        delta: Counters,
+        snap: &Snapshot,
+        charged: Option<f64>,
+    ) -> TimelineRow {
+        let secs = len.as_secs_f64();
+        let per_s = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
+        TimelineRow {
+            time_s: start.as_secs_f64(),
+            interval_s: secs,
+            tenant: self.names[t].clone(),
+            read_iops: per_s(a.ios[0]),
+            write_iops: per_s(a.ios[1]),
+            read_mbps: per_s(a.bytes[0]) / 1e6,
+            write_mbps: per_s(a.bytes[1]) / 1e6,
+            lat_mean_us: a.lat.mean() / 1e3,
+            lat_p99_us: a.lat.percentile(99.0) as f64 / 1e3,
+            gc_units_moved: delta.gc_moved,
+            map_lookups: delta.map_lookups,
+            map_misses: delta.map_misses,
+            cmt_pages: snap.cmt_pages,
+            slice_scale: snap.slice_scale,
+            share: f64::NAN,
+            share_ideal: f64::NAN,
+            share_error: f64::NAN,
+            // The shares of GC's work below; `gc_share_est` carries the cost charged until then.
+            gc_share: delta.gc_moved as f64,
+            gc_share_est: charged.unwrap_or(f64::NAN),
+        }
+    }
 
-fn row(scenario: &Scenario, r: &Row, share: Option<Share>) -> TimelineRow {
-    let secs = r.len.as_secs_f64();
-    let per_s = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
-    TimelineRow {
-        time_s: r.start.as_secs_f64(),
-        interval_s: secs,
-        tenant: scenario.tenants[r.tenant].name.clone(),
-        read_iops: per_s(r.ios[0]),
-        write_iops: per_s(r.ios[1]),
-        read_mbps: per_s(r.bytes[0]) / 1e6,
-        write_mbps: per_s(r.bytes[1]) / 1e6,
-        lat_mean_us: r.lat_mean_ns / 1e3,
-        lat_p99_us: r.lat_p99_ns as f64 / 1e3,
-        gc_units_moved: r.delta.gc_moved,
-        map_lookups: r.delta.map_lookups,
-        map_misses: r.delta.map_misses,
-        cmt_pages: r.cmt_pages,
-        slice_scale: r.slice_scale,
-        share: share.map_or(f64::NAN, |s| s.achieved),
-        share_ideal: share.map_or(f64::NAN, |s| s.ideal),
-        share_error: share.map_or(f64::NAN, |s| s.error),
-        gc_share: f64::NAN,
-        gc_share_est: f64::NAN,
+    /// Fills in the interval's shares and sends its rows on.
+    /// `bytes[t]`: what tenant t completed in the interval (reads, writes and trims).
+    fn emit(
+        &mut self,
+        mut rows: Vec<TimelineRow>,
+        bytes: &[u64],
+        start: SimTime,
+        end: SimTime,
+        periods: &[Option<(SimTime, SimTime)>],
+    ) {
+        let secs = end.since(start).as_secs_f64();
+        let bw: Vec<Option<f64>> = (0..rows.len())
+            .map(|t| periods[t].filter(|&(b, e)| b < end && e > start).map(|_| bytes[t] as f64 / secs))
+            .collect();
+        let shares = shares(&bw, &self.weights);
+        let moved: f64 = rows.iter().map(|r| r.gc_share).sum();
+        let charged: f64 = rows.iter().map(|r| r.gc_share_est).filter(|c| !c.is_nan()).sum();
+        for (r, s) in rows.iter_mut().zip(shares) {
+            let s: Option<Share> = s;
+            r.share = s.map_or(f64::NAN, |s| s.achieved);
+            r.share_ideal = s.map_or(f64::NAN, |s| s.ideal);
+            r.share_error = s.map_or(f64::NAN, |s| s.error);
+            r.gc_share = if moved > 0.0 { r.gc_share / moved } else { f64::NAN };
+            r.gc_share_est = if charged > 0.0 && !r.gc_share_est.is_nan() { r.gc_share_est / charged } else { f64::NAN };
+        }
+        self.start = end;
+        match &mut self.out {
+            TimelineOut::Keep { rows: kept, dropped } => {
+                for r in rows {
+                    if kept.len() < KEEP_ROWS {
+                        kept.push(r);
+                    } else {
+                        *dropped += 1;
+                    }
+                }
+            }
+            TimelineOut::Stream(sink) => rows.iter().for_each(|r| sink.row(r)),
+        }
     }
 }
