@@ -3,6 +3,7 @@
 //! Every key is checked: unknown keys are errors, values are parsed with their units, and every
 //! error names the file and the key (TOML syntax errors also the line and column).
 
+pub mod limits;
 mod presets;
 mod schema;
 mod trace;
@@ -136,7 +137,7 @@ impl Scenario {
     /// Parses scenario text; `file` names it in errors, `base` resolves relative job-file paths.
     /// Every tenant must have a workload.
     pub fn from_toml(text: &str, file: &str, base: &Path) -> Result<Scenario, ConfigError> {
-        let s = schema::resolve(text, file, base)?;
+        let s = schema::resolve(text, file, base)?.within_limits(file)?;
         match s.tenants.iter().enumerate().find(|(_, t)| t.export) {
             Some((i, t)) => Err(ConfigError::Invalid {
                 file: file.to_string(),
@@ -157,7 +158,7 @@ impl Scenario {
 
     /// [`Scenario::load_for_serve`] from text.
     pub fn serve_from_toml(text: &str, file: &str, base: &Path) -> Result<Scenario, ConfigError> {
-        let s = schema::resolve(text, file, base)?;
+        let s = schema::resolve(text, file, base)?.within_limits(file)?;
         if !s.tenants.iter().any(|t| t.export) {
             return Err(ConfigError::Invalid {
                 file: file.to_string(),
@@ -177,7 +178,15 @@ impl Scenario {
     /// whole device (as fio's jobs share one device), groups ordered by stonewall/new_group.
     pub fn from_fio_file(path: &Path, device_preset: &str) -> Result<Scenario, ConfigError> {
         let jf = crate::workload::fio::parse_job_file(path)?;
-        schema::from_fio_jobs(jf, &path.display().to_string(), device_preset)
+        let file = path.display().to_string();
+        schema::from_fio_jobs(jf, &file, device_preset)?.within_limits(&file)
+    }
+
+    /// The scenario if it is within [`limits`] (with their warnings added), else the error.
+    fn within_limits(mut self, file: &str) -> Result<Scenario, ConfigError> {
+        let warnings = limits::check(&self, file)?;
+        self.warnings.extend(warnings);
+        Ok(self)
     }
 
     /// The same scenario with only tenant `tenant`'s jobs issuing I/O: the baseline its slowdown

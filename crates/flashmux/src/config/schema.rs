@@ -1063,8 +1063,9 @@ fn resolve_tenants(
     if ts.is_empty() {
         return Err(ctx.err("no tenants: add at least one [[tenant]] with a workload (fio = \"...\", job_file = \"...\", personality = \"...\" or trace = \"...\")"));
     }
-    if ts.len() >= crate::ftl::MAP_OWNER as usize {
-        return Err(ctx.err(format!("{} tenants: at most {} are supported", ts.len(), crate::ftl::MAP_OWNER)));
+    // Before any tenant is resolved (each parses a job file).
+    if ts.len() > super::limits::MAX_TENANTS {
+        return Err(ctx.err(format!("{} tenants: at most {}", ts.len(), super::limits::MAX_TENANTS)));
     }
     let n = ts.len() as u64;
     let mut out: Vec<TenantSpec> = Vec::new();

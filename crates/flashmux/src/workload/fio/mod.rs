@@ -25,7 +25,7 @@ pub use job::{
     groups, phases, AbsZone, BsSplit, FioJob, RandomDistribution, RateProcess, RwMode, RwModifier,
     RwSequencer, SizeSpec, ThinktimeBlocksType, Zone,
 };
-pub use parse::{parse_job_file, parse_job_text, JobFile};
+pub use parse::{parse_job_file, parse_job_text, JobFile, MAX_JOBS};
 
 /// Direction of one I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

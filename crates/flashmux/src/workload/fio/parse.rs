@@ -200,6 +200,10 @@ struct Builder<'e> {
     file: JobFile,
 }
 
+/// Jobs one job file may define, clones of `numjobs` included: fio's own limit
+/// (`REAL_MAX_JOBS` in `fio.h`: "error: maximum number of jobs reached").
+pub const MAX_JOBS: u32 = 4096;
+
 /// An option line split into canonical name and value.
 struct Split {
     name: String,
@@ -282,6 +286,17 @@ impl Builder<'_> {
         } else {
             job.job_options = recorded;
             job.finish(&mut self.file.warnings)?;
+            let jobs: u64 = self.file.jobs.iter().map(|j| u64::from(j.numjobs)).sum::<u64>() + u64::from(job.numjobs);
+            if jobs > MAX_JOBS as u64 {
+                return Err(FioError::Syntax {
+                    file: job.file.clone(),
+                    line: job.line,
+                    message: format!(
+                        "job '{}' brings the file to {jobs} jobs (numjobs counted): at most {MAX_JOBS}, as fio allows (REAL_MAX_JOBS)",
+                        job.name
+                    ),
+                });
+            }
             self.file.jobs.push(job);
         }
         Ok(())
