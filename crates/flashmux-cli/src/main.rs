@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use flashmux::config::{ConfigError, Scenario, DEFAULT_SCENARIO, PRESET_NAMES};
 use flashmux::device::precondition::PreconditionState;
 use flashmux::metrics::{RunResults, StopReason};
-use flashmux::sim::{progress_fraction, Progress, SimError, Simulator};
+use flashmux::sim::{progress_fraction, Progress, SimError, Simulator, TimelineSink};
 use flashmux::units::parse_duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -104,8 +104,8 @@ struct RunArgs {
     /// Check every component's invariants periodically during the run (and at its end).
     #[arg(long)]
     check_invariants: bool,
-    /// Events between invariant checks with --check-invariants.
-    #[arg(long, default_value_t = 100_000, requires = "check_invariants")]
+    /// Events between invariant checks with --check-invariants (at least 1).
+    #[arg(long, default_value_t = 100_000, requires = "check_invariants", value_parser = clap::value_parser!(u64).range(1..))]
     check_every: u64,
     /// No progress bar.
     #[arg(long)]
@@ -182,6 +182,52 @@ pub(crate) fn set_drive_state(s: &mut Scenario, precondition: Option<&str>, fill
     Ok(())
 }
 
+/// Refuses, before anything is built, a run the machine does not have the memory for: the
+/// largest of `scenarios`' estimates ([`flashmux::config::limits::memory_estimate`]) against the
+/// memory available now (`MemAvailable`, or the cgroup's limit if lower).
+pub(crate) fn check_memory(scenarios: &[Scenario]) -> Result<(), BadArg> {
+    let Some(have) = available_memory() else { return Ok(()) };
+    let Some(e) = scenarios.iter().map(flashmux::config::limits::memory_estimate).max_by_key(|e| e.total()) else {
+        return Ok(());
+    };
+    if e.total() <= have {
+        return Ok(());
+    }
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let parts: Vec<String> = e.parts.iter().map(|(what, b)| format!("{what} {:.2} GiB", gib(*b))).collect();
+    Err(BadArg(format!(
+        "the run needs about {:.2} GiB of memory ({}), and {:.2} GiB is available: a smaller drive \
+         ([device] capacity), fewer tenants or jobs (numjobs), or a machine with more memory",
+        gib(e.total()),
+        parts.join(", "),
+        gib(have)
+    )))
+}
+
+/// Bytes of memory a new run can have: `FLASHMUX_MEMORY_AVAILABLE` if set (bytes, or a size such
+/// as `8GiB`), else `MemAvailable` in /proc/meminfo, or the cgroup v2 limit less its usage if
+/// that is lower; `None` where none can be read.
+fn available_memory() -> Option<u64> {
+    if let Ok(v) = std::env::var("FLASHMUX_MEMORY_AVAILABLE") {
+        return flashmux::units::parse_size(&v).ok();
+    }
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let avail = meminfo.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?;
+    let mut have = avail.trim().trim_end_matches("kB").trim().parse::<u64>().ok()? * 1024;
+    let read = |f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).ok()?.trim().parse::<u64>().ok();
+    if let (Some(max), Some(used)) = (read("memory.max"), read("memory.current")) {
+        have = have.min(max.saturating_sub(used));
+    }
+    Some(have)
+}
+
+/// A timeline nobody reads (an alone-baseline run's).
+struct Discard;
+
+impl TimelineSink for Discard {
+    fn row(&mut self, _: &flashmux::metrics::TimelineRow) {}
+}
+
 /// A command-line value that does not parse.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -246,7 +292,10 @@ fn execute_with(
     if !scenario.notes.is_empty() {
         eprintln!("flashmux: note: accepted but not modelled: {}", scenario.notes.join(", "));
     }
-    let out_dir = scenario.output.dir.clone();
+    // Where the results go, and whether the machine can hold the run, are checked before
+    // anything is simulated.
+    check_memory(std::slice::from_ref(&scenario))?;
+    let out = output::OutputDir::prepare(&scenario.output.dir)?;
     let interrupted = Arc::new(AtomicBool::new(false));
     {
         let flag = interrupted.clone();
@@ -255,13 +304,15 @@ fn execute_with(
     }
     let driver = Driver { interrupted: &interrupted, on_terminal: !no_progress && std::io::stderr().is_terminal(), check_every };
     let baseline = alone_baseline.then(|| scenario.clone());
-    let mut results = driver.simulate(scenario, "")?;
+    let timeline = out.timeline();
+    let mut results = driver.simulate(scenario, "", Some(timeline.sink()))?;
     let mut stopped = results.stop_reason == StopReason::Interrupted;
     if let (Some(s), false) = (baseline, stopped) {
         stopped = !driver.add_alone_baseline(&s, &mut results)?;
     }
-    output::write_all(&results, &out_dir, format)?;
-    if stopped {
+    output::write_all(&results, &out, format, Some(timeline))?;
+    // A Ctrl-C that came as the run was ending still means the user stopped it.
+    if stopped || interrupted.load(Ordering::SeqCst) {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     // A trace that could not be read to its end (a strict bad line, a truncated record): the
@@ -284,7 +335,8 @@ struct Driver<'a> {
 
 impl Driver<'_> {
     /// One simulation to its end (or the user's Ctrl-C); `label` prefixes the progress message.
-    fn simulate(&self, scenario: Scenario, label: &str) -> anyhow::Result<RunResults> {
+    /// The timeline's rows go to `timeline`, or nowhere.
+    fn simulate(&self, scenario: Scenario, label: &str, timeline: Option<Box<dyn TimelineSink>>) -> anyhow::Result<RunResults> {
         // Aging a large drive takes seconds before the first event: say so.
         let aging = (self.on_terminal && scenario.precondition.state != PreconditionState::Clean).then(|| {
             let s = ProgressBar::new_spinner();
@@ -296,10 +348,12 @@ impl Driver<'_> {
             s.enable_steady_tick(std::time::Duration::from_millis(120));
             s
         });
-        let mut sim = Simulator::new(scenario)?;
+        let stop = || self.interrupted.load(Ordering::SeqCst);
+        let mut sim = Simulator::new_polling(scenario, &stop)?;
         if let Some(s) = aging {
             s.finish_and_clear();
         }
+        sim.stream_timeline(timeline.unwrap_or_else(|| Box::new(Discard)));
         if let Some(every) = self.check_every {
             sim.check_invariants_every(every);
         }
@@ -312,10 +366,9 @@ impl Driver<'_> {
             b
         });
         loop {
-            if self.interrupted.load(Ordering::SeqCst) {
-                sim.interrupt();
-            }
-            let progress = sim.run_for(200_000);
+            // The simulator asks `stop` before every event: a Ctrl-C takes effect after the event
+            // in progress, however slow the events are.
+            let progress = sim.run_polling(200_000, &stop);
             if let Some(b) = &bar {
                 if let Some(f) = progress_fraction(&sim) {
                     b.set_position((f * 1000.0) as u64);
@@ -341,7 +394,7 @@ impl Driver<'_> {
         for (i, s) in (0..n).map_while(|i| scenario.alone(i)).enumerate() {
             let name = s.tenants[i].name.clone();
             eprintln!("flashmux: alone baseline: running tenant '{name}' alone ({} of {n})", i + 1);
-            let r = self.simulate(s, &format!("alone {}/{n} ({name}) | ", i + 1))?;
+            let r = self.simulate(s, &format!("alone {}/{n} ({name}) | ", i + 1), None)?;
             if r.stop_reason == StopReason::Interrupted {
                 shared.warnings.push("the alone baseline was interrupted: no slowdowns were measured".into());
                 return Ok(false);

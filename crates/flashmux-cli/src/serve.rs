@@ -125,7 +125,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         let flag = stop.clone();
         ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the SIGINT/SIGTERM handler")?;
     }
-    let out_dir = s.output.dir.clone();
+    // Where the results go, and whether the machine can hold the model, are checked before
+    // serving.
+    crate::check_memory(std::slice::from_ref(&s))?;
+    let out = output::OutputDir::prepare(&s.output.dir)?;
     let opts = Options {
         listen,
         io_threads: match a.io_threads {
@@ -153,6 +156,6 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             sv.requests, sv.errors, sv.connections, sv.wall_s
         );
     }
-    output::write_all(&results, &out_dir, a.output_format)?;
+    output::write_all(&results, &out, a.output_format, None)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -91,6 +91,7 @@ pub fn execute(exp: &Experiment, source: &str, out_dir: &Path, no_progress: bool
         eprintln!("flashmux: note: accepted but not modelled: {}", notes.join(", "));
     }
 
+    crate::check_memory(&points.iter().map(|p| p.scenario.clone()).collect::<Vec<_>>())?;
     let interrupted = interrupt_flag()?;
     let bar = (!no_progress && std::io::stderr().is_terminal()).then(|| {
         let b = ProgressBar::new(n as u64);
