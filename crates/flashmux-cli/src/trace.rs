@@ -4,6 +4,7 @@
 use crate::{execute, BadArg, OutputFormat};
 use anyhow::Context;
 use flashmux::config::Scenario;
+use flashmux::fsutil;
 use flashmux::workload::trace::{write_trace, BlkEvent, Format, ReadOptions, TenantBy, TraceInfo, TraceReader};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -163,17 +164,22 @@ fn convert(a: ConvertArgs) -> anyhow::Result<ExitCode> {
         .filter(|f| Format::WRITABLE.contains(f))
         .ok_or_else(|| BadArg(format!("--to: cannot write '{}': expected one of {}", a.to, format_names(Format::WRITABLE))))?;
     let mut r = a.read.open()?;
-    let mut out: Box<dyn Write> = match &a.output {
-        Some(p) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        )),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-    };
+    if let Some(out) = &a.output {
+        // By identity, not by name: a symbolic or hard link to the input is the input.
+        if let Some(input) = r.paths().iter().find(|p| fsutil::same_file(out, p)) {
+            return Err(BadArg(format!(
+                "-o {}: is the trace being read ({}): writing it would destroy the input; name another file",
+                out.display(),
+                input.display()
+            ))
+            .into());
+        }
+    }
     // Records are pulled through the writer one at a time; a read error stops the iterator and
-    // is reported after what was read is written.
+    // is reported once the writer is done.
     let mut failed = None;
     let names = std::cell::RefCell::new(BTreeMap::<u32, String>::new());
-    let written = {
+    let mut convert = |out: &mut dyn Write| -> std::io::Result<u64> {
         let records = std::iter::from_fn(|| match r.next_record() {
             Ok(Some(rec)) => {
                 names.borrow_mut().entry(rec.stream).or_insert_with(|| r.stream_name(rec.stream));
@@ -186,13 +192,33 @@ fn convert(a: ConvertArgs) -> anyhow::Result<ExitCode> {
             }
         });
         let name_of = |s: u32| names.borrow().get(&s).cloned().unwrap_or_else(|| format!("stream{s}"));
-        write_trace(records, to, &mut out, &name_of).context("writing the trace")?
+        let n = write_trace(records, to, out, &name_of)?;
+        match &failed {
+            // A file is replaced only by a whole conversion: the temporary file is dropped.
+            Some(_) => Err(std::io::Error::other("the trace could not be read to its end")),
+            None => Ok(n),
+        }
     };
-    out.flush().context("writing the trace")?;
+    let written = match &a.output {
+        Some(p) => fsutil::write_atomic(p, &mut convert).map_err(|e| (e, Some(p))),
+        None => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            convert(&mut out).and_then(|n| out.flush().map(|()| n)).map_err(|e| (e, None))
+        }
+    };
     report_bad_lines(&r);
     if let Some(e) = failed {
-        return Err(BadArg(format!("{e} (the {written} requests before it were written)")).into());
+        let what = match &a.output {
+            Some(p) => format!("nothing was written to {}", p.display()),
+            None => "the requests before it were written".into(),
+        };
+        return Err(BadArg(format!("{e} ({what})")).into());
     }
+    let written = match written {
+        Ok(n) => n,
+        Err((e, Some(p))) => return Err(anyhow::Error::new(e).context(format!("writing {}", p.display()))),
+        Err((e, None)) => return Err(anyhow::Error::new(e).context("writing the trace")),
+    };
     eprintln!("flashmux: {written} requests written as {}", to.name());
     Ok(ExitCode::SUCCESS)
 }

@@ -491,3 +491,65 @@ fn a_long_trace_replays_in_constant_memory() {
     // 24 bytes or more for each of the extra 950,000.
     assert!(peaks[1] <= peaks[0] + 4.0, "peak RSS {} MiB for 50K requests, {} MiB for 1M", peaks[0], peaks[1]);
 }
+
+/// Runs `flashmux` with `args`, expecting bad input: exit code 2 and `says` in the message.
+fn refused(args: &[&std::ffi::OsStr], says: &str) -> String {
+    let o = flashmux().args(args).output().unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+    assert!(e.contains(says) && !e.contains("panicked"), "{args:?}: expected '{says}' in: {e}");
+    e
+}
+
+/// Names in `dir`, sorted.
+fn dir_names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn trace_convert_never_writes_over_its_input_nor_leaves_half_a_file() {
+    use std::ffi::OsStr;
+    let dir = tmpdir("convert-self");
+    let t = dir.join("t.txt");
+    let o = flashmux().args(["trace", "convert", &trace_data("fio-randrw.blktrace.0.gz"), "--to", "blkparse", "-o"]).arg(&t).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let original = std::fs::read(&t).unwrap();
+    std::os::unix::fs::symlink(&t, dir.join("link.txt")).unwrap();
+    std::fs::hard_link(&t, dir.join("hard.txt")).unwrap();
+    // The same file by any name: as given, through a symbolic link, a hard link, another spelling.
+    for out in [t.clone(), dir.join("link.txt"), dir.join("hard.txt"), dir.join(".").join("t.txt")] {
+        let args = [OsStr::new("trace"), OsStr::new("convert"), t.as_os_str(), OsStr::new("--to"), OsStr::new("blkparse"), OsStr::new("-o"), out.as_os_str()];
+        let e = refused(&args, "is the trace being read");
+        assert!(e.contains(&out.display().to_string()), "{e}");
+        assert_eq!(std::fs::read(&t).unwrap(), original, "{}: the input is intact", out.display());
+    }
+    // blktrace's per-CPU siblings are inputs too.
+    for cpu in ["0", "1"] {
+        let name = format!("fio-randrw.blktrace.{cpu}.gz");
+        std::fs::copy(trace_data(&name), dir.join(&name)).unwrap();
+    }
+    let cpu0 = dir.join("fio-randrw.blktrace.0.gz");
+    let cpu1 = dir.join("fio-randrw.blktrace.1.gz");
+    let sibling = std::fs::read(&cpu1).unwrap();
+    let args = [OsStr::new("trace"), OsStr::new("convert"), cpu0.as_os_str(), OsStr::new("--to"), OsStr::new("mqsim"), OsStr::new("-o"), cpu1.as_os_str()];
+    refused(&args, "is the trace being read");
+    assert_eq!(std::fs::read(&cpu1).unwrap(), sibling);
+    // A read error half way (a bad line with --strict): the old output stays whole, nothing is
+    // left behind.
+    let bad = write(&dir, "bad.mqsim", "0 0 8 8 0\n1000 0 16 8 1\n2000 0 oops 8 1\n");
+    let out = write(&dir, "out.log", "an older conversion\n");
+    let before = dir_names(&dir);
+    let args = [OsStr::new("trace"), OsStr::new("convert"), bad.as_os_str(), OsStr::new("--format"), OsStr::new("mqsim"), OsStr::new("--strict"), OsStr::new("--to"), OsStr::new("fio-iolog"), OsStr::new("-o"), out.as_os_str()];
+    let e = refused(&args, ":3: field 'sector'");
+    assert!(e.contains("nothing was written"), "{e}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "an older conversion\n");
+    assert_eq!(dir_names(&dir), before, "no temporary file is left");
+    // A whole conversion replaces it.
+    let good = write(&dir, "good.mqsim", "0 0 8 8 0\n1000 0 16 8 1\n");
+    let o = flashmux().args(["trace", "convert"]).arg(&good).args(["--to", "fio-iolog", "-o"]).arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&out).unwrap().starts_with("fio version 3 iolog\n"));
+    assert!(dir_names(&dir).iter().all(|n| !n.ends_with(".tmp")), "{:?}", dir_names(&dir));
+}

@@ -394,6 +394,8 @@ enum Source {
 pub struct TraceReader {
     format: Format,
     name: String,
+    /// The files read (none for a trace in memory).
+    paths: Vec<PathBuf>,
     source: Source,
     cx: Cx,
     diag: Diag,
@@ -422,12 +424,14 @@ impl TraceReader {
         let (head, whole, input) = input::head(input::open(first)?, &name)?;
         let format = resolve(&name, &head, whole, opts)?;
         let mut inputs = vec![(name, input)];
+        let mut files = vec![first.clone()];
         if format == Format::Blktrace {
             let more: Vec<PathBuf> = if paths.len() == 1 {
                 let all = input::blktrace_siblings(first);
                 if all.len() > 1 {
                     // Reopened in CPU order, so the order does not depend on which one was named.
                     inputs.clear();
+                    files.clear();
                     all
                 } else {
                     Vec::new()
@@ -438,6 +442,7 @@ impl TraceReader {
             for p in more {
                 let input = input::open(&p)?;
                 inputs.push((p.display().to_string(), input));
+                files.push(p);
             }
         } else if paths.len() > 1 {
             return Err(TraceError::MultiplePaths {
@@ -445,7 +450,9 @@ impl TraceReader {
                 count: paths.len(),
             });
         }
-        Self::assemble(format, inputs, opts)
+        let mut reader = Self::assemble(format, inputs, opts)?;
+        reader.paths = files;
+        Ok(reader)
     }
 
     /// Reads a trace held in memory; `name` stands for its file in messages.
@@ -477,6 +484,7 @@ impl TraceReader {
         let mut reader = TraceReader {
             format,
             name,
+            paths: Vec::new(),
             source,
             cx: Cx::new(opts.tenant_by),
             diag: Diag {
@@ -497,6 +505,11 @@ impl TraceReader {
             });
         }
         Ok(reader)
+    }
+
+    /// The files being read: the one named, or blktrace's per-CPU files (its siblings found).
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
     }
 
     /// The trace's format.
