@@ -553,3 +553,50 @@ fn trace_convert_never_writes_over_its_input_nor_leaves_half_a_file() {
     assert!(std::fs::read_to_string(&out).unwrap().starts_with("fio version 3 iolog\n"));
     assert!(dir_names(&dir).iter().all(|n| !n.ends_with(".tmp")), "{:?}", dir_names(&dir));
 }
+
+/// Runs `cmd` to its end, or kills it after 20 s and fails: a command that blocks on its input
+/// must fail the test, not hang it.
+fn output_within(mut cmd: Command) -> Output {
+    let mut child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("still running after 20 s: {cmd:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn unreadable_inputs_are_named_with_where_they_were_asked_for() {
+    let dir = tmpdir("unreadable");
+    // A missing job file: the scenario, the tenant, the key and the path; the OS's reason once.
+    let o = run_scenario(&dir, &format!("{SMALL}\n[[tenant]]\nname = \"t\"\njob_file = \"nowhere.fio\"\n"), &[]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("scenario.toml: tenant[0] (t).job_file: cannot read job file 'nowhere.fio'"), "{e}");
+    assert_eq!(e.matches("No such file or directory").count(), 1, "{e}");
+    // A missing include: the including file and line.
+    let job = write(&dir, "inc.fio", "[j]\nrw=write\ninclude nowhere.fio\n");
+    let o = flashmux().args(["run", "--no-progress", "--fio"]).arg(&job).output().unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("inc.fio:3: include nowhere.fio: cannot read '"), "{e}");
+    assert_eq!(e.matches("No such file or directory").count(), 1, "{e}");
+    // A named pipe as the scenario, and /dev/zero as an include: refused at once.
+    let fifo = dir.join("pipe.toml");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut cmd = flashmux();
+    cmd.arg("run").arg(&fifo).arg("--no-progress");
+    let o = output_within(cmd);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("pipe.toml: it is a named pipe (FIFO), not a regular file"), "{}", stderr(&o));
+    let job = write(&dir, "zero.fio", "[j]\nrw=write\ninclude /dev/zero\n");
+    let mut cmd = flashmux();
+    cmd.args(["run", "--no-progress", "--fio"]).arg(&job);
+    let o = output_within(cmd);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("zero.fio:3: include /dev/zero: cannot read '/dev/zero': it is a character device, not a regular file"), "{}", stderr(&o));
+}

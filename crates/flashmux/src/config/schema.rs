@@ -13,7 +13,7 @@ use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, MappingConfig, VictimPolicy};
 use crate::host::{BudgetParams, CfqParams, HostConfig, MotsParams, SchedulerKind};
 use crate::units::{parse_duration, parse_rate, parse_size, Nanos};
 use crate::virt::{Aio, Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
-use crate::workload::fio::{parse_job_file, parse_job_text, FioJob, JobFile};
+use crate::workload::fio::{parse_job_text, read_job_file, FioJob, JobFile};
 use crate::workload::personality;
 use serde::Deserialize;
 use std::path::Path;
@@ -1147,7 +1147,12 @@ fn tenant_workload(ctx: &Ctx, key: &str, name: &str, t: &TenantSection, base: &P
             let label = format!("{}[tenant {name}].fio", ctx.file);
             Ok(parse_job_text(text, &label, &|v| std::env::var(v).ok())?)
         }
-        (None, Some(path), None) => Ok(parse_job_file(&base.join(path))?),
+        (None, Some(path), None) => {
+            let full = base.join(path);
+            let shown = if full == Path::new(path) { format!("'{path}'") } else { format!("'{path}' ({})", full.display()) };
+            let text = read_job_file(&full).map_err(|e| ctx.err(format!("{key}.job_file: cannot read job file {shown}: {e}")))?;
+            Ok(parse_job_text(&text, &full.display().to_string(), &|v| std::env::var(v).ok())?)
+        }
         (None, None, Some(p)) => match personality::get(p) {
             Some(p) => Ok(p.parse()?),
             None => Err(ctx.err(format!(

@@ -198,10 +198,42 @@ fn unknown_personality_lists_the_valid_names() {
     );
 }
 
+/// The message as the command line prints it: the error followed by its sources.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut m = e.to_string();
+    let mut s = e.source();
+    while let Some(x) = s {
+        m += &format!(": {x}");
+        s = x.source();
+    }
+    m
+}
+
 #[test]
 fn missing_job_file_is_a_clear_error() {
-    let e = err(&MINIMAL.replace("fio = \"\"\"\n[a]\nrw=randwrite\nbs=4k\n\"\"\"", "job_file = \"does-not-exist.fio\""));
-    assert!(e.contains("does-not-exist.fio"), "{e}");
+    let with_job_file = |f: &str| MINIMAL.replace("fio = \"\"\"\n[a]\nrw=randwrite\nbs=4k\n\"\"\"", &format!("job_file = \"{f}\""));
+    let e = chain(&load(&with_job_file("does-not-exist.fio")).unwrap_err());
+    assert_eq!(
+        e,
+        "test.toml: tenant[0] (a).job_file: cannot read job file 'does-not-exist.fio' (./does-not-exist.fio): No such file or directory (os error 2)"
+    );
+    // Not a regular file: refused before it is opened (a pipe would block, /dev/zero fill memory).
+    let e = chain(&load(&with_job_file("/dev/zero")).unwrap_err());
+    assert_eq!(e, "test.toml: tenant[0] (a).job_file: cannot read job file '/dev/zero': it is a character device, not a regular file");
+    // An include in the scenario's own fio text names the scenario, the tenant and the line.
+    let e = chain(&load(&MINIMAL.replace("bs=4k", "bs=4k\ninclude /nonexistent/more.fio")).unwrap_err());
+    assert_eq!(
+        e,
+        "test.toml[tenant a].fio:4: include /nonexistent/more.fio: cannot read '/nonexistent/more.fio': No such file or directory (os error 2)"
+    );
+}
+
+#[test]
+fn scenario_files_must_be_regular_files() {
+    let e = chain(&Scenario::load(Path::new("/dev/zero")).unwrap_err());
+    assert_eq!(e, "cannot read /dev/zero: it is a character device, not a regular file");
+    let e = chain(&Scenario::load(Path::new("/nonexistent/s.toml")).unwrap_err());
+    assert_eq!(e, "cannot read /nonexistent/s.toml: No such file or directory (os error 2)");
 }
 
 #[test]

@@ -25,7 +25,7 @@ pub use job::{
     groups, phases, AbsZone, BsSplit, FioJob, RandomDistribution, RateProcess, RwMode, RwModifier,
     RwSequencer, SizeSpec, ThinktimeBlocksType, Zone,
 };
-pub use parse::{parse_job_file, parse_job_text, JobFile};
+pub use parse::{parse_job_file, parse_job_text, read_job_file, JobFile};
 
 /// Direction of one I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -139,12 +139,12 @@ pub enum FioError {
         option: String,
         reason: String,
     },
-    /// The job file (or an included file) cannot be read.
-    #[error("cannot read job file '{path}': {source}")]
+    /// The job file cannot be read (an included one is a [`FioError::Syntax`] at its `include`
+    /// line). Only regular files of at most [`crate::fsutil::MAX_INPUT_FILE_BYTES`] are read.
+    #[error("cannot read job file '{path}': {error}")]
     Io {
         path: String,
-        #[source]
-        source: std::io::Error,
+        error: crate::fsutil::ReadError,
     },
     /// The job is well formed but cannot run in the address space it was given.
     #[error("{file}:{line}: job '{job}': {message}")]
