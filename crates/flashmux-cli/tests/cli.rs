@@ -600,3 +600,23 @@ fn unreadable_inputs_are_named_with_where_they_were_asked_for() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("zero.fio:3: include /dev/zero: cannot read '/dev/zero': it is a character device, not a regular file"), "{}", stderr(&o));
 }
+
+#[test]
+fn traces_that_never_end_or_cannot_be_read_twice_are_refused() {
+    let dir = tmpdir("trace-special");
+    // A replayed trace is read when the scenario is loaded and again when it runs: a named pipe
+    // would block the second open for ever (with no writer left, even SIGTERM waits).
+    let fifo = dir.join("pipe.mqsim");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut cmd = flashmux();
+    cmd.arg("replay").arg(&fifo).args(["--no-progress", "-o"]).arg(dir.join("out"));
+    let o = output_within(cmd);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("pipe.mqsim: it is a named pipe (FIFO), not a regular file: a replayed trace is read more than once"), "{}", stderr(&o));
+    // Read once (trace info), a device without an end stops at the bound on unusable input.
+    let mut cmd = flashmux();
+    cmd.args(["trace", "info", "/dev/zero", "--format", "mqsim"]);
+    let o = output_within(cmd);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("/dev/zero: no usable mqsim line in the 64 MiB read from line 1 on"), "{}", stderr(&o));
+}

@@ -332,6 +332,10 @@ pub enum TraceError {
     /// A trace this reader knows it cannot read.
     #[error("{file}: {what}")]
     Unsupported { file: String, what: String },
+    /// A long stretch of input without a line the format's parser could use: not a trace of
+    /// this format (a device such as `/dev/zero`, binary data), so reading stops.
+    #[error("{file}: no usable {format} line in the {mib} MiB read from line {from_line} on (only bad lines, or no line end at all): not a {format} trace, or a corrupt one; reading stopped there")]
+    Unusable { file: String, format: &'static str, mib: u64, from_line: u64 },
 }
 
 /// Bad-line bookkeeping: counted and kept (the first few), or an error in strict mode.
@@ -477,7 +481,7 @@ impl TraceReader {
                 let Some((n, input)) = inputs.pop() else {
                     return Err(TraceError::Empty { file: name });
                 };
-                Source::Text(TextSource::new(n, input, parser))
+                Source::Text(TextSource::new(n, format, input, parser))
             }
             None => Source::Blktrace(Blktrace::new(inputs, opts.blktrace_event)),
         };
