@@ -409,3 +409,48 @@ fn hwabc_takes_the_drives_fit_and_checks_its_parameters() {
     let e = err(&hw("fair", "cosmos", "[host.hwabc]\nalpha = 0.5"));
     assert!(e.contains("host.hwabc: applies only with scheduler = \"hwabc\" or \"hwabc-oracle\""), "{e}");
 }
+
+#[test]
+fn overprovisioning_out_of_range_states_the_range() {
+    for op in ["99", "0", "-0.5", "10.01"] {
+        let e = err(&format!("{MINIMAL}\n[device.ftl]\noverprovisioning = {op}\n"));
+        assert!(
+            e.contains(&format!("device.ftl.overprovisioning: {} is out of range: expected a fraction of the logical capacity above 0 and at most 10", op.parse::<f64>().unwrap())),
+            "{op}: {e}"
+        );
+    }
+    assert!(load(&format!("{MINIMAL}\n[device.ftl]\noverprovisioning = 10\n")).is_ok());
+}
+
+/// The over-provisioning the message suggests, as a number.
+fn suggested_op(e: &str) -> f64 {
+    let at = e.find("device.ftl.overprovisioning = ").unwrap_or_else(|| panic!("no suggestion in: {e}"));
+    let rest = &e[at + "device.ftl.overprovisioning = ".len()..];
+    rest[..rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap()].parse().unwrap()
+}
+
+#[test]
+fn over_provisioning_too_low_offers_only_the_fixes_that_apply() {
+    let tenant = "[[tenant]]\nname = \"a\"\nfio = \"[a]\\nrw=randwrite\\nnumber_ios=10\\n\"\n";
+    // With device.capacity the size comes from the capacity: blocks_per_plane cannot be set,
+    // and the presets' GC threshold is already the minimum of 2.
+    for (preset, capacity) in [("tlc-nvme", "8GiB"), ("cosmos", "4GiB")] {
+        let text = format!("[device]\npreset = \"{preset}\"\ncapacity = \"{capacity}\"\n{tenant}");
+        let e = err(&text);
+        assert!(e.contains("over-provisioning too low"), "{e}");
+        assert!(!e.contains("blocks_per_plane") && !e.contains("gc_threshold_blocks"), "{preset}: {e}");
+        assert!(e.contains("a larger device.capacity"), "{preset}: {e}");
+        // The suggested over-provisioning is enough, and no less would do.
+        let op = suggested_op(&e);
+        let with = |op: f64| text.replace("[[tenant]]", &format!("[device.ftl]\noverprovisioning = {op}\n[[tenant]]"));
+        assert!(load(&with(op)).is_ok(), "{preset}: {op} suggested but too low");
+        assert!(load(&with(((op * 100.0).round() - 1.0) / 100.0)).is_err(), "{preset}: {op} is not the least");
+    }
+    // Without a capacity, blocks_per_plane is a fix; a GC threshold above 2 can be lowered.
+    let text = format!("{}[device.ftl]\noverprovisioning = 0.01\ngc_threshold_blocks = 6\n{}", "[device]\npreset = \"paper-c\"\n[device.geometry]\nblocks_per_plane = 64\n", tenant);
+    let e = err(&text);
+    assert!(e.contains("device.geometry.blocks_per_plane") && e.contains("lower device.ftl.gc_threshold_blocks (6; the least is 2)"), "{e}");
+    assert!(!e.contains("device.capacity"), "{e}");
+    let op = suggested_op(&e);
+    assert!(load(&text.replace("overprovisioning = 0.01", &format!("overprovisioning = {op}"))).is_ok(), "{e}");
+}
