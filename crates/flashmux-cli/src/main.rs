@@ -166,17 +166,29 @@ fn main() -> ExitCode {
     }
 }
 
-/// `--precondition` and `--fill`, over the scenario's own drive state.
-pub(crate) fn set_drive_state(s: &mut Scenario, precondition: Option<&str>, fill: Option<f64>) -> Result<(), BadArg> {
-    if let Some(p) = precondition {
-        s.precondition.state = PreconditionState::from_name(p).ok_or_else(|| {
-            BadArg(format!("--precondition: unknown state '{p}': expected one of {}", PreconditionState::NAMES.join(", ")))
-        })?;
-    }
+/// `--precondition`'s state, if given, and a check of `--fill`.
+pub(crate) fn check_drive_state(precondition: Option<&str>, fill: Option<f64>) -> Result<Option<PreconditionState>, BadArg> {
+    let state = precondition
+        .map(|p| {
+            PreconditionState::from_name(p).ok_or_else(|| {
+                BadArg(format!("--precondition: unknown state '{p}': expected one of {}", PreconditionState::NAMES.join(", ")))
+            })
+        })
+        .transpose()?;
     if let Some(f) = fill {
         if !(f > 0.0 && f <= 1.0) {
             return Err(BadArg(format!("--fill: {f} is out of range: expected a fraction in (0, 1]")));
         }
+    }
+    Ok(state)
+}
+
+/// `--precondition` and `--fill`, over the scenario's own drive state.
+pub(crate) fn set_drive_state(s: &mut Scenario, precondition: Option<&str>, fill: Option<f64>) -> Result<(), BadArg> {
+    if let Some(state) = check_drive_state(precondition, fill)? {
+        s.precondition.state = state;
+    }
+    if let Some(f) = fill {
         s.precondition.fill = f;
     }
     Ok(())

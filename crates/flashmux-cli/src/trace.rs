@@ -3,7 +3,9 @@
 
 use crate::{execute, BadArg, OutputFormat};
 use anyhow::Context;
-use flashmux::config::Scenario;
+use flashmux::config::{LbaFit, Scenario, PRESET_NAMES};
+use flashmux::host::SchedulerKind;
+use flashmux::units::{parse_duration, parse_size, Nanos};
 use flashmux::fsutil;
 use flashmux::workload::trace::{write_trace, BlkEvent, Format, ReadOptions, TenantBy, TraceInfo, TraceReader};
 use std::collections::BTreeMap;
@@ -280,10 +282,56 @@ pub(crate) fn quoted(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
 }
 
+/// `--flag`'s value `n`, which must be from 1 to `max`.
+fn in_range(flag: &str, n: Option<u64>, max: u64) -> Result<Option<u64>, BadArg> {
+    match n {
+        Some(n) if !(1..=max).contains(&n) => Err(BadArg(format!("{flag}: {n} is out of range: expected 1 to {max}"))),
+        _ => Ok(n),
+    }
+}
+
+/// `--flag`'s duration, if given.
+fn duration_flag(flag: &str, v: &Option<String>) -> Result<Option<Nanos>, BadArg> {
+    v.as_deref().map(|v| parse_duration(v).map_err(|e| BadArg(format!("{flag}: {e}")))).transpose()
+}
+
+/// Checks every replay flag as the flag it is, so that what the replay's scenario is built from
+/// is valid: an error names the flag, never a key of a scenario the user did not write.
+fn check_replay_flags(a: &ReplayArgs) -> Result<(), BadArg> {
+    if flashmux::config::preset(&a.device).is_none() {
+        return Err(BadArg(format!("--device: unknown preset '{}': expected one of {}", a.device, PRESET_NAMES.join(", "))));
+    }
+    if let Some(c) = &a.capacity {
+        parse_size(c).map_err(|e| BadArg(format!("--capacity: {e}")))?;
+    }
+    if let Some(x) = a.time_scale {
+        if !(x.is_finite() && x > 0.0) {
+            return Err(BadArg(format!("--time-scale: {x} is not a positive number (1 = the trace's own pace, 0.5 = twice as fast)")));
+        }
+    }
+    // The limits of the scenario keys they become (`config/trace.rs`).
+    in_range("--closed-loop", a.closed_loop.map(u64::from), 65_536)?;
+    in_range("--max-outstanding", a.max_outstanding.map(u64::from), 65_536)?;
+    in_range("--max-requests", a.max_requests, i64::MAX as u64)?;
+    duration_flag("--start", &a.start)?;
+    if duration_flag("--duration", &a.duration)? == Some(Nanos::ZERO) {
+        return Err(BadArg("--duration: must be longer than zero".into()));
+    }
+    if LbaFit::from_name(&a.lba_fit).is_none() {
+        let names: Vec<&str> = LbaFit::ALL.iter().map(|f| f.name()).collect();
+        return Err(BadArg(format!("--lba-fit: unknown '{}': expected one of {}", a.lba_fit, names.join(", "))));
+    }
+    if SchedulerKind::from_name(&a.scheduler).is_none() {
+        return Err(BadArg(format!("--scheduler: unknown scheduler '{}': expected one of {}", a.scheduler, SchedulerKind::NAMES.join(", "))));
+    }
+    crate::check_drive_state(Some(&a.precondition), a.fill).map(|_| ())
+}
+
 /// The scenario `flashmux replay` runs: one tenant per stream (the whole trace when not split),
 /// each on an equal part of the drive.
 pub fn replay_scenario(a: &ReplayArgs, cwd: &Path) -> anyhow::Result<Scenario> {
     let opts = a.read.options()?;
+    check_replay_flags(a)?;
     let mut streams: Vec<String> = vec!["trace".into()];
     if opts.tenant_by != TenantBy::None {
         let mut r = a.read.open()?;
@@ -316,22 +364,24 @@ pub fn replay_scenario(a: &ReplayArgs, cwd: &Path) -> anyhow::Result<Scenario> {
         t += &format!(", max_requests = {n}");
     }
     let mut text = format!(
-        "name = {}\nseed = {}\n[device]\npreset = {}\n{}[precondition]\nstate = {}\n{}[host]\nscheduler = {}\n[output]\ndir = {}\n",
+        "name = {}\n[device]\npreset = {}\n{}[precondition]\nstate = {}\n{}[host]\nscheduler = {}\n",
         quoted(&format!("replay of {}", a.read.traces[0].display())),
-        a.seed,
         quoted(&a.device),
         a.capacity.as_ref().map_or(String::new(), |c| format!("capacity = {}\n", quoted(c))),
         quoted(&a.precondition),
         a.fill.map_or(String::new(), |f| format!("fill = {f:?}\n")),
         quoted(&a.scheduler),
-        quoted(&a.output_dir.display().to_string()),
     );
     for s in &streams {
         let select = if opts.tenant_by == TenantBy::None { String::new() } else { format!(", select = {}", quoted(s)) };
         // Tenant names have no commas (blktrace's devices do: "dev8,0").
         text += &format!("[[tenant]]\nname = {}\ntrace = {{ {t}{select} }}\n", quoted(&s.replace(',', ":")));
     }
-    Ok(Scenario::from_toml(&text, "replay", cwd)?)
+    let mut s = Scenario::from_toml(&text, "replay", cwd)?;
+    // Any u64 (TOML's integers stop at 2^63 - 1) and any path.
+    s.seed = a.seed;
+    s.output.dir = a.output_dir.clone();
+    Ok(s)
 }
 
 pub fn run_replay(a: ReplayArgs) -> anyhow::Result<ExitCode> {

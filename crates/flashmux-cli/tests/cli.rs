@@ -429,8 +429,8 @@ fn bad_traces_and_trace_flags_exit_with_code_2() {
         (vec!["trace".into(), "info".into(), bad.display().to_string(), "--format".into(), "mqsim".into(), "--strict".into()], ":2: field 'sector'"),
         (vec!["trace".into(), "convert".into(), bad.display().to_string(), "--to".into(), "msr".into()], "--to: cannot write 'msr'"),
         (vec!["replay".into(), good.display().to_string(), "--tenant-by".into(), "asu".into()], "has no asu field"),
-        (vec!["replay".into(), good.display().to_string(), "--lba-fit".into(), "fold".into()], "lba_fit: unknown 'fold'"),
-        (vec!["replay".into(), good.display().to_string(), "--time-scale=-1".into()], "time_scale: -1 is not a positive number"),
+        (vec!["replay".into(), good.display().to_string(), "--lba-fit".into(), "fold".into()], "--lba-fit: unknown 'fold'"),
+        (vec!["replay".into(), good.display().to_string(), "--time-scale=-1".into()], "--time-scale: -1 is not a positive number"),
     ];
     for (args, says) in cases {
         let o = flashmux().args(&args).arg("-o").arg(dir.join("out")).output().unwrap();
@@ -619,4 +619,44 @@ fn traces_that_never_end_or_cannot_be_read_twice_are_refused() {
     let o = output_within(cmd);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("/dev/zero: no usable mqsim line in the 64 MiB read from line 1 on"), "{}", stderr(&o));
+}
+
+#[test]
+fn replay_flags_are_checked_as_flags() {
+    let dir = tmpdir("replay-flags");
+    let good = write(&dir, "good.mqsim", "0 0 8 8 0\n1000 0 16 8 1\n");
+    for (flag, value, says) in [
+        ("--time-scale", "NaN", "--time-scale: NaN is not a positive number"),
+        ("--time-scale", "inf", "--time-scale: inf is not a positive number"),
+        ("--time-scale", "0", "--time-scale: 0 is not a positive number"),
+        ("--max-requests", "18446744073709551615", "--max-requests: 18446744073709551615 is out of range: expected 1 to 9223372036854775807"),
+        ("--max-requests", "0", "--max-requests: 0 is out of range"),
+        ("--closed-loop", "0", "--closed-loop: 0 is out of range: expected 1 to 65536"),
+        ("--max-outstanding", "70000", "--max-outstanding: 70000 is out of range: expected 1 to 65536"),
+        ("--start", "x\"y", "--start: invalid duration 'x\"y'"),
+        ("--duration", "0s", "--duration: must be longer than zero"),
+        ("--capacity", "abc", "--capacity: invalid size 'abc'"),
+        ("--fill", "NaN", "--fill: NaN is out of range"),
+        ("--device", "bogus", "--device: unknown preset 'bogus': expected one of paper-c"),
+        ("--scheduler", "bogus", "--scheduler: unknown scheduler 'bogus': expected one of none, cfq"),
+        ("--precondition", "bogus", "--precondition: unknown state 'bogus'"),
+        ("--lba-fit", "fold", "--lba-fit: unknown 'fold': expected one of wrap, scale, reject"),
+    ] {
+        let o = flashmux().arg("replay").arg(&good).args([flag, value, "--no-progress", "-o"]).arg(dir.join("out")).output().unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: {e}");
+        assert!(e.starts_with(&format!("flashmux: error: {says}")), "{flag} {value}: expected '{says}' in: {e}");
+        assert!(!e.contains("TOML") && !e.contains("tenant[0]"), "{flag} {value}: {e}");
+    }
+    // A seed beyond TOML's integers is still a seed.
+    let o = flashmux()
+        .arg("replay")
+        .arg(&good)
+        .args(["--seed", "18446744073709551615", "--no-progress", "--output-format", "json", "-o"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["flashmux"]["seed"], 18446744073709551615u64);
 }
