@@ -150,9 +150,26 @@ id_type!(
     /// An NVMe submission/completion queue pair.
     QueueId, u16);
 
+/// `s` as it is shown in a message: control characters escaped (`\0`, `\t`, `\u{1b}`), so that
+/// a NUL or an escape sequence in a value is seen rather than hidden (or acted on) by the terminal.
+pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Error from parsing a unit string.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {what} '{value}': expected {expected}")]
+#[error("invalid {what} '{}': expected {expected}", shown(.value))]
 pub struct UnitError {
     pub what: &'static str,
     pub value: String,
@@ -289,6 +306,14 @@ mod tests {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
         assert!(parse_duration("10").unwrap_err().to_string().contains("expected a duration"));
+    }
+
+    #[test]
+    fn values_in_messages_show_control_characters_escaped() {
+        assert_eq!(shown("wr\0ite"), "wr\\0ite");
+        assert_eq!(shown("a\tb\x1b\u{7f}"), "a\\tb\\u{1b}\\u{7f}");
+        assert_eq!(shown("plain 'text' ünïcode"), "plain 'text' ünïcode");
+        assert_eq!(parse_size("4\0k").unwrap_err().to_string(), format!("invalid size '4\\0k': expected {SIZE_EXPECTED}"));
     }
 
     #[test]

@@ -312,7 +312,11 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn err(&self, message: impl Into<String>) -> ConfigError {
-        ConfigError::Invalid { file: self.file.to_string(), message: message.into() }
+        // Values quoted in the message may hold control characters (TOML's "\u0000"): escaped,
+        // line by line (the TOML parser's messages span lines).
+        let message: String = message.into();
+        let message = message.split('\n').map(crate::units::shown).collect::<Vec<_>>().join("\n");
+        ConfigError::Invalid { file: self.file.to_string(), message }
     }
     fn size(&self, key: &str, v: &str) -> Result<u64, ConfigError> {
         parse_size(v).map_err(|e| self.err(format!("{key}: {e}")))

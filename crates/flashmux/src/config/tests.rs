@@ -454,3 +454,11 @@ fn over_provisioning_too_low_offers_only_the_fixes_that_apply() {
     let op = suggested_op(&e);
     assert!(load(&text.replace("overprovisioning = 0.01", &format!("overprovisioning = {op}"))).is_ok(), "{e}");
 }
+
+#[test]
+fn control_characters_in_scenario_values_are_shown_escaped() {
+    let e = err(&MINIMAL.replace("preset = \"paper-c\"", "preset = \"paper\\u0000c\""));
+    assert!(e.contains("device.preset: unknown preset 'paper\\0c'"), "{e}");
+    let e = err(&format!("{MINIMAL}\n[stop]\ntime = \"1\\u001bs\"\n"));
+    assert!(e.contains("stop.time: invalid duration '1\\u{1b}s'"), "{e}");
+}

@@ -18,6 +18,8 @@ mod parse;
 mod units;
 
 use std::fmt;
+
+use crate::units::shown;
 use std::ops::{Index, IndexMut};
 
 pub use gen::{IoUnit, JobGen};
@@ -108,7 +110,7 @@ impl fmt::Display for Diagnostic {
 #[derive(Debug, thiserror::Error)]
 pub enum FioError {
     /// An option's value does not parse or is out of range.
-    #[error("{file}:{line}: option '{option}': invalid value '{value}': expected {expected}")]
+    #[error("{file}:{line}: option '{}': invalid value '{}': expected {expected}", shown(.option), shown(.value))]
     InvalidValue {
         file: String,
         line: usize,
@@ -124,7 +126,7 @@ pub enum FioError {
         message: String,
     },
     /// `${NAME}` names a variable the environment does not define.
-    #[error("{file}:{line}: environment variable '{name}' is not set (used as ${{{name}}})")]
+    #[error("{file}:{line}: environment variable '{0}' is not set (used as ${{{0}}})", shown(.name))]
     MissingEnvVar {
         file: String,
         line: usize,
@@ -132,7 +134,7 @@ pub enum FioError {
     },
     /// A valid fio option or value that would change the I/O stream in a way flashmux does not
     /// model; refusing it is better than silently generating a different workload.
-    #[error("{file}:{line}: option '{option}' is not supported by flashmux: {reason}")]
+    #[error("{file}:{line}: option '{}' is not supported by flashmux: {reason}", shown(.option))]
     Unsupported {
         file: String,
         line: usize,

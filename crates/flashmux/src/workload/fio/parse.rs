@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use super::job::{canonical_name, priority, FioJob, Outcome, RawOption};
 use super::{Diagnostic, FioError};
+use crate::units::shown;
 
 /// Include files may nest, but not without end.
 const MAX_INCLUDE_DEPTH: usize = 16;
@@ -103,7 +104,7 @@ fn read_lines(text: &str, file: &str, depth: usize, out: &mut Vec<Line>) -> Resu
             }
             let name = header
                 .strip_suffix(']')
-                .ok_or_else(|| syntax(line, format!("malformed section header '{content}'")))?;
+                .ok_or_else(|| syntax(line, format!("malformed section header '{}'", shown(content))))?;
             if name.is_empty() {
                 return Err(syntax(line, "empty section name '[]'".into()));
             }
@@ -116,7 +117,7 @@ fn read_lines(text: &str, file: &str, depth: usize, out: &mut Vec<Line>) -> Resu
             if depth == 0 && out.is_empty() {
                 return Err(syntax(
                     line,
-                    format!("'{content}' outside of any [section]"),
+                    format!("'{}' outside of any [section]", shown(content)),
                 ));
             }
             if depth >= MAX_INCLUDE_DEPTH {
@@ -127,7 +128,7 @@ fn read_lines(text: &str, file: &str, depth: usize, out: &mut Vec<Line>) -> Resu
             }
             let path = resolve_include(target, file);
             let included = read_job_file(&path).map_err(|e| {
-                syntax(line, format!("include {target}: cannot read '{}': {e}", path.display()))
+                syntax(line, format!("include {}: cannot read '{}': {e}", shown(target), shown(&path.display().to_string())))
             })?;
             read_lines(&included, &path.display().to_string(), depth + 1, out)?;
         } else {
@@ -185,7 +186,7 @@ fn build(lines: Vec<Line>, env: &dyn Fn(&str) -> Option<String>) -> Result<JobFi
                     return Err(FioError::Syntax {
                         file,
                         line,
-                        message: format!("option '{text}' outside of any [section]"),
+                        message: format!("option '{}' outside of any [section]", shown(&text)),
                     });
                 }
                 options.push((text, file, line));
@@ -259,7 +260,7 @@ impl Builder<'_> {
             };
             match outcome {
                 Outcome::Unknown => {
-                    warn(format!("unknown option '{}' (ignored)", option.name));
+                    warn(format!("unknown option '{}' (ignored)", shown(&option.name)));
                     continue;
                 }
                 Outcome::NotModelled => warn(format!(
@@ -305,7 +306,7 @@ impl Builder<'_> {
             return Err(FioError::Syntax {
                 file,
                 line,
-                message: format!("missing option name in '{text}'"),
+                message: format!("missing option name in '{}'", shown(text)),
             });
         }
         Ok(Split {
@@ -526,6 +527,18 @@ mod tests {
         );
         let e = parse_job_text(text, "jobs.fio", &no_env).unwrap_err();
         assert!(matches!(e, FioError::InvalidValue { line: 7, ref option, .. } if option == "bs"));
+    }
+
+    #[test]
+    fn control_characters_in_values_and_names_are_shown_escaped() {
+        // A NUL inside a value is invisible on a terminal: 'wr\0ite' looked like 'write'.
+        let e = error("[j]\nrw=wr\0ite\n");
+        assert!(e.starts_with("jobs.fio:2: option 'rw': invalid value 'wr\\0ite': expected one of"), "{e}");
+        let e = error("[j]\nbs=4\x1bk\n");
+        assert!(e.starts_with("jobs.fio:2: option 'bs': invalid value '4\\u{1b}k'"), "{e}");
+        let file = parse("[j]\nfrob\tnicate=1\n");
+        assert_eq!(file.warnings[0].to_string(), "jobs.fio:2: unknown option 'frob\\tnicate' (ignored)");
+        assert_eq!(error("[j\x07\n"), "jobs.fio:1: malformed section header '[j\\u{7}'");
     }
 
     #[test]
