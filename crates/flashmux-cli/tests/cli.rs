@@ -174,6 +174,13 @@ fn missing_scenario_file_and_bad_flags() {
     let o = flashmux().args(["run", "--time", "ten", "--no-progress"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--time: invalid duration 'ten'"), "{}", stderr(&o));
+    let o = flashmux().args(["run", "--time", "18446744074s", "--no-progress"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--time: duration '18446744074s' is too large: the largest is 18446744073.709551615s (2^64 - 1 ns, about 584 years)"),
+        "{}",
+        stderr(&o)
+    );
     let o = flashmux().args(["run", "--precondition", "old", "--no-progress"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--precondition: unknown state 'old'"), "{}", stderr(&o));

@@ -815,6 +815,38 @@ impl Opt<'_> {
         }
     }
 
+    /// The error for a value that does not parse as a size (or an integer, which takes size
+    /// suffixes): too large when one of its parts is a well-formed size beyond 64 bits, else
+    /// [`Opt::invalid`].
+    fn invalid_size(&self, expected: &str) -> FioError {
+        let value = self.raw.value.unwrap_or("");
+        let part = value
+            .split([',', ':', '-', '/', '%'])
+            .find(|p| units::size_too_large(p, self.kb));
+        match part {
+            Some(p) => self.too_large(p, units::SIZE_LARGEST),
+            None => self.invalid(expected),
+        }
+    }
+
+    /// `e`, or the too-large error when `e` is a bad value that is a size beyond 64 bits.
+    fn or_too_large(&self, e: FioError, expected: &str) -> FioError {
+        match e {
+            FioError::InvalidValue { .. } => self.invalid_size(expected),
+            e => e,
+        }
+    }
+
+    fn too_large(&self, part: &str, largest: &'static str) -> FioError {
+        FioError::TooLarge {
+            file: self.raw.file.to_string(),
+            line: self.raw.line,
+            option: self.raw.name.to_string(),
+            value: part.to_string(),
+            largest,
+        }
+    }
+
     fn unsupported(&self, reason: &str) -> FioError {
         FioError::Unsupported {
             file: self.raw.file.to_string(),
@@ -853,17 +885,20 @@ impl Opt<'_> {
 
     fn size(&self) -> Result<u64, FioError> {
         self.parsed(EXPECT_SIZE, |t| units::parse_size(t, self.kb))
+            .map_err(|e| self.or_too_large(e, EXPECT_SIZE))
     }
 
     fn quantity(&self) -> Result<Quantity, FioError> {
         self.parsed(EXPECT_SIZE_OR_PERCENT, |t| {
             units::parse_quantity(t, self.kb)
         })
+        .map_err(|e| self.or_too_large(e, EXPECT_SIZE_OR_PERCENT))
     }
 
     /// fio integers accept size suffixes (`number_ios=1k` is 1024).
     fn int(&self) -> Result<u64, FioError> {
         self.parsed(EXPECT_INT, |t| units::parse_size(t, self.kb))
+            .map_err(|e| self.or_too_large(e, EXPECT_INT))
     }
 
     fn int_in(&self, min: u64, max: u64) -> Result<u64, FioError> {
@@ -893,7 +928,14 @@ impl Opt<'_> {
     }
 
     fn time(&self, default_unit: u64, expected: &str) -> Result<u64, FioError> {
-        self.parsed(expected, |t| units::parse_time_ns(t, default_unit))
+        let text = self.numeric(expected)?;
+        units::parse_time_ns(text, default_unit).ok_or_else(|| {
+            if units::time_too_large(text, default_unit) {
+                self.too_large(text, units::TIME_LARGEST)
+            } else {
+                self.invalid(expected)
+            }
+        })
     }
 
     /// A value or a `low-high` (or `low:high`) range; the ends are swapped if reversed (HOWTO,
@@ -948,7 +990,7 @@ impl Opt<'_> {
                 }
             }
         }
-        let values = assign_per_dir(&comps, parse).ok_or_else(|| self.invalid(expected))?;
+        let values = assign_per_dir(&comps, parse).ok_or_else(|| self.invalid_size(expected))?;
         if split_on_dash_or_colon {
             warnings.push(Diagnostic {
                 file: self.raw.file.to_string(),
@@ -1331,6 +1373,27 @@ mod tests {
             dirs(None, Some(8192), Some(8192))
         );
         assert!(job("bs_is_seq_rand=1").bs_is_seq_rand);
+    }
+
+    #[test]
+    fn numbers_too_large_for_64_bits_say_so() {
+        for (opt, part) in [
+            ("size=99999999999p", "99999999999p"),
+            ("io_size=99999999999999999999", "99999999999999999999"),
+            ("bs=4k,99999999999999999999k", "99999999999999999999k"),
+            ("offset=0x1ffffffffffffffff", "0x1ffffffffffffffff"),
+            ("runtime=18446744073709551615", "18446744073709551615"),
+            ("thinktime=99999999999999d", "99999999999999d"),
+        ] {
+            let e = err(opt);
+            let name = opt.split('=').next().unwrap();
+            assert!(
+                e.contains(&format!("option '{name}': '{part}' is too large: the largest is ")),
+                "{opt}: {e}"
+            );
+        }
+        // An option with a narrower range states it.
+        assert!(err("iodepth=99999999999999999999").contains("expected an integer from 1 to 4294967295"));
     }
 
     #[test]

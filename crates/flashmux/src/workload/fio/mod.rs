@@ -118,6 +118,16 @@ pub enum FioError {
         value: String,
         expected: String,
     },
+    /// A well-formed number that does not fit in 64 bits once its unit is applied (`value` is
+    /// the part of the option's value that overflows).
+    #[error("{file}:{line}: option '{}': '{}' is too large: the largest is {largest}", shown(.option), shown(.value))]
+    TooLarge {
+        file: String,
+        line: usize,
+        option: String,
+        value: String,
+        largest: &'static str,
+    },
     /// The file's structure is wrong (option outside a section, bad section header, bad include).
     #[error("{file}:{line}: {message}")]
     Syntax {
