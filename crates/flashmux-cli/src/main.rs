@@ -166,8 +166,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// `--precondition`'s state, if given, and a check of `--fill`.
-pub(crate) fn check_drive_state(precondition: Option<&str>, fill: Option<f64>) -> Result<Option<PreconditionState>, BadArg> {
+/// `--precondition`'s state, if given, and a check of `--fill` against the state the drive will
+/// have (`--precondition`'s, else `base`, the scenario's).
+pub(crate) fn check_drive_state(
+    precondition: Option<&str>,
+    fill: Option<f64>,
+    base: PreconditionState,
+) -> Result<Option<PreconditionState>, BadArg> {
     let state = precondition
         .map(|p| {
             PreconditionState::from_name(p).ok_or_else(|| {
@@ -179,13 +184,19 @@ pub(crate) fn check_drive_state(precondition: Option<&str>, fill: Option<f64>) -
         if !(f > 0.0 && f <= 1.0) {
             return Err(BadArg(format!("--fill: {f} is out of range: expected a fraction in (0, 1]")));
         }
+        if state.unwrap_or(base) == PreconditionState::Clean {
+            return Err(BadArg(format!(
+                "--fill {f}: a clean drive holds no data, so there is nothing to fill{}: give --precondition sequential-fill or aged, or drop --fill",
+                if state.is_none() { " (the scenario's precondition.state is \"clean\")" } else { "" }
+            )));
+        }
     }
     Ok(state)
 }
 
 /// `--precondition` and `--fill`, over the scenario's own drive state.
 pub(crate) fn set_drive_state(s: &mut Scenario, precondition: Option<&str>, fill: Option<f64>) -> Result<(), BadArg> {
-    if let Some(state) = check_drive_state(precondition, fill)? {
+    if let Some(state) = check_drive_state(precondition, fill, s.precondition.state)? {
         s.precondition.state = state;
     }
     if let Some(f) = fill {

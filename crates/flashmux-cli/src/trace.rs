@@ -4,6 +4,7 @@
 use crate::{execute, BadArg, OutputFormat};
 use anyhow::Context;
 use flashmux::config::{LbaFit, Scenario, PRESET_NAMES};
+use flashmux::device::precondition::PreconditionState;
 use flashmux::host::SchedulerKind;
 use flashmux::units::{parse_duration, parse_size, Nanos};
 use flashmux::fsutil;
@@ -324,7 +325,7 @@ fn check_replay_flags(a: &ReplayArgs) -> Result<(), BadArg> {
     if SchedulerKind::from_name(&a.scheduler).is_none() {
         return Err(BadArg(format!("--scheduler: unknown scheduler '{}': expected one of {}", a.scheduler, SchedulerKind::NAMES.join(", "))));
     }
-    crate::check_drive_state(Some(&a.precondition), a.fill).map(|_| ())
+    crate::check_drive_state(Some(&a.precondition), a.fill, PreconditionState::Clean).map(|_| ())
 }
 
 /// The scenario `flashmux replay` runs: one tenant per stream (the whole trace when not split),

@@ -667,3 +667,24 @@ fn replay_flags_are_checked_as_flags() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["flashmux"]["seed"], 18446744073709551615u64);
 }
+
+#[test]
+fn fill_without_data_to_fill_is_refused() {
+    let dir = tmpdir("clean-fill");
+    let says = "--fill 0.5: a clean drive holds no data";
+    let o = flashmux().args(["run", "--precondition", "clean", "--fill", "0.5", "--no-progress", "-o"]).arg(dir.join("a")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    // The scenario's own state is clean: --fill alone is refused as well.
+    let o = run_scenario(&dir, &format!("{SMALL}\n{TENANT}"), &["--fill", "0.5"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    // replay starts from a clean drive unless told otherwise.
+    let t = write(&dir, "t.mqsim", "0 0 8 8 0\n");
+    let o = flashmux().arg("replay").arg(&t).args(["--fill", "0.5", "--no-progress", "-o"]).arg(dir.join("b")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    // With data to fill, it is a fill.
+    let o = run_scenario(&dir, &format!("{SMALL}\n{TENANT}"), &["--precondition", "sequential-fill", "--fill", "0.5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -812,6 +812,12 @@ fn resolve_precondition(ctx: &Ctx, p: &PreconditionSection) -> Result<Preconditi
     if !(fill > 0.0 && fill <= 1.0) {
         return Err(ctx.err(format!("precondition.fill: {fill} is out of range: expected a fraction in (0, 1], e.g. 0.8")));
     }
+    if let (Some(f), PreconditionState::Clean) = (p.fill, state) {
+        return Err(ctx.err(format!(
+            "precondition.fill: {f} means nothing on a clean drive (precondition.state is \"clean\"{}): a clean drive holds no data; set state = \"sequential-fill\" or \"aged\", or drop fill",
+            if p.state.is_none() { ", the default" } else { "" }
+        )));
+    }
     Ok(PreconditionSpec { state, fill })
 }
 

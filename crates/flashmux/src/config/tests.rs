@@ -462,3 +462,13 @@ fn control_characters_in_scenario_values_are_shown_escaped() {
     let e = err(&format!("{MINIMAL}\n[stop]\ntime = \"1\\u001bs\"\n"));
     assert!(e.contains("stop.time: invalid duration '1\\u{1b}s'"), "{e}");
 }
+
+#[test]
+fn fill_on_a_clean_drive_is_an_error() {
+    for pre in ["[precondition]\nfill = 0.5\n", "[precondition]\nstate = \"clean\"\nfill = 0.5\n"] {
+        let e = err(&format!("{MINIMAL}\n{pre}"));
+        assert!(e.contains("precondition.fill: 0.5 means nothing on a clean drive"), "{pre}: {e}");
+    }
+    let s = load(&format!("{MINIMAL}\n[precondition]\nstate = \"sequential-fill\"\nfill = 0.5\n")).unwrap();
+    assert_eq!(s.precondition.fill, 0.5);
+}
