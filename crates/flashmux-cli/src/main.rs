@@ -266,6 +266,7 @@ fn execute_with(
     for w in &scenario.warnings {
         eprintln!("flashmux: warning: {w}");
     }
+    let scenario_warnings = scenario.warnings.len();
     if !scenario.notes.is_empty() {
         eprintln!("flashmux: note: accepted but not modelled: {}", scenario.notes.join(", "));
     }
@@ -284,8 +285,24 @@ fn execute_with(
         stopped = !driver.add_alone_baseline(&s, &mut results)?;
     }
     output::write_all(&results, &out_dir, format)?;
+    // Warnings from the run itself (a replay's skipped lines, times out of order, ...): the
+    // scenario's own were printed before it started.
+    for w in results.warnings.iter().skip(scenario_warnings) {
+        eprintln!("flashmux: warning: {w}");
+    }
     if stopped {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    // Only trace tenants, and not one request replayed (e.g. --start past the trace's end): the
+    // run measured nothing. One tenant of several replaying nothing is a warning only: a stream
+    // idle in the chosen window is ordinary.
+    let replays: Vec<_> = results.tenants.iter().filter_map(|t| Some((&t.name, t.replay.as_ref()?))).collect();
+    let only_replays = !replays.is_empty() && replays.len() == results.tenants.len();
+    if only_replays && replays.iter().all(|(_, r)| r.requests == 0) {
+        if let Some((t, why)) = replays.iter().find_map(|(t, r)| Some((t, r.nothing_replayed.as_ref()?))) {
+            eprintln!("flashmux: error: tenant '{t}': nothing was replayed: {why} (results are written)");
+            return Ok(ExitCode::from(EXIT_BAD_INPUT));
+        }
     }
     // A trace that could not be read to its end (a strict bad line, a truncated record): the
     // results so far are written, and the input was bad.

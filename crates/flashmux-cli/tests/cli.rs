@@ -688,3 +688,24 @@ fn fill_without_data_to_fill_is_refused() {
     let o = run_scenario(&dir, &format!("{SMALL}\n{TENANT}"), &["--precondition", "sequential-fill", "--fill", "0.5"]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+#[test]
+fn a_replay_of_nothing_is_an_error_and_trace_warnings_reach_every_output() {
+    let dir = tmpdir("replay-nothing");
+    let t = write(&dir, "t.mqsim", "0 0 8 8 0\n1000000 0 16 8 1\n1500000000 0 24 8 1\n");
+    let o = flashmux().arg("replay").arg(&t).args(["--start", "1000s", "--no-progress", "--output-format", "json", "-o"]).arg(dir.join("out")).output().unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("flashmux: error: tenant 'trace': nothing was replayed: the trace ends at 1.5 s; start 1000 s is past it"), "{e}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("out/results.json")).unwrap()).unwrap();
+    assert!(v["flashmux"]["warnings"].to_string().contains("nothing was replayed"), "{v}");
+    // Out-of-order times: a warning on stderr, in results.json and in the table.
+    let t = write(&dir, "back.mqsim", "3000 0 8 8 0\n2000 0 16 8 1\n1000 0 24 8 1\n");
+    let o = flashmux().arg("replay").arg(&t).args(["--no-progress", "-o"]).arg(dir.join("back")).output().unwrap();
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    let says = "tenant 'trace': 2 request(s) of the trace are out of time order";
+    assert!(e.contains(&format!("flashmux: warning: {says}")), "{e}");
+    assert!(std::fs::read_to_string(dir.join("back/results.json")).unwrap().contains(says));
+    assert!(std::fs::read_to_string(dir.join("back/summary.txt")).unwrap().contains(says));
+}
