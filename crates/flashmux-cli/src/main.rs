@@ -166,17 +166,40 @@ fn main() -> ExitCode {
     }
 }
 
-/// `--precondition` and `--fill`, over the scenario's own drive state.
-pub(crate) fn set_drive_state(s: &mut Scenario, precondition: Option<&str>, fill: Option<f64>) -> Result<(), BadArg> {
-    if let Some(p) = precondition {
-        s.precondition.state = PreconditionState::from_name(p).ok_or_else(|| {
-            BadArg(format!("--precondition: unknown state '{p}': expected one of {}", PreconditionState::NAMES.join(", ")))
-        })?;
-    }
+/// `--precondition`'s state, if given, and a check of `--fill` against the state the drive will
+/// have (`--precondition`'s, else `base`, the scenario's).
+pub(crate) fn check_drive_state(
+    precondition: Option<&str>,
+    fill: Option<f64>,
+    base: PreconditionState,
+) -> Result<Option<PreconditionState>, BadArg> {
+    let state = precondition
+        .map(|p| {
+            PreconditionState::from_name(p).ok_or_else(|| {
+                BadArg(format!("--precondition: unknown state '{p}': expected one of {}", PreconditionState::NAMES.join(", ")))
+            })
+        })
+        .transpose()?;
     if let Some(f) = fill {
         if !(f > 0.0 && f <= 1.0) {
             return Err(BadArg(format!("--fill: {f} is out of range: expected a fraction in (0, 1]")));
         }
+        if state.unwrap_or(base) == PreconditionState::Clean {
+            return Err(BadArg(format!(
+                "--fill {f}: a clean drive holds no data, so there is nothing to fill{}: give --precondition sequential-fill or aged, or drop --fill",
+                if state.is_none() { " (the scenario's precondition.state is \"clean\")" } else { "" }
+            )));
+        }
+    }
+    Ok(state)
+}
+
+/// `--precondition` and `--fill`, over the scenario's own drive state.
+pub(crate) fn set_drive_state(s: &mut Scenario, precondition: Option<&str>, fill: Option<f64>) -> Result<(), BadArg> {
+    if let Some(state) = check_drive_state(precondition, fill, s.precondition.state)? {
+        s.precondition.state = state;
+    }
+    if let Some(f) = fill {
         s.precondition.fill = f;
     }
     Ok(())
@@ -289,6 +312,7 @@ fn execute_with(
     for w in &scenario.warnings {
         eprintln!("flashmux: warning: {w}");
     }
+    let scenario_warnings = scenario.warnings.len();
     if !scenario.notes.is_empty() {
         eprintln!("flashmux: note: accepted but not modelled: {}", scenario.notes.join(", "));
     }
@@ -311,9 +335,25 @@ fn execute_with(
         stopped = !driver.add_alone_baseline(&s, &mut results)?;
     }
     output::write_all(&results, &out, format, Some(timeline))?;
+    // Warnings from the run itself (a replay's skipped lines, times out of order, ...): the
+    // scenario's own were printed before it started.
+    for w in results.warnings.iter().skip(scenario_warnings) {
+        eprintln!("flashmux: warning: {w}");
+    }
     // A Ctrl-C that came as the run was ending still means the user stopped it.
     if stopped || interrupted.load(Ordering::SeqCst) {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    // Only trace tenants, and not one request replayed (e.g. --start past the trace's end): the
+    // run measured nothing. One tenant of several replaying nothing is a warning only: a stream
+    // idle in the chosen window is ordinary.
+    let replays: Vec<_> = results.tenants.iter().filter_map(|t| Some((&t.name, t.replay.as_ref()?))).collect();
+    let only_replays = !replays.is_empty() && replays.len() == results.tenants.len();
+    if only_replays && replays.iter().all(|(_, r)| r.requests == 0) {
+        if let Some((t, why)) = replays.iter().find_map(|(t, r)| Some((t, r.nothing_replayed.as_ref()?))) {
+            eprintln!("flashmux: error: tenant '{t}': nothing was replayed: {why} (results are written)");
+            return Ok(ExitCode::from(EXIT_BAD_INPUT));
+        }
     }
     // A trace that could not be read to its end (a strict bad line, a truncated record): the
     // results so far are written, and the input was bad.

@@ -9,6 +9,7 @@
 use crate::{BadArg, OutputFormat};
 use anyhow::Context;
 use flashmux::metrics::{RunResults, TimelineRow};
+use flashmux::fsutil;
 use flashmux::report::{self, TimelineCsv};
 use flashmux::sim::TimelineSink;
 use std::fs;
@@ -175,19 +176,13 @@ fn print(r: &RunResults, json: &str, table: &str, dir: &Path, format: OutputForm
     Ok(())
 }
 
-/// A hidden name beside `path` for the file being written.
+/// A hidden name beside `path` for the timeline while it streams.
 fn temp_name(path: &Path) -> PathBuf {
     let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
     path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
 }
 
-/// Writes `bytes` to `path` whole or not at all: into a file beside it, renamed over it.
+/// Writes `bytes` to `path` whole or not at all ([`fsutil::write_atomic`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = temp_name(path);
-    let written = fs::write(&tmp, bytes).and_then(|()| fs::rename(&tmp, path));
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("writing {}", path.display()));
-    }
-    Ok(())
+    fsutil::write_atomic(path, |w| w.write_all(bytes)).with_context(|| format!("writing {}", path.display()))
 }

@@ -65,7 +65,7 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<ExitCode> {
     let checks = (b.evaluate)(&points, &results);
     let text = format_checks(&checks);
     let path = out_dir.join("checks.txt");
-    std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+    crate::output::write_atomic(&path, text.as_bytes())?;
     println!("\n{text}");
     for f in &figures {
         println!("figure: {}", f.display());

@@ -3,7 +3,11 @@
 
 use crate::{execute, BadArg, OutputFormat};
 use anyhow::Context;
-use flashmux::config::Scenario;
+use flashmux::config::{LbaFit, Scenario, PRESET_NAMES};
+use flashmux::device::precondition::PreconditionState;
+use flashmux::host::SchedulerKind;
+use flashmux::units::{parse_duration, parse_size, Nanos};
+use flashmux::fsutil;
 use flashmux::workload::trace::{write_trace, BlkEvent, Format, ReadOptions, TenantBy, TraceInfo, TraceReader};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -163,17 +167,22 @@ fn convert(a: ConvertArgs) -> anyhow::Result<ExitCode> {
         .filter(|f| Format::WRITABLE.contains(f))
         .ok_or_else(|| BadArg(format!("--to: cannot write '{}': expected one of {}", a.to, format_names(Format::WRITABLE))))?;
     let mut r = a.read.open()?;
-    let mut out: Box<dyn Write> = match &a.output {
-        Some(p) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        )),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-    };
+    if let Some(out) = &a.output {
+        // By identity, not by name: a symbolic or hard link to the input is the input.
+        if let Some(input) = r.paths().iter().find(|p| fsutil::same_file(out, p)) {
+            return Err(BadArg(format!(
+                "-o {}: is the trace being read ({}): writing it would destroy the input; name another file",
+                out.display(),
+                input.display()
+            ))
+            .into());
+        }
+    }
     // Records are pulled through the writer one at a time; a read error stops the iterator and
-    // is reported after what was read is written.
+    // is reported once the writer is done.
     let mut failed = None;
     let names = std::cell::RefCell::new(BTreeMap::<u32, String>::new());
-    let written = {
+    let mut convert = |out: &mut dyn Write| -> std::io::Result<u64> {
         let records = std::iter::from_fn(|| match r.next_record() {
             Ok(Some(rec)) => {
                 names.borrow_mut().entry(rec.stream).or_insert_with(|| r.stream_name(rec.stream));
@@ -186,13 +195,33 @@ fn convert(a: ConvertArgs) -> anyhow::Result<ExitCode> {
             }
         });
         let name_of = |s: u32| names.borrow().get(&s).cloned().unwrap_or_else(|| format!("stream{s}"));
-        write_trace(records, to, &mut out, &name_of).context("writing the trace")?
+        let n = write_trace(records, to, out, &name_of)?;
+        match &failed {
+            // A file is replaced only by a whole conversion: the temporary file is dropped.
+            Some(_) => Err(std::io::Error::other("the trace could not be read to its end")),
+            None => Ok(n),
+        }
     };
-    out.flush().context("writing the trace")?;
+    let written = match &a.output {
+        Some(p) => fsutil::write_atomic(p, &mut convert).map_err(|e| (e, Some(p))),
+        None => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            convert(&mut out).and_then(|n| out.flush().map(|()| n)).map_err(|e| (e, None))
+        }
+    };
     report_bad_lines(&r);
     if let Some(e) = failed {
-        return Err(BadArg(format!("{e} (the {written} requests before it were written)")).into());
+        let what = match &a.output {
+            Some(p) => format!("nothing was written to {}", p.display()),
+            None => "the requests before it were written".into(),
+        };
+        return Err(BadArg(format!("{e} ({what})")).into());
     }
+    let written = match written {
+        Ok(n) => n,
+        Err((e, Some(p))) => return Err(anyhow::Error::new(e).context(format!("writing {}", p.display()))),
+        Err((e, None)) => return Err(anyhow::Error::new(e).context("writing the trace")),
+    };
     eprintln!("flashmux: {written} requests written as {}", to.name());
     Ok(ExitCode::SUCCESS)
 }
@@ -254,10 +283,56 @@ pub(crate) fn quoted(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
 }
 
+/// `--flag`'s value `n`, which must be from 1 to `max`.
+fn in_range(flag: &str, n: Option<u64>, max: u64) -> Result<Option<u64>, BadArg> {
+    match n {
+        Some(n) if !(1..=max).contains(&n) => Err(BadArg(format!("{flag}: {n} is out of range: expected 1 to {max}"))),
+        _ => Ok(n),
+    }
+}
+
+/// `--flag`'s duration, if given.
+fn duration_flag(flag: &str, v: &Option<String>) -> Result<Option<Nanos>, BadArg> {
+    v.as_deref().map(|v| parse_duration(v).map_err(|e| BadArg(format!("{flag}: {e}")))).transpose()
+}
+
+/// Checks every replay flag as the flag it is, so that what the replay's scenario is built from
+/// is valid: an error names the flag, never a key of a scenario the user did not write.
+fn check_replay_flags(a: &ReplayArgs) -> Result<(), BadArg> {
+    if flashmux::config::preset(&a.device).is_none() {
+        return Err(BadArg(format!("--device: unknown preset '{}': expected one of {}", a.device, PRESET_NAMES.join(", "))));
+    }
+    if let Some(c) = &a.capacity {
+        parse_size(c).map_err(|e| BadArg(format!("--capacity: {e}")))?;
+    }
+    if let Some(x) = a.time_scale {
+        if !(x.is_finite() && x > 0.0) {
+            return Err(BadArg(format!("--time-scale: {x} is not a positive number (1 = the trace's own pace, 0.5 = twice as fast)")));
+        }
+    }
+    // The limits of the scenario keys they become (`config/trace.rs`).
+    in_range("--closed-loop", a.closed_loop.map(u64::from), 65_536)?;
+    in_range("--max-outstanding", a.max_outstanding.map(u64::from), 65_536)?;
+    in_range("--max-requests", a.max_requests, i64::MAX as u64)?;
+    duration_flag("--start", &a.start)?;
+    if duration_flag("--duration", &a.duration)? == Some(Nanos::ZERO) {
+        return Err(BadArg("--duration: must be longer than zero".into()));
+    }
+    if LbaFit::from_name(&a.lba_fit).is_none() {
+        let names: Vec<&str> = LbaFit::ALL.iter().map(|f| f.name()).collect();
+        return Err(BadArg(format!("--lba-fit: unknown '{}': expected one of {}", a.lba_fit, names.join(", "))));
+    }
+    if SchedulerKind::from_name(&a.scheduler).is_none() {
+        return Err(BadArg(format!("--scheduler: unknown scheduler '{}': expected one of {}", a.scheduler, SchedulerKind::NAMES.join(", "))));
+    }
+    crate::check_drive_state(Some(&a.precondition), a.fill, PreconditionState::Clean).map(|_| ())
+}
+
 /// The scenario `flashmux replay` runs: one tenant per stream (the whole trace when not split),
 /// each on an equal part of the drive.
 pub fn replay_scenario(a: &ReplayArgs, cwd: &Path) -> anyhow::Result<Scenario> {
     let opts = a.read.options()?;
+    check_replay_flags(a)?;
     let mut streams: Vec<String> = vec!["trace".into()];
     if opts.tenant_by != TenantBy::None {
         let mut r = a.read.open()?;
@@ -290,22 +365,24 @@ pub fn replay_scenario(a: &ReplayArgs, cwd: &Path) -> anyhow::Result<Scenario> {
         t += &format!(", max_requests = {n}");
     }
     let mut text = format!(
-        "name = {}\nseed = {}\n[device]\npreset = {}\n{}[precondition]\nstate = {}\n{}[host]\nscheduler = {}\n[output]\ndir = {}\n",
+        "name = {}\n[device]\npreset = {}\n{}[precondition]\nstate = {}\n{}[host]\nscheduler = {}\n",
         quoted(&format!("replay of {}", a.read.traces[0].display())),
-        a.seed,
         quoted(&a.device),
         a.capacity.as_ref().map_or(String::new(), |c| format!("capacity = {}\n", quoted(c))),
         quoted(&a.precondition),
         a.fill.map_or(String::new(), |f| format!("fill = {f:?}\n")),
         quoted(&a.scheduler),
-        quoted(&a.output_dir.display().to_string()),
     );
     for s in &streams {
         let select = if opts.tenant_by == TenantBy::None { String::new() } else { format!(", select = {}", quoted(s)) };
         // Tenant names have no commas (blktrace's devices do: "dev8,0").
         text += &format!("[[tenant]]\nname = {}\ntrace = {{ {t}{select} }}\n", quoted(&s.replace(',', ":")));
     }
-    Ok(Scenario::from_toml(&text, "replay", cwd)?)
+    let mut s = Scenario::from_toml(&text, "replay", cwd)?;
+    // Any u64 (TOML's integers stop at 2^63 - 1) and any path.
+    s.seed = a.seed;
+    s.output.dir = a.output_dir.clone();
+    Ok(s)
 }
 
 pub fn run_replay(a: ReplayArgs) -> anyhow::Result<ExitCode> {

@@ -174,6 +174,13 @@ fn missing_scenario_file_and_bad_flags() {
     let o = flashmux().args(["run", "--time", "ten", "--no-progress"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--time: invalid duration 'ten'"), "{}", stderr(&o));
+    let o = flashmux().args(["run", "--time", "18446744074s", "--no-progress"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--time: duration '18446744074s' is too large: the largest is 18446744073.709551615s (2^64 - 1 ns, about 584 years)"),
+        "{}",
+        stderr(&o)
+    );
     let o = flashmux().args(["run", "--precondition", "old", "--no-progress"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--precondition: unknown state 'old'"), "{}", stderr(&o));
@@ -429,8 +436,8 @@ fn bad_traces_and_trace_flags_exit_with_code_2() {
         (vec!["trace".into(), "info".into(), bad.display().to_string(), "--format".into(), "mqsim".into(), "--strict".into()], ":2: field 'sector'"),
         (vec!["trace".into(), "convert".into(), bad.display().to_string(), "--to".into(), "msr".into()], "--to: cannot write 'msr'"),
         (vec!["replay".into(), good.display().to_string(), "--tenant-by".into(), "asu".into()], "has no asu field"),
-        (vec!["replay".into(), good.display().to_string(), "--lba-fit".into(), "fold".into()], "lba_fit: unknown 'fold'"),
-        (vec!["replay".into(), good.display().to_string(), "--time-scale=-1".into()], "time_scale: -1 is not a positive number"),
+        (vec!["replay".into(), good.display().to_string(), "--lba-fit".into(), "fold".into()], "--lba-fit: unknown 'fold'"),
+        (vec!["replay".into(), good.display().to_string(), "--time-scale=-1".into()], "--time-scale: -1 is not a positive number"),
     ];
     for (args, says) in cases {
         let o = flashmux().args(&args).arg("-o").arg(dir.join("out")).output().unwrap();
@@ -490,4 +497,215 @@ fn a_long_trace_replays_in_constant_memory() {
     // The drive's own state is about 50 MiB; a reader or replay that kept requests would add
     // 24 bytes or more for each of the extra 950,000.
     assert!(peaks[1] <= peaks[0] + 4.0, "peak RSS {} MiB for 50K requests, {} MiB for 1M", peaks[0], peaks[1]);
+}
+
+/// Runs `flashmux` with `args`, expecting bad input: exit code 2 and `says` in the message.
+fn refused(args: &[&std::ffi::OsStr], says: &str) -> String {
+    let o = flashmux().args(args).output().unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+    assert!(e.contains(says) && !e.contains("panicked"), "{args:?}: expected '{says}' in: {e}");
+    e
+}
+
+/// Names in `dir`, sorted.
+fn dir_names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn trace_convert_never_writes_over_its_input_nor_leaves_half_a_file() {
+    use std::ffi::OsStr;
+    let dir = tmpdir("convert-self");
+    let t = dir.join("t.txt");
+    let o = flashmux().args(["trace", "convert", &trace_data("fio-randrw.blktrace.0.gz"), "--to", "blkparse", "-o"]).arg(&t).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let original = std::fs::read(&t).unwrap();
+    std::os::unix::fs::symlink(&t, dir.join("link.txt")).unwrap();
+    std::fs::hard_link(&t, dir.join("hard.txt")).unwrap();
+    // The same file by any name: as given, through a symbolic link, a hard link, another spelling.
+    for out in [t.clone(), dir.join("link.txt"), dir.join("hard.txt"), dir.join(".").join("t.txt")] {
+        let args = [OsStr::new("trace"), OsStr::new("convert"), t.as_os_str(), OsStr::new("--to"), OsStr::new("blkparse"), OsStr::new("-o"), out.as_os_str()];
+        let e = refused(&args, "is the trace being read");
+        assert!(e.contains(&out.display().to_string()), "{e}");
+        assert_eq!(std::fs::read(&t).unwrap(), original, "{}: the input is intact", out.display());
+    }
+    // blktrace's per-CPU siblings are inputs too.
+    for cpu in ["0", "1"] {
+        let name = format!("fio-randrw.blktrace.{cpu}.gz");
+        std::fs::copy(trace_data(&name), dir.join(&name)).unwrap();
+    }
+    let cpu0 = dir.join("fio-randrw.blktrace.0.gz");
+    let cpu1 = dir.join("fio-randrw.blktrace.1.gz");
+    let sibling = std::fs::read(&cpu1).unwrap();
+    let args = [OsStr::new("trace"), OsStr::new("convert"), cpu0.as_os_str(), OsStr::new("--to"), OsStr::new("mqsim"), OsStr::new("-o"), cpu1.as_os_str()];
+    refused(&args, "is the trace being read");
+    assert_eq!(std::fs::read(&cpu1).unwrap(), sibling);
+    // A read error half way (a bad line with --strict): the old output stays whole, nothing is
+    // left behind.
+    let bad = write(&dir, "bad.mqsim", "0 0 8 8 0\n1000 0 16 8 1\n2000 0 oops 8 1\n");
+    let out = write(&dir, "out.log", "an older conversion\n");
+    let before = dir_names(&dir);
+    let args = [OsStr::new("trace"), OsStr::new("convert"), bad.as_os_str(), OsStr::new("--format"), OsStr::new("mqsim"), OsStr::new("--strict"), OsStr::new("--to"), OsStr::new("fio-iolog"), OsStr::new("-o"), out.as_os_str()];
+    let e = refused(&args, ":3: field 'sector'");
+    assert!(e.contains("nothing was written"), "{e}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "an older conversion\n");
+    assert_eq!(dir_names(&dir), before, "no temporary file is left");
+    // A whole conversion replaces it.
+    let good = write(&dir, "good.mqsim", "0 0 8 8 0\n1000 0 16 8 1\n");
+    let o = flashmux().args(["trace", "convert"]).arg(&good).args(["--to", "fio-iolog", "-o"]).arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&out).unwrap().starts_with("fio version 3 iolog\n"));
+    assert!(dir_names(&dir).iter().all(|n| !n.ends_with(".tmp")), "{:?}", dir_names(&dir));
+}
+
+/// Runs `cmd` to its end, or kills it after 20 s and fails: a command that blocks on its input
+/// must fail the test, not hang it.
+fn output_within(mut cmd: Command) -> Output {
+    let mut child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("still running after 20 s: {cmd:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn unreadable_inputs_are_named_with_where_they_were_asked_for() {
+    let dir = tmpdir("unreadable");
+    // A missing job file: the scenario, the tenant, the key and the path; the OS's reason once.
+    let o = run_scenario(&dir, &format!("{SMALL}\n[[tenant]]\nname = \"t\"\njob_file = \"nowhere.fio\"\n"), &[]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("scenario.toml: tenant[0] (t).job_file: cannot read job file 'nowhere.fio'"), "{e}");
+    assert_eq!(e.matches("No such file or directory").count(), 1, "{e}");
+    // A missing include: the including file and line.
+    let job = write(&dir, "inc.fio", "[j]\nrw=write\ninclude nowhere.fio\n");
+    let o = flashmux().args(["run", "--no-progress", "--fio"]).arg(&job).output().unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("inc.fio:3: include nowhere.fio: cannot read '"), "{e}");
+    assert_eq!(e.matches("No such file or directory").count(), 1, "{e}");
+    // A named pipe as the scenario, and /dev/zero as an include: refused at once.
+    let fifo = dir.join("pipe.toml");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut cmd = flashmux();
+    cmd.arg("run").arg(&fifo).arg("--no-progress");
+    let o = output_within(cmd);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("pipe.toml: it is a named pipe (FIFO), not a regular file"), "{}", stderr(&o));
+    let job = write(&dir, "zero.fio", "[j]\nrw=write\ninclude /dev/zero\n");
+    let mut cmd = flashmux();
+    cmd.args(["run", "--no-progress", "--fio"]).arg(&job);
+    let o = output_within(cmd);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("zero.fio:3: include /dev/zero: cannot read '/dev/zero': it is a character device, not a regular file"), "{}", stderr(&o));
+}
+
+#[test]
+fn traces_that_never_end_or_cannot_be_read_twice_are_refused() {
+    let dir = tmpdir("trace-special");
+    // A replayed trace is read when the scenario is loaded and again when it runs: a named pipe
+    // would block the second open for ever (with no writer left, even SIGTERM waits).
+    let fifo = dir.join("pipe.mqsim");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut cmd = flashmux();
+    cmd.arg("replay").arg(&fifo).args(["--no-progress", "-o"]).arg(dir.join("out"));
+    let o = output_within(cmd);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("pipe.mqsim: it is a named pipe (FIFO), not a regular file: a replayed trace is read more than once"), "{}", stderr(&o));
+    // Read once (trace info), a device without an end stops at the bound on unusable input.
+    let mut cmd = flashmux();
+    cmd.args(["trace", "info", "/dev/zero", "--format", "mqsim"]);
+    let o = output_within(cmd);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("/dev/zero: no usable mqsim line in the 64 MiB read from line 1 on"), "{}", stderr(&o));
+}
+
+#[test]
+fn replay_flags_are_checked_as_flags() {
+    let dir = tmpdir("replay-flags");
+    let good = write(&dir, "good.mqsim", "0 0 8 8 0\n1000 0 16 8 1\n");
+    for (flag, value, says) in [
+        ("--time-scale", "NaN", "--time-scale: NaN is not a positive number"),
+        ("--time-scale", "inf", "--time-scale: inf is not a positive number"),
+        ("--time-scale", "0", "--time-scale: 0 is not a positive number"),
+        ("--max-requests", "18446744073709551615", "--max-requests: 18446744073709551615 is out of range: expected 1 to 9223372036854775807"),
+        ("--max-requests", "0", "--max-requests: 0 is out of range"),
+        ("--closed-loop", "0", "--closed-loop: 0 is out of range: expected 1 to 65536"),
+        ("--max-outstanding", "70000", "--max-outstanding: 70000 is out of range: expected 1 to 65536"),
+        ("--start", "x\"y", "--start: invalid duration 'x\"y'"),
+        ("--duration", "0s", "--duration: must be longer than zero"),
+        ("--capacity", "abc", "--capacity: invalid size 'abc'"),
+        ("--fill", "NaN", "--fill: NaN is out of range"),
+        ("--device", "bogus", "--device: unknown preset 'bogus': expected one of paper-c"),
+        ("--scheduler", "bogus", "--scheduler: unknown scheduler 'bogus': expected one of none, cfq"),
+        ("--precondition", "bogus", "--precondition: unknown state 'bogus'"),
+        ("--lba-fit", "fold", "--lba-fit: unknown 'fold': expected one of wrap, scale, reject"),
+    ] {
+        let o = flashmux().arg("replay").arg(&good).args([flag, value, "--no-progress", "-o"]).arg(dir.join("out")).output().unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: {e}");
+        assert!(e.starts_with(&format!("flashmux: error: {says}")), "{flag} {value}: expected '{says}' in: {e}");
+        assert!(!e.contains("TOML") && !e.contains("tenant[0]"), "{flag} {value}: {e}");
+    }
+    // A seed beyond TOML's integers is still a seed.
+    let o = flashmux()
+        .arg("replay")
+        .arg(&good)
+        .args(["--seed", "18446744073709551615", "--no-progress", "--output-format", "json", "-o"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["flashmux"]["seed"], 18446744073709551615u64);
+}
+
+#[test]
+fn fill_without_data_to_fill_is_refused() {
+    let dir = tmpdir("clean-fill");
+    let says = "--fill 0.5: a clean drive holds no data";
+    let o = flashmux().args(["run", "--precondition", "clean", "--fill", "0.5", "--no-progress", "-o"]).arg(dir.join("a")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    // The scenario's own state is clean: --fill alone is refused as well.
+    let o = run_scenario(&dir, &format!("{SMALL}\n{TENANT}"), &["--fill", "0.5"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    // replay starts from a clean drive unless told otherwise.
+    let t = write(&dir, "t.mqsim", "0 0 8 8 0\n");
+    let o = flashmux().arg("replay").arg(&t).args(["--fill", "0.5", "--no-progress", "-o"]).arg(dir.join("b")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    // With data to fill, it is a fill.
+    let o = run_scenario(&dir, &format!("{SMALL}\n{TENANT}"), &["--precondition", "sequential-fill", "--fill", "0.5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_replay_of_nothing_is_an_error_and_trace_warnings_reach_every_output() {
+    let dir = tmpdir("replay-nothing");
+    let t = write(&dir, "t.mqsim", "0 0 8 8 0\n1000000 0 16 8 1\n1500000000 0 24 8 1\n");
+    let o = flashmux().arg("replay").arg(&t).args(["--start", "1000s", "--no-progress", "--output-format", "json", "-o"]).arg(dir.join("out")).output().unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("flashmux: error: tenant 'trace': nothing was replayed: the trace ends at 1.5 s; start 1000 s is past it"), "{e}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("out/results.json")).unwrap()).unwrap();
+    assert!(v["flashmux"]["warnings"].to_string().contains("nothing was replayed"), "{v}");
+    // Out-of-order times: a warning on stderr, in results.json and in the table.
+    let t = write(&dir, "back.mqsim", "3000 0 8 8 0\n2000 0 16 8 1\n1000 0 24 8 1\n");
+    let o = flashmux().arg("replay").arg(&t).args(["--no-progress", "-o"]).arg(dir.join("back")).output().unwrap();
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    let says = "tenant 'trace': 2 request(s) of the trace are out of time order";
+    assert!(e.contains(&format!("flashmux: warning: {says}")), "{e}");
+    assert!(std::fs::read_to_string(dir.join("back/results.json")).unwrap().contains(says));
+    assert!(std::fs::read_to_string(dir.join("back/summary.txt")).unwrap().contains(says));
 }

@@ -11,6 +11,7 @@ pub mod device;
 pub mod engine;
 pub mod experiment;
 pub mod flash;
+pub mod fsutil;
 pub mod ftl;
 pub mod host;
 pub mod metrics;

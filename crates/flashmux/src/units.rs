@@ -150,19 +150,49 @@ id_type!(
     /// An NVMe submission/completion queue pair.
     QueueId, u16);
 
+/// `s` as it is shown in a message: control characters escaped (`\0`, `\t`, `\u{1b}`), so that
+/// a NUL or an escape sequence in a value is seen rather than hidden (or acted on) by the terminal.
+pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Error from parsing a unit string.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {what} '{value}': expected {expected}")]
-pub struct UnitError {
-    pub what: &'static str,
-    pub value: String,
-    pub expected: &'static str,
+pub enum UnitError {
+    /// The text is not a value of this kind.
+    #[error("invalid {what} '{}': expected {expected}", shown(.value))]
+    Invalid { what: &'static str, value: String, expected: &'static str },
+    /// A well-formed value that does not fit in 64 bits once its unit is applied.
+    #[error("{what} '{}' is too large: the largest is {largest}", shown(.value))]
+    TooLarge { what: &'static str, value: String, largest: &'static str },
 }
 
 const SIZE_EXPECTED: &str =
     "a size such as 4096, 4k, 64KiB, 8GiB (binary) or 256GB (decimal)";
 const DURATION_EXPECTED: &str = "a duration with a unit such as 500ns, 65us, 0.55ms, 1.5ms, 10s or 2m";
 const RATE_EXPECTED: &str = "a transfer rate such as 400MB/s, 1.2GB/s or 800MiB/s";
+const SIZE_LARGEST: &str = "18446744073709551615 bytes (16 EiB - 1)";
+const DURATION_LARGEST: &str = "18446744073.709551615s (2^64 - 1 ns, about 584 years)";
+const RATE_LARGEST: &str = "18446744073709551615 bytes/s";
+
+/// Why a number times its unit is not a value.
+enum Scale {
+    /// Not a number of the accepted form (or not a whole number of the base unit).
+    Malformed,
+    /// Beyond 2^64 - 1.
+    Overflow,
+}
 
 /// Parses a size in bytes. Plain integers are bytes. Single-letter suffixes `k`, `m`, `g`, `t`
 /// (any case) and IEC suffixes `KiB`, `MiB`, `GiB`, `TiB` are binary (as fio's default
@@ -170,7 +200,7 @@ const RATE_EXPECTED: &str = "a transfer rate such as 400MB/s, 1.2GB/s or 800MiB/
 /// as drive capacities are quoted. Fractions are allowed with a suffix (`1.5GiB`) if the result is
 /// a whole number of bytes.
 pub fn parse_size(s: &str) -> Result<u64, UnitError> {
-    let err = || UnitError { what: "size", value: s.to_string(), expected: SIZE_EXPECTED };
+    let err = || UnitError::Invalid { what: "size", value: s.to_string(), expected: SIZE_EXPECTED };
     let (num, suffix) = split_number(s).ok_or_else(err)?;
     let mult: u64 = match suffix {
         "" | "b" | "B" => 1,
@@ -184,12 +214,15 @@ pub fn parse_size(s: &str) -> Result<u64, UnitError> {
         "TB" => 1_000_000_000_000,
         _ => return Err(err()),
     };
-    scale(num, mult).ok_or_else(err)
+    scale(num, mult).map_err(|e| match e {
+        Scale::Malformed => err(),
+        Scale::Overflow => UnitError::TooLarge { what: "size", value: s.to_string(), largest: SIZE_LARGEST },
+    })
 }
 
 /// Parses a duration; a unit is required (`ns`, `us`, `ms`, `s`, `m`, `h`).
 pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
-    let err = || UnitError { what: "duration", value: s.to_string(), expected: DURATION_EXPECTED };
+    let err = || UnitError::Invalid { what: "duration", value: s.to_string(), expected: DURATION_EXPECTED };
     let (num, suffix) = split_number(s).ok_or_else(err)?;
     let mult: u64 = match suffix {
         "ns" => 1,
@@ -200,16 +233,20 @@ pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
         "h" => 3_600_000_000_000,
         _ => return Err(err()),
     };
-    scale(num, mult).map(Nanos).ok_or_else(err)
+    scale(num, mult).map(Nanos).map_err(|e| match e {
+        Scale::Malformed => err(),
+        Scale::Overflow => UnitError::TooLarge { what: "duration", value: s.to_string(), largest: DURATION_LARGEST },
+    })
 }
 
 /// Parses a transfer rate in bytes per second: a size followed by `/s`.
 pub fn parse_rate(s: &str) -> Result<u64, UnitError> {
-    let err = || UnitError { what: "rate", value: s.to_string(), expected: RATE_EXPECTED };
+    let err = || UnitError::Invalid { what: "rate", value: s.to_string(), expected: RATE_EXPECTED };
     let t = s.trim();
     let size = t.strip_suffix("/s").ok_or_else(err)?;
     match parse_size(size) {
-        Ok(0) | Err(_) => Err(err()),
+        Ok(0) | Err(UnitError::Invalid { .. }) => Err(err()),
+        Err(UnitError::TooLarge { .. }) => Err(UnitError::TooLarge { what: "rate", value: s.to_string(), largest: RATE_LARGEST }),
         Ok(v) => Ok(v),
     }
 }
@@ -223,23 +260,24 @@ fn split_number(s: &str) -> Option<(&str, &str)> {
     (!num.is_empty()).then(|| (num, suffix.trim()))
 }
 
-/// `num` (decimal digits with at most one '.') times `mult`, exactly, or None.
-fn scale(num: &str, mult: u64) -> Option<u64> {
+/// `num` (decimal digits with at most one '.') times `mult`, exactly.
+fn scale(num: &str, mult: u64) -> Result<u64, Scale> {
     let (int, frac) = match num.split_once('.') {
         Some((i, f)) => (i, f),
         None => (num, ""),
     };
     if frac.contains('.') || (int.is_empty() && frac.is_empty()) || frac.len() > 18 {
-        return None;
+        return Err(Scale::Malformed);
     }
-    let int_v: u128 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    let frac_v: u128 = if frac.is_empty() { 0 } else { frac.parse().ok()? };
+    // Digits only here (split_number): a parse failure is a number beyond u128.
+    let int_v: u128 = if int.is_empty() { 0 } else { int.parse().map_err(|_| Scale::Overflow)? };
+    let frac_v: u128 = if frac.is_empty() { 0 } else { frac.parse().map_err(|_| Scale::Malformed)? };
     let denom = 10u128.pow(frac.len() as u32);
-    let total = int_v.checked_mul(mult as u128)? + frac_v * mult as u128 / denom;
     if frac_v * mult as u128 % denom != 0 {
-        return None;
+        return Err(Scale::Malformed);
     }
-    u64::try_from(total).ok()
+    let total = int_v.checked_mul(mult as u128).ok_or(Scale::Overflow)? + frac_v * mult as u128 / denom;
+    u64::try_from(total).map_err(|_| Scale::Overflow)
 }
 
 /// Formats a byte count the way people read drive sizes: `8.00 GiB`.
@@ -289,6 +327,31 @@ mod tests {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
         assert!(parse_duration("10").unwrap_err().to_string().contains("expected a duration"));
+    }
+
+    #[test]
+    fn values_in_messages_show_control_characters_escaped() {
+        assert_eq!(shown("wr\0ite"), "wr\\0ite");
+        assert_eq!(shown("a\tb\x1b\u{7f}"), "a\\tb\\u{1b}\\u{7f}");
+        assert_eq!(shown("plain 'text' ünïcode"), "plain 'text' ünïcode");
+        assert_eq!(parse_size("4\0k").unwrap_err().to_string(), format!("invalid size '4\\0k': expected {SIZE_EXPECTED}"));
+    }
+
+    #[test]
+    fn values_too_large_say_so_and_give_the_largest() {
+        assert_eq!(
+            parse_duration("18446744074s").unwrap_err().to_string(),
+            "duration '18446744074s' is too large: the largest is 18446744073.709551615s (2^64 - 1 ns, about 584 years)"
+        );
+        assert_eq!(parse_duration("18446744073.709551615s").unwrap(), Nanos(u64::MAX));
+        assert!(parse_duration(&format!("1{}ns", "0".repeat(50))).unwrap_err().to_string().contains("is too large"));
+        assert_eq!(
+            parse_size("99999999999999999999T").unwrap_err().to_string(),
+            "size '99999999999999999999T' is too large: the largest is 18446744073709551615 bytes (16 EiB - 1)"
+        );
+        assert!(parse_rate("20000000000GB/s").unwrap_err().to_string().starts_with("rate '20000000000GB/s' is too large: the largest is 18446744073709551615 bytes/s"));
+        // Malformed stays malformed.
+        assert!(parse_duration("1.2.3s").unwrap_err().to_string().starts_with("invalid duration"));
     }
 
     #[test]

@@ -203,3 +203,40 @@ fn trace_and_fio_tenants_share_a_drive_under_a_scheduler() {
     assert!(r.tenants[0].replay.is_some() && r.tenants[1].replay.is_none());
     assert!(r.tenants.iter().all(|t| t.sched.is_some()), "both scheduled by cfq");
 }
+
+#[test]
+fn times_out_of_order_are_a_warning_with_their_count() {
+    // An MSR trace (FILETIME ticks of 100 ns) of 1000 requests whose times run backwards: 999
+    // are earlier than the one before them.
+    let text: String = (0..1000u64).map(|i| format!("{},hm,0,Write,{},4096,100\n", 128166385295514663 - i * 10_000, i * 4096)).collect();
+    let t = TempFile::new("backwards.csv", &text);
+    let r = run(&tenant("t", &format!("{{ path = \"{}\" }}", t.path())));
+    assert_eq!(r.tenants[0].replay.as_ref().unwrap().out_of_order, 999);
+    let w: Vec<&String> = r.warnings.iter().filter(|w| w.contains("out of time order")).collect();
+    assert_eq!(w.len(), 1, "{:?}", r.warnings);
+    assert!(w[0].starts_with("tenant 't': 999 request(s) of the trace are out of time order"), "{}", w[0]);
+    // In order: no warning.
+    let t = TempFile::new("forwards.mqsim", &mqsim(50, 1000));
+    let r = run(&tenant("t", &format!("{{ path = \"{}\" }}", t.path())));
+    assert!(r.warnings.iter().all(|w| !w.contains("out of time order")), "{:?}", r.warnings);
+}
+
+#[test]
+fn a_tenant_that_replays_nothing_is_told_why() {
+    let t = TempFile::new("short.mqsim", &mqsim(100, 1_000_000)); // ends at 99 ms
+    let fio = "[[tenant]]\nname = \"f\"\nfio = \"[f]\\nrw=randwrite\\nnumber_ios=100\\n\"\n";
+    let why = |trace: &str| {
+        let r = run(&format!("{fio}{}", tenant("t", trace)));
+        assert_eq!(r.tenants[1].replay.as_ref().unwrap().requests, 0);
+        assert_eq!(r.tenants[0].io.ios(), 100, "the other tenant runs");
+        let w: Vec<String> = r.warnings.iter().filter(|w| w.contains("nothing was replayed")).cloned().collect();
+        assert_eq!(w.len(), 1, "{:?}", r.warnings);
+        w[0].clone()
+    };
+    let w = why(&format!("{{ path = \"{}\", start = \"1000s\" }}", t.path()));
+    assert_eq!(w, "tenant 't': nothing was replayed: the trace ends at 0.099 s; start 1000 s is past it");
+    let w = why(&format!("{{ path = \"{}\", start = \"50500us\", duration = \"100us\" }}", t.path()));
+    assert_eq!(w, "tenant 't': nothing was replayed: no request in the window from 0.0505 s to 0.0506 s (the one before it is at 0.05 s, the one after it at 0.051 s)");
+    let w = why(&format!("{{ path = \"{}\", tenant_by = \"device\", select = \"dev9\" }}", t.path()));
+    assert_eq!(w, "tenant 't': nothing was replayed: the trace has no request of stream 'dev9'");
+}

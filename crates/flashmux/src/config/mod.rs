@@ -28,12 +28,10 @@ pub enum ConfigError {
     Invalid { file: String, message: String },
     #[error(transparent)]
     Fio(#[from] FioError),
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The scenario file cannot be read. Only regular files of at most
+    /// [`crate::fsutil::MAX_INPUT_FILE_BYTES`] are read.
+    #[error("cannot read {path}: {error}")]
+    Io { path: String, error: crate::fsutil::ReadError },
 }
 
 /// The device: a preset's configuration with the scenario's overrides applied.
@@ -128,8 +126,8 @@ impl Scenario {
 
     /// Reads a scenario file and resolves it with `parse` (text, file name, base directory).
     fn load_with(path: &Path, parse: fn(&str, &str, &Path) -> Result<Scenario, ConfigError>) -> Result<Scenario, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Io { path: path.display().to_string(), source })?;
+        let text = crate::fsutil::read_text(path, crate::fsutil::MAX_INPUT_FILE_BYTES, "scenario file")
+            .map_err(|error| ConfigError::Io { path: path.display().to_string(), error })?;
         let base = path.parent().unwrap_or(Path::new("."));
         parse(&text, &path.display().to_string(), base)
     }

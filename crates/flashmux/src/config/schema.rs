@@ -9,11 +9,11 @@ use crate::device::precondition::{PreconditionSpec, PreconditionState};
 use crate::device::FlushPolicy;
 use crate::device::SsdConfig;
 use crate::flash::Geometry;
-use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, MappingConfig, VictimPolicy};
+use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, FtlError, MappingConfig, VictimPolicy};
 use crate::host::{BudgetParams, CfqParams, HostConfig, MotsParams, SchedulerKind};
 use crate::units::{parse_duration, parse_rate, parse_size, Nanos};
 use crate::virt::{Aio, Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
-use crate::workload::fio::{parse_job_file, parse_job_text, FioJob, JobFile};
+use crate::workload::fio::{parse_job_text, read_job_file, FioJob, JobFile};
 use crate::workload::personality;
 use serde::Deserialize;
 use std::path::Path;
@@ -312,7 +312,11 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn err(&self, message: impl Into<String>) -> ConfigError {
-        ConfigError::Invalid { file: self.file.to_string(), message: message.into() }
+        // Values quoted in the message may hold control characters (TOML's "\u0000"): escaped,
+        // line by line (the TOML parser's messages span lines).
+        let message: String = message.into();
+        let message = message.split('\n').map(crate::units::shown).collect::<Vec<_>>().join("\n");
+        ConfigError::Invalid { file: self.file.to_string(), message }
     }
     fn size(&self, key: &str, v: &str) -> Result<u64, ConfigError> {
         parse_size(v).map_err(|e| self.err(format!("{key}: {e}")))
@@ -486,9 +490,9 @@ fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigErro
             }
             let f = &d.ftl;
             if let Some(op) = f.overprovisioning {
-                if !(op > 0.0 && op <= 10.0) {
+                if !(op > 0.0 && op <= MAX_OVERPROVISIONING) {
                     return Err(ctx.err(format!(
-                        "device.ftl.overprovisioning: {op} is out of range: expected a fraction of the logical capacity, e.g. 0.07 for 7%, greater than 0"
+                        "device.ftl.overprovisioning: {op} is out of range: expected a fraction of the logical capacity above 0 and at most {MAX_OVERPROVISIONING} (0.07 is 7% more flash than logical space, 10 is 11 times as much)"
                     )));
                 }
                 c.overprovisioning = op;
@@ -519,41 +523,26 @@ fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigErro
                 };
             }
             c.geometry.validate().map_err(|e| ctx.err(format!("device.geometry: {e}")))?;
-            if let Some(cap) = &d.capacity {
-                if bpp_given {
+            let capacity = match &d.capacity {
+                Some(_) if bpp_given => {
                     return Err(ctx.err(
                         "device.capacity and device.geometry.blocks_per_plane both set the drive's size: give one",
-                    ));
+                    ))
                 }
-                let want = ctx.size("device.capacity", cap)?;
-                let geo = &c.geometry;
-                let block_bytes = geo.units_per_block() as u64 * geo.unit_bytes as u64;
-                let min = block_bytes * geo.planes() as u64;
-                if want < min {
-                    return Err(ctx.err(format!(
-                        "device.capacity: {want} bytes is smaller than one block per plane ({min} bytes: {} planes × {block_bytes}-byte blocks)",
-                        geo.planes()
-                    )));
-                }
-                let raw = (want as f64 * (1.0 + c.overprovisioning)).ceil() as u64;
-                let bpp = raw.div_ceil(block_bytes * geo.planes() as u64);
-                // Rounding the logical space down to whole stripes may cost a little; add blocks until it fits.
-                c.geometry.blocks_per_plane = u32::try_from(bpp.max(1))
-                    .map_err(|_| ctx.err(format!("device.capacity: {cap} is too large for this geometry")))?;
-                while c.logical_units() * (c.geometry.unit_bytes as u64) < want {
-                    c.geometry.blocks_per_plane += 1;
-                }
-                c.geometry.validate().map_err(|e| ctx.err(format!("device.capacity: {e}")))?;
-            }
-            c.gc_threshold_blocks = match f.gc_threshold_blocks {
-                Some(t) if t < 2 => {
+                Some(cap) => Some((cap.as_str(), ctx.size("device.capacity", cap)?)),
+                None => None,
+            };
+            if let Some(t) = f.gc_threshold_blocks {
+                if t < 2 {
                     return Err(ctx.err(format!(
                         "device.ftl.gc_threshold_blocks: {t} is too low: at least 2 free blocks per plane are needed (one for host writes, one for GC)"
-                    )))
+                    )));
                 }
-                Some(t) => t,
-                None => default_gc_threshold(c.geometry.blocks_per_plane),
-            };
+            }
+            // What the over-provisioning decides (the size for a capacity, the default GC
+            // threshold), kept apart so that a better over-provisioning can be looked for below.
+            let unsized_drive = c.clone();
+            size_drive(ctx, &mut c, capacity, f.gc_threshold_blocks)?;
             let b = &d.buffer;
             if let Some(s) = &b.size {
                 let bytes = ctx.size("device.buffer.size", s)?;
@@ -578,12 +567,76 @@ fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigErro
                     "device: the drive's capacity is smaller than one flash page per plane after over-provisioning",
                 ));
             }
-            Ftl::check_params(&c.geometry, &c.ftl_params())
-            .map_err(|e| ctx.err(format!("device.ftl: {e}")))?;
+            Ftl::check_params(&c.geometry, &c.ftl_params()).map_err(|e| match e {
+                FtlError::OverprovisioningTooLow { .. } => ctx.err(format!(
+                    "device.ftl: {e}; to fix it: {}",
+                    op_fixes(ctx, &unsized_drive, &c, capacity, f.gc_threshold_blocks).join(", or ")
+                )),
+                e => ctx.err(format!("device.ftl: {e}")),
+            })?;
             DeviceKind::Ssd(c)
         }
     };
     Ok(DeviceSpec { preset: name.to_string(), kind, nvme })
+}
+
+/// The largest `device.ftl.overprovisioning`: eleven times as much flash as logical space.
+const MAX_OVERPROVISIONING: f64 = 10.0;
+
+/// Sizes the drive for `capacity` (the key's text and its bytes), if one is given, and sets the
+/// GC threshold (`threshold`, or the default for the drive's size): the settings that follow from
+/// the over-provisioning.
+fn size_drive(ctx: &Ctx, c: &mut SsdConfig, capacity: Option<(&str, u64)>, threshold: Option<u32>) -> Result<(), ConfigError> {
+    if let Some((cap, want)) = capacity {
+        let geo = &c.geometry;
+        let block_bytes = geo.units_per_block() as u64 * geo.unit_bytes as u64;
+        let min = block_bytes * geo.planes() as u64;
+        if want < min {
+            return Err(ctx.err(format!(
+                "device.capacity: {want} bytes is smaller than one block per plane ({min} bytes: {} planes × {block_bytes}-byte blocks)",
+                geo.planes()
+            )));
+        }
+        let raw = (want as f64 * (1.0 + c.overprovisioning)).ceil() as u64;
+        let bpp = raw.div_ceil(block_bytes * geo.planes() as u64);
+        // Rounding the logical space down to whole stripes may cost a little; add blocks until it fits.
+        c.geometry.blocks_per_plane = u32::try_from(bpp.max(1))
+            .map_err(|_| ctx.err(format!("device.capacity: {cap} is too large for this geometry")))?;
+        while c.logical_units() * (c.geometry.unit_bytes as u64) < want {
+            c.geometry.blocks_per_plane += 1;
+        }
+        c.geometry.validate().map_err(|e| ctx.err(format!("device.capacity: {e}")))?;
+    }
+    c.gc_threshold_blocks = threshold.unwrap_or_else(|| default_gc_threshold(c.geometry.blocks_per_plane));
+    Ok(())
+}
+
+/// What would give GC enough spare blocks, of the settings this scenario can change: the least
+/// over-provisioning (in hundredths) that is enough, a larger capacity when the capacity sets
+/// the size or more blocks per plane when the geometry does, and a lower GC threshold when it is
+/// above its minimum of 2.
+fn op_fixes(ctx: &Ctx, unsized_drive: &SsdConfig, c: &SsdConfig, capacity: Option<(&str, u64)>, threshold: Option<u32>) -> Vec<String> {
+    let enough = |op: f64| {
+        let mut t = unsized_drive.clone();
+        t.overprovisioning = op;
+        size_drive(ctx, &mut t, capacity, threshold).is_ok()
+            && t.logical_units() > 0
+            && Ftl::check_params(&t.geometry, &t.ftl_params()).is_ok()
+    };
+    let max = (MAX_OVERPROVISIONING * 100.0) as u32;
+    let mut fixes = vec![match (1..=max).map(|k| k as f64 / 100.0).find(|&op| op > c.overprovisioning && enough(op)) {
+        Some(op) => format!("set device.ftl.overprovisioning = {op} or more (it is {})", c.overprovisioning),
+        None => format!("no over-provisioning up to {MAX_OVERPROVISIONING} is enough for this geometry"),
+    }];
+    match capacity {
+        Some((cap, _)) => fixes.push(format!("give a larger device.capacity (it is {cap}; the spare blocks grow with it)")),
+        None => fixes.push(format!("give more device.geometry.blocks_per_plane (it is {})", c.geometry.blocks_per_plane)),
+    }
+    if c.gc_threshold_blocks > 2 {
+        let by_default = if threshold.is_none() { " by default here" } else { "" };
+        fixes.push(format!("lower device.ftl.gc_threshold_blocks ({}{by_default}; the least is 2)", c.gc_threshold_blocks));
+    }
+    fixes
 }
 
 /// Default map-cache size with DFTL: 1% of the translation table.
@@ -758,6 +811,12 @@ fn resolve_precondition(ctx: &Ctx, p: &PreconditionSection) -> Result<Preconditi
     let fill = p.fill.unwrap_or(1.0);
     if !(fill > 0.0 && fill <= 1.0) {
         return Err(ctx.err(format!("precondition.fill: {fill} is out of range: expected a fraction in (0, 1], e.g. 0.8")));
+    }
+    if let (Some(f), PreconditionState::Clean) = (p.fill, state) {
+        return Err(ctx.err(format!(
+            "precondition.fill: {f} means nothing on a clean drive (precondition.state is \"clean\"{}): a clean drive holds no data; set state = \"sequential-fill\" or \"aged\", or drop fill",
+            if p.state.is_none() { ", the default" } else { "" }
+        )));
     }
     Ok(PreconditionSpec { state, fill })
 }
@@ -1148,7 +1207,12 @@ fn tenant_workload(ctx: &Ctx, key: &str, name: &str, t: &TenantSection, base: &P
             let label = format!("{}[tenant {name}].fio", ctx.file);
             Ok(parse_job_text(text, &label, &|v| std::env::var(v).ok())?)
         }
-        (None, Some(path), None) => Ok(parse_job_file(&base.join(path))?),
+        (None, Some(path), None) => {
+            let full = base.join(path);
+            let shown = if full == Path::new(path) { format!("'{path}'") } else { format!("'{path}' ({})", full.display()) };
+            let text = read_job_file(&full).map_err(|e| ctx.err(format!("{key}.job_file: cannot read job file {shown}: {e}")))?;
+            Ok(parse_job_text(&text, &full.display().to_string(), &|v| std::env::var(v).ok())?)
+        }
         (None, None, Some(p)) => match personality::get(p) {
             Some(p) => Ok(p.parse()?),
             None => Err(ctx.err(format!(

@@ -198,10 +198,42 @@ fn unknown_personality_lists_the_valid_names() {
     );
 }
 
+/// The message as the command line prints it: the error followed by its sources.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut m = e.to_string();
+    let mut s = e.source();
+    while let Some(x) = s {
+        m += &format!(": {x}");
+        s = x.source();
+    }
+    m
+}
+
 #[test]
 fn missing_job_file_is_a_clear_error() {
-    let e = err(&MINIMAL.replace("fio = \"\"\"\n[a]\nrw=randwrite\nbs=4k\n\"\"\"", "job_file = \"does-not-exist.fio\""));
-    assert!(e.contains("does-not-exist.fio"), "{e}");
+    let with_job_file = |f: &str| MINIMAL.replace("fio = \"\"\"\n[a]\nrw=randwrite\nbs=4k\n\"\"\"", &format!("job_file = \"{f}\""));
+    let e = chain(&load(&with_job_file("does-not-exist.fio")).unwrap_err());
+    assert_eq!(
+        e,
+        "test.toml: tenant[0] (a).job_file: cannot read job file 'does-not-exist.fio' (./does-not-exist.fio): No such file or directory (os error 2)"
+    );
+    // Not a regular file: refused before it is opened (a pipe would block, /dev/zero fill memory).
+    let e = chain(&load(&with_job_file("/dev/zero")).unwrap_err());
+    assert_eq!(e, "test.toml: tenant[0] (a).job_file: cannot read job file '/dev/zero': it is a character device, not a regular file");
+    // An include in the scenario's own fio text names the scenario, the tenant and the line.
+    let e = chain(&load(&MINIMAL.replace("bs=4k", "bs=4k\ninclude /nonexistent/more.fio")).unwrap_err());
+    assert_eq!(
+        e,
+        "test.toml[tenant a].fio:4: include /nonexistent/more.fio: cannot read '/nonexistent/more.fio': No such file or directory (os error 2)"
+    );
+}
+
+#[test]
+fn scenario_files_must_be_regular_files() {
+    let e = chain(&Scenario::load(Path::new("/dev/zero")).unwrap_err());
+    assert_eq!(e, "cannot read /dev/zero: it is a character device, not a regular file");
+    let e = chain(&Scenario::load(Path::new("/nonexistent/s.toml")).unwrap_err());
+    assert_eq!(e, "cannot read /nonexistent/s.toml: No such file or directory (os error 2)");
 }
 
 #[test]
@@ -376,4 +408,67 @@ fn hwabc_takes_the_drives_fit_and_checks_its_parameters() {
     }
     let e = err(&hw("fair", "cosmos", "[host.hwabc]\nalpha = 0.5"));
     assert!(e.contains("host.hwabc: applies only with scheduler = \"hwabc\" or \"hwabc-oracle\""), "{e}");
+}
+
+#[test]
+fn overprovisioning_out_of_range_states_the_range() {
+    for op in ["99", "0", "-0.5", "10.01"] {
+        let e = err(&format!("{MINIMAL}\n[device.ftl]\noverprovisioning = {op}\n"));
+        assert!(
+            e.contains(&format!("device.ftl.overprovisioning: {} is out of range: expected a fraction of the logical capacity above 0 and at most 10", op.parse::<f64>().unwrap())),
+            "{op}: {e}"
+        );
+    }
+    assert!(load(&format!("{MINIMAL}\n[device.ftl]\noverprovisioning = 10\n")).is_ok());
+}
+
+/// The over-provisioning the message suggests, as a number.
+fn suggested_op(e: &str) -> f64 {
+    let at = e.find("device.ftl.overprovisioning = ").unwrap_or_else(|| panic!("no suggestion in: {e}"));
+    let rest = &e[at + "device.ftl.overprovisioning = ".len()..];
+    rest[..rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap()].parse().unwrap()
+}
+
+#[test]
+fn over_provisioning_too_low_offers_only_the_fixes_that_apply() {
+    let tenant = "[[tenant]]\nname = \"a\"\nfio = \"[a]\\nrw=randwrite\\nnumber_ios=10\\n\"\n";
+    // With device.capacity the size comes from the capacity: blocks_per_plane cannot be set,
+    // and the presets' GC threshold is already the minimum of 2.
+    for (preset, capacity) in [("tlc-nvme", "8GiB"), ("cosmos", "4GiB")] {
+        let text = format!("[device]\npreset = \"{preset}\"\ncapacity = \"{capacity}\"\n{tenant}");
+        let e = err(&text);
+        assert!(e.contains("over-provisioning too low"), "{e}");
+        assert!(!e.contains("blocks_per_plane") && !e.contains("gc_threshold_blocks"), "{preset}: {e}");
+        assert!(e.contains("a larger device.capacity"), "{preset}: {e}");
+        // The suggested over-provisioning is enough, and no less would do.
+        let op = suggested_op(&e);
+        let with = |op: f64| text.replace("[[tenant]]", &format!("[device.ftl]\noverprovisioning = {op}\n[[tenant]]"));
+        assert!(load(&with(op)).is_ok(), "{preset}: {op} suggested but too low");
+        assert!(load(&with(((op * 100.0).round() - 1.0) / 100.0)).is_err(), "{preset}: {op} is not the least");
+    }
+    // Without a capacity, blocks_per_plane is a fix; a GC threshold above 2 can be lowered.
+    let text = format!("{}[device.ftl]\noverprovisioning = 0.01\ngc_threshold_blocks = 6\n{}", "[device]\npreset = \"paper-c\"\n[device.geometry]\nblocks_per_plane = 64\n", tenant);
+    let e = err(&text);
+    assert!(e.contains("device.geometry.blocks_per_plane") && e.contains("lower device.ftl.gc_threshold_blocks (6; the least is 2)"), "{e}");
+    assert!(!e.contains("device.capacity"), "{e}");
+    let op = suggested_op(&e);
+    assert!(load(&text.replace("overprovisioning = 0.01", &format!("overprovisioning = {op}"))).is_ok(), "{e}");
+}
+
+#[test]
+fn control_characters_in_scenario_values_are_shown_escaped() {
+    let e = err(&MINIMAL.replace("preset = \"paper-c\"", "preset = \"paper\\u0000c\""));
+    assert!(e.contains("device.preset: unknown preset 'paper\\0c'"), "{e}");
+    let e = err(&format!("{MINIMAL}\n[stop]\ntime = \"1\\u001bs\"\n"));
+    assert!(e.contains("stop.time: invalid duration '1\\u{1b}s'"), "{e}");
+}
+
+#[test]
+fn fill_on_a_clean_drive_is_an_error() {
+    for pre in ["[precondition]\nfill = 0.5\n", "[precondition]\nstate = \"clean\"\nfill = 0.5\n"] {
+        let e = err(&format!("{MINIMAL}\n{pre}"));
+        assert!(e.contains("precondition.fill: 0.5 means nothing on a clean drive"), "{pre}: {e}");
+    }
+    let s = load(&format!("{MINIMAL}\n[precondition]\nstate = \"sequential-fill\"\nfill = 0.5\n")).unwrap();
+    assert_eq!(s.precondition.fill, 0.5);
 }

@@ -1,7 +1,8 @@
 //! A tenant whose workload is a block trace: `trace = "file"` or `trace = { path = ..., ... }` in
 //! a `[[tenant]]` section. The trace is opened when the scenario is loaded, so a missing file, an
 //! unknown format or a field the format does not have is a scenario error before anything runs;
-//! it is read again, streaming, when the simulation runs (`sim/trace.rs`).
+//! it is read again, streaming, when the simulation runs (`sim/trace.rs`). Because it is read more
+//! than once, it must be a regular file: a named pipe or a device is refused.
 
 use super::ConfigError;
 use crate::units::Nanos;
@@ -218,6 +219,16 @@ pub(super) fn resolve_trace(
             .ok_or_else(|| err(format!("{key}.event: unknown blktrace event '{e}': expected \"D\" (issue), \"C\" (complete) or \"Q\" (queue)")))?,
     };
     let paths: Vec<PathBuf> = paths.iter().map(|p| base.join(p)).collect();
+    for p in &paths {
+        // Checked without opening: opening a named pipe blocks until something writes to it. A
+        // missing file is left to the reader's own message.
+        if let Err(e @ crate::fsutil::ReadError::NotRegular(_)) = crate::fsutil::require_regular(p) {
+            return Err(err(format!(
+                "{key}: {}: {e}: a replayed trace is read more than once (checked when the scenario is loaded, replayed when it runs, and once more for lba_fit = \"scale\"), so it must be a regular file (`flashmux trace info` and `trace convert` read a pipe)",
+                p.display()
+            )));
+        }
+    }
     let opts = ReadOptions { format, tenant_by, strict: s.strict.unwrap_or(false), blktrace_event: event };
     let reader = TraceReader::open(&paths, &opts).map_err(|e| err(format!("{key}: {e}")))?;
     Ok(TraceSpec {

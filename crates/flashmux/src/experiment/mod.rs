@@ -64,7 +64,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum ExperimentError {
     #[error("cannot read {path}: {error}")]
-    Io { path: String, error: std::io::Error },
+    Io { path: String, error: crate::fsutil::ReadError },
     /// The file is not valid TOML or does not have the experiment (or scenario) file's shape;
     /// `message` is the parser's, with the line and column.
     #[error("{file}: {message}")]
@@ -181,7 +181,7 @@ fn toml_error(file: &str, text: &str, e: &toml::de::Error) -> ExperimentError {
 impl Experiment {
     /// Loads an experiment file; a scenario path in it is relative to the file's directory.
     pub fn load(path: &Path) -> Result<Experiment, ExperimentError> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::fsutil::read_text(path, crate::fsutil::MAX_INPUT_FILE_BYTES, "experiment file")
             .map_err(|error| ExperimentError::Io { path: path.display().to_string(), error })?;
         let base = path.parent().unwrap_or(Path::new("."));
         Self::from_toml(&text, &path.display().to_string(), base)
@@ -234,7 +234,7 @@ impl Experiment {
             Some(toml::Value::String(rel)) => {
                 let path = base_dir.join(&rel);
                 let label = path.display().to_string();
-                let text = std::fs::read_to_string(&path)
+                let text = crate::fsutil::read_text(&path, crate::fsutil::MAX_INPUT_FILE_BYTES, "scenario file")
                     .map_err(|error| ExperimentError::Io { path: label.clone(), error })?;
                 let doc: toml::Value = toml::from_str(&text).map_err(|e| toml_error(&label, &text, &e))?;
                 let dir = path.parent().map_or_else(|| base_dir.to_path_buf(), Path::to_path_buf);

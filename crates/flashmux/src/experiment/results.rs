@@ -131,13 +131,14 @@ fn rows(points: &[Point], results: &[RunResults]) -> (Vec<String>, Vec<Vec<Strin
 /// be shorter than `points` (an interrupted sweep): only points with results have rows.
 pub fn write_csv(points: &[Point], results: &[RunResults], path: &Path) -> Result<(), std::io::Error> {
     let (header, rows) = rows(points, results);
-    let file = std::fs::File::create(path)?;
-    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
-    w.write_record(&header)?;
-    for row in &rows {
-        w.write_record(row)?;
-    }
-    w.flush()
+    crate::fsutil::write_atomic(path, |out| {
+        let mut w = csv::Writer::from_writer(out);
+        w.write_record(&header)?;
+        for row in &rows {
+            w.write_record(row)?;
+        }
+        w.flush()
+    })
 }
 
 /// The same rows as [`write_csv`], as an aligned text table (undefined values as `-`, line

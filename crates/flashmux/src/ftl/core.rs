@@ -197,8 +197,7 @@ pub enum FtlError {
     #[error(
         "over-provisioning too low for garbage collection to make progress: each plane holds up to \
          {logical_blocks} blocks of logical data in {blocks} blocks, but GC needs {needed} spare blocks \
-         (threshold {threshold} + 3 for the active blocks and GC's reserve); raise overprovisioning or \
-         blocks_per_plane, or lower gc_threshold_blocks"
+         (threshold {threshold} + {} for the open blocks and GC's reserve)", needed - threshold
     )]
     OverprovisioningTooLow { logical_blocks: u64, blocks: u32, needed: u32, threshold: u32 },
     #[error("the logical space is empty")]

@@ -240,7 +240,8 @@ fn rejects_overprovisioning_too_low_for_gc() {
         .err()
         .unwrap();
     assert!(matches!(err, FtlError::OverprovisioningTooLow { .. }));
-    assert!(err.to_string().contains("raise overprovisioning"));
+    // The facts only: which settings can fix it depends on the scenario (config/schema.rs).
+    assert!(err.to_string().ends_with("but GC needs 5 spare blocks (threshold 2 + 3 for the open blocks and GC's reserve)"), "{err}");
 }
 
 #[test]

@@ -153,7 +153,8 @@ fn write_figure(fig: &impl Figure, dir: &Path, stem: &str) -> Result<Vec<PathBuf
     let png = render_png(fig).map_err(|message| PlotError::Draw { path: png_path.display().to_string(), message })?;
     std::fs::create_dir_all(dir).map_err(|source| PlotError::Io { path: dir.display().to_string(), source })?;
     for (path, bytes) in [(&svg_path, svg.as_bytes()), (&png_path, png.as_slice())] {
-        std::fs::write(path, bytes).map_err(|source| PlotError::Io { path: path.display().to_string(), source })?;
+        crate::fsutil::write_atomic(path, |w| w.write_all(bytes))
+            .map_err(|source| PlotError::Io { path: path.display().to_string(), source })?;
     }
     Ok(vec![svg_path, png_path])
 }

@@ -40,6 +40,10 @@ pub struct ReplayStats {
     pub late: u64,
     /// A read error that ended the replay early.
     pub error: Option<String>,
+    /// Why no request was replayed, when none was and the trace could be read (the window is
+    /// past the trace's end, or empty; the selected stream is not in the trace).
+    #[serde(skip)]
+    pub nothing_replayed: Option<String>,
     #[serde(skip)]
     behind_sum_ns: u128,
 }
@@ -81,6 +85,10 @@ pub struct TraceSource {
     /// `lba_fit = "scale"`: the end of the furthest request replayed.
     extent: u64,
     done: bool,
+    /// Records of the selected stream seen before `start` (the latest of their times), and the
+    /// time of the one that ended the window: what explains a replay of nothing.
+    before_start: Option<u64>,
+    past_window: Option<u64>,
     pub stats: ReplayStats,
 }
 
@@ -97,6 +105,8 @@ impl TraceSource {
                 sector: sector.max(1),
                 extent: 0,
                 done: false,
+                before_start: None,
+                past_window: None,
                 stats: ReplayStats { format: spec.format.name().to_string(), ..Default::default() },
             })
         };
@@ -134,12 +144,18 @@ impl TraceSource {
                     return Err(e.to_string());
                 }
             };
-            if !self.is_selected(r.stream) || r.time_ns < self.spec.start.0 {
+            if !self.is_selected(r.stream) {
+                self.stats.skipped += 1;
+                continue;
+            }
+            if r.time_ns < self.spec.start.0 {
+                self.before_start = Some(self.before_start.map_or(r.time_ns, |t| t.max(r.time_ns)));
                 self.stats.skipped += 1;
                 continue;
             }
             if window_end.is_some_and(|end| r.time_ns >= end) {
                 // Times run forward (an out-of-order request is rare): the window is over.
+                self.past_window = Some(r.time_ns);
                 self.stats.skipped += 1;
                 self.done = true;
                 return Ok(None);
@@ -230,12 +246,36 @@ impl TraceSource {
         self.stats.first_bad_lines = bad.first.iter().map(|b: &BadLine| (b.line, b.reason.clone())).collect();
         self.stats.out_of_order = self.reader.out_of_order();
         self.stats.finish_mean();
+        if self.stats.requests == 0 && self.stats.out_of_range == 0 && self.stats.error.is_none() {
+            self.stats.nothing_replayed = Some(self.why_nothing());
+        }
         self.stats.clone()
+    }
+
+    /// Why a replay that read its trace without error replayed no request.
+    fn why_nothing(&self) -> String {
+        let s = |ns: u64| format!("{} s", ns as f64 / 1e9);
+        let start = self.spec.start.0;
+        match (self.before_start, self.past_window) {
+            (Some(last), None) => format!("the trace ends at {}; start {} is past it", s(last), s(start)),
+            (before, Some(next)) => format!(
+                "no request in the window from {} to {} ({}the one after it at {})",
+                s(start),
+                s(start.saturating_add(self.spec.duration.map_or(0, |d| d.0))),
+                before.map_or(String::new(), |b| format!("the one before it is at {}, ", s(b))),
+                s(next)
+            ),
+            (None, None) => match &self.spec.select {
+                Some(sel) => format!("the trace has no request of stream '{sel}'"),
+                None => "the trace has no request".into(),
+            },
+        }
     }
 }
 
 /// What a user must be told about a tenant's replay: lines skipped, requests refused or
-/// shortened, a read error, and a trace too fast for the device.
+/// shortened, a read error, nothing replayed (and why), times out of order, and a trace too fast
+/// for the device.
 pub fn warnings(tenant: &str, r: &ReplayStats) -> Vec<String> {
     let mut w = Vec::new();
     if r.bad_lines > 0 {
@@ -250,6 +290,15 @@ pub fn warnings(tenant: &str, r: &ReplayStats) -> Vec<String> {
     }
     if let Some(e) = &r.error {
         w.push(format!("tenant '{tenant}': the trace could not be read to its end: {e}"));
+    }
+    if let Some(why) = &r.nothing_replayed {
+        w.push(format!("tenant '{tenant}': nothing was replayed: {why}"));
+    }
+    if r.out_of_order > 0 {
+        w.push(format!(
+            "tenant '{tenant}': {} request(s) of the trace are out of time order (earlier than the request before them): replay keeps the file's order, issuing each as soon as the one before it",
+            r.out_of_order
+        ));
     }
     if r.late > 0 {
         w.push(format!(

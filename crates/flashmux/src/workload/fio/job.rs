@@ -629,8 +629,15 @@ impl FioJob {
                                 per direction";
         let text = o.text(EXPECTED)?;
         let comps: Vec<&str> = text.split(',').collect();
-        let splits = assign_per_dir(&comps, |c| parse_bssplit(c, o.kb))
-            .ok_or_else(|| o.invalid(EXPECTED))?;
+        // What a direction's split got wrong, when more can be said than EXPECTED.
+        let why = std::cell::RefCell::new(None);
+        let splits = assign_per_dir(&comps, |c| {
+            parse_bssplit(c, o.kb).map_err(|w| *why.borrow_mut() = w).ok()
+        })
+        .ok_or_else(|| match why.take() {
+            Some(w) => o.invalid(&w),
+            None => o.invalid(EXPECTED),
+        })?;
         merge(&mut self.bssplit, splits);
         Ok(())
     }
@@ -815,6 +822,38 @@ impl Opt<'_> {
         }
     }
 
+    /// The error for a value that does not parse as a size (or an integer, which takes size
+    /// suffixes): too large when one of its parts is a well-formed size beyond 64 bits, else
+    /// [`Opt::invalid`].
+    fn invalid_size(&self, expected: &str) -> FioError {
+        let value = self.raw.value.unwrap_or("");
+        let part = value
+            .split([',', ':', '-', '/', '%'])
+            .find(|p| units::size_too_large(p, self.kb));
+        match part {
+            Some(p) => self.too_large(p, units::SIZE_LARGEST),
+            None => self.invalid(expected),
+        }
+    }
+
+    /// `e`, or the too-large error when `e` is a bad value that is a size beyond 64 bits.
+    fn or_too_large(&self, e: FioError, expected: &str) -> FioError {
+        match e {
+            FioError::InvalidValue { .. } => self.invalid_size(expected),
+            e => e,
+        }
+    }
+
+    fn too_large(&self, part: &str, largest: &'static str) -> FioError {
+        FioError::TooLarge {
+            file: self.raw.file.to_string(),
+            line: self.raw.line,
+            option: self.raw.name.to_string(),
+            value: part.to_string(),
+            largest,
+        }
+    }
+
     fn unsupported(&self, reason: &str) -> FioError {
         FioError::Unsupported {
             file: self.raw.file.to_string(),
@@ -853,17 +892,20 @@ impl Opt<'_> {
 
     fn size(&self) -> Result<u64, FioError> {
         self.parsed(EXPECT_SIZE, |t| units::parse_size(t, self.kb))
+            .map_err(|e| self.or_too_large(e, EXPECT_SIZE))
     }
 
     fn quantity(&self) -> Result<Quantity, FioError> {
         self.parsed(EXPECT_SIZE_OR_PERCENT, |t| {
             units::parse_quantity(t, self.kb)
         })
+        .map_err(|e| self.or_too_large(e, EXPECT_SIZE_OR_PERCENT))
     }
 
     /// fio integers accept size suffixes (`number_ios=1k` is 1024).
     fn int(&self) -> Result<u64, FioError> {
         self.parsed(EXPECT_INT, |t| units::parse_size(t, self.kb))
+            .map_err(|e| self.or_too_large(e, EXPECT_INT))
     }
 
     fn int_in(&self, min: u64, max: u64) -> Result<u64, FioError> {
@@ -893,7 +935,14 @@ impl Opt<'_> {
     }
 
     fn time(&self, default_unit: u64, expected: &str) -> Result<u64, FioError> {
-        self.parsed(expected, |t| units::parse_time_ns(t, default_unit))
+        let text = self.numeric(expected)?;
+        units::parse_time_ns(text, default_unit).ok_or_else(|| {
+            if units::time_too_large(text, default_unit) {
+                self.too_large(text, units::TIME_LARGEST)
+            } else {
+                self.invalid(expected)
+            }
+        })
     }
 
     /// A value or a `low-high` (or `low:high`) range; the ends are swapped if reversed (HOWTO,
@@ -948,7 +997,7 @@ impl Opt<'_> {
                 }
             }
         }
-        let values = assign_per_dir(&comps, parse).ok_or_else(|| self.invalid(expected))?;
+        let values = assign_per_dir(&comps, parse).ok_or_else(|| self.invalid_size(expected))?;
         if split_on_dash_or_colon {
             warnings.push(Diagnostic {
                 file: self.raw.file.to_string(),
@@ -1037,25 +1086,46 @@ fn fill_blanks(percents: &mut [Option<u32>]) -> Option<()> {
 /// of 0 counts as blank. fio itself rejects a total above 100 only when more than one entry is
 /// blank, and gives whatever is missing from 100 to the most frequent size; here, following the
 /// HOWTO ("The percentages always add up to 100"), the given percentages may not exceed 100 and,
-/// with no blank entry, must add up to exactly 100.
-fn parse_bssplit(text: &str, kb: KbBase) -> Option<Vec<BsSplit>> {
+/// with no blank entry, must add up to exactly 100. An entry written with 0 that fio would give a
+/// share to (all zeros, or zeros beside percentages short of 100) is an error: it would run the
+/// opposite of what was written. `Err(Some(what))` says what was expected when more can be said
+/// than the option's general form.
+fn parse_bssplit(text: &str, kb: KbBase) -> Result<Vec<BsSplit>, Option<String>> {
     let mut sizes = Vec::new();
     let mut percents = Vec::new();
+    let mut zeros = Vec::new();
     for entry in text.split(':') {
         let (bs, percent) = match entry.split_once('/') {
             Some((bs, p)) => (bs, Some(p)),
             None => (entry, None),
         };
-        sizes.push(units::parse_size(bs, kb).filter(|&v| v > 0)?);
-        percents.push(match percent {
+        sizes.push(units::parse_size(bs, kb).filter(|&v| v > 0).ok_or(None)?);
+        let p = match percent {
             None | Some("") => None,
-            Some(p) => Some(p.parse::<u32>().ok().filter(|&v| v <= 100)?).filter(|&v| v > 0),
-        });
+            Some(p) => Some(p.parse::<u32>().ok().filter(|&v| v <= 100).ok_or(None)?),
+        };
+        zeros.push(p == Some(0));
+        percents.push(p.filter(|&v| v > 0));
     }
     if sizes.len() > BSSPLIT_MAX {
-        return None;
+        return Err(None);
     }
-    fill_blanks(&mut percents)?;
+    fill_blanks(&mut percents).ok_or(None)?;
+    if zeros.iter().all(|&z| z) {
+        return Err(Some(
+            "at least one percentage above 0 (fio reads a percentage of 0 as blank and would split the I/Os evenly; \
+             leave the percentages blank, as 4k/:8k/, for that)"
+                .into(),
+        ));
+    }
+    let entries: Vec<&str> = text.split(':').collect();
+    if let Some(i) = (0..sizes.len()).find(|&i| zeros[i] && percents[i] != Some(0)) {
+        return Err(Some(format!(
+            "percentages that add up to 100 (fio reads {} as blank and would give it {}% of the I/Os; give it its share, or leave it out)",
+            entries[i],
+            percents[i].unwrap_or(0)
+        )));
+    }
     let mut split: Vec<BsSplit> = sizes
         .into_iter()
         .zip(percents)
@@ -1066,7 +1136,7 @@ fn parse_bssplit(text: &str, kb: KbBase) -> Option<Vec<BsSplit>> {
         .collect();
     // fio keeps the entries sorted by ascending percentage; selection walks them in this order.
     split.sort_by_key(|s| s.percent);
-    Some(split)
+    Ok(split)
 }
 
 fn parse_distribution(o: &Opt<'_>) -> Result<RandomDistribution, FioError> {
@@ -1331,6 +1401,43 @@ mod tests {
             dirs(None, Some(8192), Some(8192))
         );
         assert!(job("bs_is_seq_rand=1").bs_is_seq_rand);
+    }
+
+    #[test]
+    fn numbers_too_large_for_64_bits_say_so() {
+        for (opt, part) in [
+            ("size=99999999999p", "99999999999p"),
+            ("io_size=99999999999999999999", "99999999999999999999"),
+            ("bs=4k,99999999999999999999k", "99999999999999999999k"),
+            ("offset=0x1ffffffffffffffff", "0x1ffffffffffffffff"),
+            ("runtime=18446744073709551615", "18446744073709551615"),
+            ("thinktime=99999999999999d", "99999999999999d"),
+        ] {
+            let e = err(opt);
+            let name = opt.split('=').next().unwrap();
+            assert!(
+                e.contains(&format!("option '{name}': '{part}' is too large: the largest is ")),
+                "{opt}: {e}"
+            );
+        }
+        // An option with a narrower range states it.
+        assert!(err("iodepth=99999999999999999999").contains("expected an integer from 1 to 4294967295"));
+    }
+
+    #[test]
+    fn bssplit_zero_percentages_that_fio_would_fill_are_errors() {
+        // fio reads a percentage of 0 as blank and shares out what the others leave of 100: all
+        // zeros would be an even split, the opposite of what was written.
+        let e = err("bssplit=4k/0:8k/0");
+        assert!(e.contains("option 'bssplit': invalid value '4k/0:8k/0': expected at least one percentage above 0"), "{e}");
+        assert!(e.contains("fio reads a percentage of 0 as blank and would split the I/Os evenly"), "{e}");
+        let e = err("bssplit=4k/0:8k/50");
+        assert!(e.contains("fio reads 4k/0 as blank and would give it 50%"), "{e}");
+        let e = err("bssplit=16k/100,4k/0:8k/");
+        assert!(e.contains("fio reads 4k/0 as blank and would give it 50%"), "{e}");
+        // A 0 that gets 0 is what was meant (and what fio does).
+        let j = job("bssplit=4k/0:8k/100");
+        assert_eq!(j.bssplit.read, vec![BsSplit { bs: 4096, percent: 0 }, BsSplit { bs: 8192, percent: 100 }]);
     }
 
     #[test]

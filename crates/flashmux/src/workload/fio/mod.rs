@@ -18,6 +18,8 @@ mod parse;
 mod units;
 
 use std::fmt;
+
+use crate::units::shown;
 use std::ops::{Index, IndexMut};
 
 pub use gen::{IoUnit, JobGen};
@@ -25,7 +27,7 @@ pub use job::{
     groups, phases, AbsZone, BsSplit, FioJob, RandomDistribution, RateProcess, RwMode, RwModifier,
     RwSequencer, SizeSpec, ThinktimeBlocksType, Zone,
 };
-pub use parse::{parse_job_file, parse_job_text, JobFile, MAX_JOBS};
+pub use parse::{parse_job_file, parse_job_text, read_job_file, JobFile, MAX_JOBS};
 
 /// Direction of one I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -108,13 +110,23 @@ impl fmt::Display for Diagnostic {
 #[derive(Debug, thiserror::Error)]
 pub enum FioError {
     /// An option's value does not parse or is out of range.
-    #[error("{file}:{line}: option '{option}': invalid value '{value}': expected {expected}")]
+    #[error("{file}:{line}: option '{}': invalid value '{}': expected {expected}", shown(.option), shown(.value))]
     InvalidValue {
         file: String,
         line: usize,
         option: String,
         value: String,
         expected: String,
+    },
+    /// A well-formed number that does not fit in 64 bits once its unit is applied (`value` is
+    /// the part of the option's value that overflows).
+    #[error("{file}:{line}: option '{}': '{}' is too large: the largest is {largest}", shown(.option), shown(.value))]
+    TooLarge {
+        file: String,
+        line: usize,
+        option: String,
+        value: String,
+        largest: &'static str,
     },
     /// The file's structure is wrong (option outside a section, bad section header, bad include).
     #[error("{file}:{line}: {message}")]
@@ -124,7 +136,7 @@ pub enum FioError {
         message: String,
     },
     /// `${NAME}` names a variable the environment does not define.
-    #[error("{file}:{line}: environment variable '{name}' is not set (used as ${{{name}}})")]
+    #[error("{file}:{line}: environment variable '{0}' is not set (used as ${{{0}}})", shown(.name))]
     MissingEnvVar {
         file: String,
         line: usize,
@@ -132,19 +144,19 @@ pub enum FioError {
     },
     /// A valid fio option or value that would change the I/O stream in a way flashmux does not
     /// model; refusing it is better than silently generating a different workload.
-    #[error("{file}:{line}: option '{option}' is not supported by flashmux: {reason}")]
+    #[error("{file}:{line}: option '{}' is not supported by flashmux: {reason}", shown(.option))]
     Unsupported {
         file: String,
         line: usize,
         option: String,
         reason: String,
     },
-    /// The job file (or an included file) cannot be read.
-    #[error("cannot read job file '{path}': {source}")]
+    /// The job file cannot be read (an included one is a [`FioError::Syntax`] at its `include`
+    /// line). Only regular files of at most [`crate::fsutil::MAX_INPUT_FILE_BYTES`] are read.
+    #[error("cannot read job file '{path}': {error}")]
     Io {
         path: String,
-        #[source]
-        source: std::io::Error,
+        error: crate::fsutil::ReadError,
     },
     /// The job is well formed but cannot run in the address space it was given.
     #[error("{file}:{line}: job '{job}': {message}")]

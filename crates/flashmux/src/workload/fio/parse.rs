@@ -8,7 +8,10 @@
 //! - `[name]` starts a section; a section whose name starts with `global` sets defaults for the
 //!   jobs after it (and only those);
 //! - `include <file>` pulls in option lines from another file (relative paths are tried as given,
-//!   then next to the including file); included files may not contain sections;
+//!   then next to the including file); included files may not contain sections. Job files and
+//!   the files they include must be regular files of at most 16 MiB
+//!   ([`crate::fsutil::MAX_INPUT_FILE_BYTES`]): a named pipe would block the read, a device such
+//!   as `/dev/zero` would never end;
 //! - `name=value` or `name` (options without a value), with blanks allowed around `=`;
 //! - `${VAR}` anywhere in an option line is replaced by the variable's value. fio substitutes an
 //!   empty string for an unset variable; here that is an error naming the variable, since an
@@ -18,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use super::job::{canonical_name, priority, FioJob, Outcome, RawOption};
 use super::{Diagnostic, FioError};
+use crate::units::shown;
 
 /// Include files may nest, but not without end.
 const MAX_INCLUDE_DEPTH: usize = 16;
@@ -48,17 +52,19 @@ pub fn parse_job_text(
 
 /// Reads and parses a job file, expanding `${VAR}` from the process environment.
 pub fn parse_job_file(path: &Path) -> Result<JobFile, FioError> {
-    let text = read_file(path)?;
+    let text = read_job_file(path).map_err(|error| FioError::Io {
+        path: path.display().to_string(),
+        error,
+    })?;
     parse_job_text(&text, &path.display().to_string(), &|name| {
         std::env::var(name).ok()
     })
 }
 
-fn read_file(path: &Path) -> Result<String, FioError> {
-    std::fs::read_to_string(path).map_err(|source| FioError::Io {
-        path: path.display().to_string(),
-        source,
-    })
+/// Reads a job file (or one it includes): a regular file of at most
+/// [`MAX_INPUT_FILE_BYTES`](crate::fsutil::MAX_INPUT_FILE_BYTES).
+pub fn read_job_file(path: &Path) -> Result<String, crate::fsutil::ReadError> {
+    crate::fsutil::read_text(path, crate::fsutil::MAX_INPUT_FILE_BYTES, "fio job file")
 }
 
 /// A meaningful line: a section header or an option, with where it came from.
@@ -98,7 +104,7 @@ fn read_lines(text: &str, file: &str, depth: usize, out: &mut Vec<Line>) -> Resu
             }
             let name = header
                 .strip_suffix(']')
-                .ok_or_else(|| syntax(line, format!("malformed section header '{content}'")))?;
+                .ok_or_else(|| syntax(line, format!("malformed section header '{}'", shown(content))))?;
             if name.is_empty() {
                 return Err(syntax(line, "empty section name '[]'".into()));
             }
@@ -111,7 +117,7 @@ fn read_lines(text: &str, file: &str, depth: usize, out: &mut Vec<Line>) -> Resu
             if depth == 0 && out.is_empty() {
                 return Err(syntax(
                     line,
-                    format!("'{content}' outside of any [section]"),
+                    format!("'{}' outside of any [section]", shown(content)),
                 ));
             }
             if depth >= MAX_INCLUDE_DEPTH {
@@ -121,7 +127,9 @@ fn read_lines(text: &str, file: &str, depth: usize, out: &mut Vec<Line>) -> Resu
                 ));
             }
             let path = resolve_include(target, file);
-            let included = read_file(&path)?;
+            let included = read_job_file(&path).map_err(|e| {
+                syntax(line, format!("include {}: cannot read '{}': {e}", shown(target), shown(&path.display().to_string())))
+            })?;
             read_lines(&included, &path.display().to_string(), depth + 1, out)?;
         } else {
             out.push(Line::Option {
@@ -178,7 +186,7 @@ fn build(lines: Vec<Line>, env: &dyn Fn(&str) -> Option<String>) -> Result<JobFi
                     return Err(FioError::Syntax {
                         file,
                         line,
-                        message: format!("option '{text}' outside of any [section]"),
+                        message: format!("option '{}' outside of any [section]", shown(&text)),
                     });
                 }
                 options.push((text, file, line));
@@ -256,7 +264,7 @@ impl Builder<'_> {
             };
             match outcome {
                 Outcome::Unknown => {
-                    warn(format!("unknown option '{}' (ignored)", option.name));
+                    warn(format!("unknown option '{}' (ignored)", shown(&option.name)));
                     continue;
                 }
                 Outcome::NotModelled => warn(format!(
@@ -313,7 +321,7 @@ impl Builder<'_> {
             return Err(FioError::Syntax {
                 file,
                 line,
-                message: format!("missing option name in '{text}'"),
+                message: format!("missing option name in '{}'", shown(text)),
             });
         }
         Ok(Split {
@@ -537,6 +545,18 @@ mod tests {
     }
 
     #[test]
+    fn control_characters_in_values_and_names_are_shown_escaped() {
+        // A NUL inside a value is invisible on a terminal: 'wr\0ite' looked like 'write'.
+        let e = error("[j]\nrw=wr\0ite\n");
+        assert!(e.starts_with("jobs.fio:2: option 'rw': invalid value 'wr\\0ite': expected one of"), "{e}");
+        let e = error("[j]\nbs=4\x1bk\n");
+        assert!(e.starts_with("jobs.fio:2: option 'bs': invalid value '4\\u{1b}k'"), "{e}");
+        let file = parse("[j]\nfrob\tnicate=1\n");
+        assert_eq!(file.warnings[0].to_string(), "jobs.fio:2: unknown option 'frob\\tnicate' (ignored)");
+        assert_eq!(error("[j\x07\n"), "jobs.fio:1: malformed section header '[j\\u{7}'");
+    }
+
+    #[test]
     fn malformed_files() {
         assert_eq!(
             error("bs=4k\n[j]\n"),
@@ -603,8 +623,69 @@ mod tests {
         assert!(e.contains("nested more than"), "{e}");
         let e = error("include glob-include.fio\n[j]\n");
         assert!(e.contains("outside of any [section]"), "{e}");
-        let e = parse_job_text("[j]\ninclude /nonexistent/x.fio\n", "t.fio", &no_env).unwrap_err();
-        assert!(matches!(e, FioError::Io { .. }), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// The message as the command line prints it: the error followed by its sources.
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut m = e.to_string();
+        let mut s = e.source();
+        while let Some(x) = s {
+            m += &format!(": {x}");
+            s = x.source();
+        }
+        m
+    }
+
+    /// Parses `text` on another thread: a read that blocks fails the test instead of hanging it.
+    fn parse_within_seconds(text: &str, file: &str) -> Result<JobFile, String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (text, file) = (text.to_string(), file.to_string());
+        std::thread::spawn(move || {
+            let _ = tx.send(parse_job_text(&text, &file, &no_env).map_err(|e| chain(&e)));
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the parse blocked")
+    }
+
+    #[test]
+    fn a_missing_include_names_the_including_line_and_the_path_once() {
+        let e = parse_within_seconds("[j]\nrw=read\ninclude /nonexistent/x.fio\n", "t.fio").unwrap_err();
+        assert_eq!(
+            e,
+            "t.fio:3: include /nonexistent/x.fio: cannot read '/nonexistent/x.fio': No such file or directory (os error 2)"
+        );
+        let e = parse_job_file(Path::new("/nonexistent/j.fio")).unwrap_err();
+        assert_eq!(
+            chain(&e),
+            "cannot read job file '/nonexistent/j.fio': No such file or directory (os error 2)"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn includes_of_pipes_devices_and_huge_files_are_refused_without_reading_them() {
+        let dir = scratch_dir("include-special");
+        let fifo = dir.join("pipe.fio");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = parse_within_seconds(&format!("[j]\ninclude {}\n", fifo.display()), "t.fio").unwrap_err();
+        assert_eq!(
+            e,
+            format!("t.fio:2: include {0}: cannot read '{0}': it is a named pipe (FIFO), not a regular file", fifo.display())
+        );
+        let e = parse_within_seconds("[j]\n\ninclude /dev/zero\n", "t.fio").unwrap_err();
+        assert_eq!(
+            e,
+            "t.fio:3: include /dev/zero: cannot read '/dev/zero': it is a character device, not a regular file"
+        );
+        let big = dir.join("big.fio");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(crate::fsutil::MAX_INPUT_FILE_BYTES + 1).unwrap();
+        let e = parse_within_seconds(&format!("[j]\ninclude {}\n", big.display()), "t.fio").unwrap_err();
+        assert!(e.starts_with("t.fio:2: include ") && e.ends_with("it is 16777217 bytes; a fio job file may have at most 16.00 MiB (16777216 bytes)"), "{e}");
+        let e = parse_job_file(&fifo).unwrap_err().to_string();
+        assert!(e.ends_with("pipe.fio': it is a named pipe (FIFO), not a regular file"), "{e}");
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -59,7 +59,12 @@ pub(crate) fn parse_quantity(text: &str, kb_base: KbBase) -> Option<Quantity> {
 /// (minutes), `s`/`sec`, `ms`/`msec`, `us`/`usec`.
 pub(crate) fn parse_time_ns(text: &str, default_unit_ns: u64) -> Option<u64> {
     let (number, suffix) = split_number(text)?;
-    let unit = match suffix.to_ascii_lowercase().as_str() {
+    number.checked_mul(time_unit(suffix, default_unit_ns)?)
+}
+
+/// Nanoseconds per unit of a time suffix; `default_unit_ns` for none.
+fn time_unit(suffix: &str, default_unit_ns: u64) -> Option<u64> {
+    Some(match suffix.to_ascii_lowercase().as_str() {
         "" => default_unit_ns,
         "us" | "usec" => 1_000,
         "ms" | "msec" => 1_000_000,
@@ -68,8 +73,44 @@ pub(crate) fn parse_time_ns(text: &str, default_unit_ns: u64) -> Option<u64> {
         "h" => 3_600 * 1_000_000_000,
         "d" => 86_400 * 1_000_000_000,
         _ => return None,
-    };
-    number.checked_mul(unit)
+    })
+}
+
+/// The largest size, as messages give it.
+pub(crate) const SIZE_LARGEST: &str = "18446744073709551615 bytes (16 EiB - 1)";
+/// The largest time, as messages give it.
+pub(crate) const TIME_LARGEST: &str = "18446744073709551615 ns (about 584 years)";
+
+/// Whether `text` is a size of the form [`parse_size`] reads whose value is beyond 2^64 - 1.
+pub(crate) fn size_too_large(text: &str, kb_base: KbBase) -> bool {
+    if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        return !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()) && u64::from_str_radix(hex, 16).is_err();
+    }
+    let Some((digits, suffix)) = split_digits(text) else { return false };
+    let Some(mult) = size_multiplier(suffix, kb_base) else { return false };
+    product_overflows(digits, mult)
+}
+
+/// Whether `text` is a time of the form [`parse_time_ns`] reads whose value in nanoseconds is
+/// beyond 2^64 - 1.
+pub(crate) fn time_too_large(text: &str, default_unit_ns: u64) -> bool {
+    let Some((digits, suffix)) = split_digits(text) else { return false };
+    let Some(unit) = time_unit(suffix, default_unit_ns) else { return false };
+    product_overflows(digits, unit)
+}
+
+/// Leading ASCII digits and the rest; `None` without digits.
+fn split_digits(text: &str) -> Option<(&str, &str)> {
+    let n = text.bytes().take_while(u8::is_ascii_digit).count();
+    (n > 0).then(|| text.split_at(n))
+}
+
+/// Whether the decimal `digits` times `mult` is beyond 2^64 - 1.
+fn product_overflows(digits: &str, mult: u64) -> bool {
+    match digits.parse::<u64>() {
+        Ok(n) => n.checked_mul(mult).is_none(),
+        Err(_) => true,
+    }
 }
 
 /// fio's `bool` type: "only defined for true and false (1 and 0)".

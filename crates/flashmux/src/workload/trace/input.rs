@@ -9,7 +9,7 @@ use flate2::bufread::MultiGzDecoder;
 
 use super::lex::{find, is_blank, Span};
 use super::text::{Bad, Cx, Line, Raw, TextParser};
-use super::{Diag, TraceError};
+use super::{Diag, Format, TraceError};
 
 /// Buffer size for reading (and for the decompressed side of gzip).
 const BUF: usize = 1 << 16;
@@ -128,6 +128,13 @@ fn split_blktrace_name(name: &str) -> Option<(&str, u64, bool)> {
     Some((dev, cpu.parse().ok()?, gz))
 }
 
+/// Input read without a line the format's parser could use (only bad lines, or one line without
+/// end) before reading stops with an error: a device such as `/dev/zero` or `/dev/urandom`, or a
+/// file that is not a trace of the format it is read as, would otherwise be read for ever (in
+/// constant memory). Real traces' bad lines come one at a time between good ones; they never
+/// come near this.
+pub(super) const MAX_UNUSABLE: u64 = 64 << 20;
+
 /// How much text is read at a time. Lines are cut from this block in place, so that the
 /// per-line cost is the parse alone, not a call into the input per line.
 const BLOCK: usize = 1 << 18;
@@ -135,9 +142,14 @@ const BLOCK: usize = 1 << 18;
 /// A text trace: lines handed one at a time to the format's parser.
 pub(super) struct TextSource {
     pub name: String,
+    format: Format,
     input: Input,
     parser: TextParser,
     pub lines: u64,
+    /// Bytes read since the last usable line (a request, or a line the format knows to skip),
+    /// and the line after it.
+    since_usable: u64,
+    unusable_from: u64,
     /// `buf[start..end]` is read and not yet handed out.
     buf: Vec<u8>,
     start: usize,
@@ -149,12 +161,15 @@ pub(super) struct TextSource {
 }
 
 impl TextSource {
-    pub fn new(name: String, input: Input, parser: TextParser) -> Self {
+    pub fn new(name: String, format: Format, input: Input, parser: TextParser) -> Self {
         TextSource {
             name,
+            format,
             input,
             parser,
             lines: 0,
+            since_usable: 0,
+            unusable_from: 1,
             buf: vec![0; BLOCK],
             start: 0,
             end: 0,
@@ -185,14 +200,22 @@ impl TextSource {
                     None if line.len() > MAX_LINE => {
                         overlong(&self.name, &mut self.lines, line, diag)
                     }
-                    None => handle_line(
-                        &mut self.parser,
-                        &self.name,
-                        &mut self.lines,
-                        line,
-                        cx,
-                        diag,
-                    ),
+                    None => {
+                        let before = self.lines;
+                        let (found, usable) = handle_line(
+                            &mut self.parser,
+                            &self.name,
+                            &mut self.lines,
+                            line,
+                            cx,
+                            diag,
+                        )?;
+                        if usable {
+                            self.since_usable = 0;
+                            self.unusable_from = before + 2;
+                        }
+                        Ok(found)
+                    }
                 };
                 match found? {
                     Some(raw) => return Ok(Some(raw)),
@@ -224,6 +247,15 @@ impl TextSource {
                 }
                 Ok(n) => {
                     self.end += n;
+                    self.since_usable += n as u64;
+                    if self.since_usable > MAX_UNUSABLE {
+                        return Err(TraceError::Unusable {
+                            file: self.name.clone(),
+                            format: self.format.name(),
+                            mib: MAX_UNUSABLE >> 20,
+                            from_line: self.unusable_from,
+                        });
+                    }
                     return Ok(());
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -253,7 +285,8 @@ fn overlong(
     Ok(None)
 }
 
-/// One line: counted, then skipped (blank, comment), parsed, or reported as bad.
+/// One line: counted, then skipped (blank, comment), parsed, or reported as bad; and whether the
+/// parser could use it (a request, or a line of the format that is not one).
 #[inline]
 fn handle_line(
     parser: &mut TextParser,
@@ -262,19 +295,19 @@ fn handle_line(
     line: &[u8],
     cx: &mut Cx,
     diag: &mut Diag,
-) -> Result<Option<Raw>, TraceError> {
+) -> Result<(Option<Raw>, bool), TraceError> {
     *lines += 1;
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     match line.iter().find(|&&b| !is_blank(b)) {
-        None | Some(b'#') => return Ok(None),
+        None | Some(b'#') => return Ok((None, false)),
         Some(_) => {}
     }
     match parser.parse(line, cx) {
-        Ok(Line::Request(raw)) => Ok(Some(raw)),
-        Ok(Line::Skip | Line::Other) => Ok(None),
+        Ok(Line::Request(raw)) => Ok((Some(raw), true)),
+        Ok(Line::Skip | Line::Other) => Ok((None, true)),
         Err(bad) => {
             diag.report(name, *lines, &bad, line, "")?;
-            Ok(None)
+            Ok((None, false))
         }
     }
 }

@@ -393,10 +393,12 @@ pub(super) fn eq_ci(a: &[u8], b: &[u8]) -> bool {
 pub(super) fn shown(b: &[u8]) -> String {
     const MAX: usize = 60;
     let text = String::from_utf8_lossy(b);
+    // Control characters escaped: a NUL or an escape sequence in a bad line must be seen.
     if text.chars().count() <= MAX {
-        text.into_owned()
+        crate::units::shown(&text).into_owned()
     } else {
         let mut s: String = text.chars().take(MAX).collect();
+        s = crate::units::shown(&s).into_owned();
         s.push('…');
         s
     }

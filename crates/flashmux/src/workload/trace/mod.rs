@@ -332,6 +332,10 @@ pub enum TraceError {
     /// A trace this reader knows it cannot read.
     #[error("{file}: {what}")]
     Unsupported { file: String, what: String },
+    /// A long stretch of input without a line the format's parser could use: not a trace of
+    /// this format (a device such as `/dev/zero`, binary data), so reading stops.
+    #[error("{file}: no usable {format} line in the {mib} MiB read from line {from_line} on (only bad lines, or no line end at all): not a {format} trace, or a corrupt one; reading stopped there")]
+    Unusable { file: String, format: &'static str, mib: u64, from_line: u64 },
 }
 
 /// Bad-line bookkeeping: counted and kept (the first few), or an error in strict mode.
@@ -394,6 +398,8 @@ enum Source {
 pub struct TraceReader {
     format: Format,
     name: String,
+    /// The files read (none for a trace in memory).
+    paths: Vec<PathBuf>,
     source: Source,
     cx: Cx,
     diag: Diag,
@@ -422,12 +428,14 @@ impl TraceReader {
         let (head, whole, input) = input::head(input::open(first)?, &name)?;
         let format = resolve(&name, &head, whole, opts)?;
         let mut inputs = vec![(name, input)];
+        let mut files = vec![first.clone()];
         if format == Format::Blktrace {
             let more: Vec<PathBuf> = if paths.len() == 1 {
                 let all = input::blktrace_siblings(first);
                 if all.len() > 1 {
                     // Reopened in CPU order, so the order does not depend on which one was named.
                     inputs.clear();
+                    files.clear();
                     all
                 } else {
                     Vec::new()
@@ -438,6 +446,7 @@ impl TraceReader {
             for p in more {
                 let input = input::open(&p)?;
                 inputs.push((p.display().to_string(), input));
+                files.push(p);
             }
         } else if paths.len() > 1 {
             return Err(TraceError::MultiplePaths {
@@ -445,7 +454,9 @@ impl TraceReader {
                 count: paths.len(),
             });
         }
-        Self::assemble(format, inputs, opts)
+        let mut reader = Self::assemble(format, inputs, opts)?;
+        reader.paths = files;
+        Ok(reader)
     }
 
     /// Reads a trace held in memory; `name` stands for its file in messages.
@@ -470,13 +481,14 @@ impl TraceReader {
                 let Some((n, input)) = inputs.pop() else {
                     return Err(TraceError::Empty { file: name });
                 };
-                Source::Text(TextSource::new(n, input, parser))
+                Source::Text(TextSource::new(n, format, input, parser))
             }
             None => Source::Blktrace(Blktrace::new(inputs, opts.blktrace_event)),
         };
         let mut reader = TraceReader {
             format,
             name,
+            paths: Vec::new(),
             source,
             cx: Cx::new(opts.tenant_by),
             diag: Diag {
@@ -497,6 +509,11 @@ impl TraceReader {
             });
         }
         Ok(reader)
+    }
+
+    /// The files being read: the one named, or blktrace's per-CPU files (its siblings found).
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
     }
 
     /// The trace's format.

@@ -792,6 +792,50 @@ fn several_paths_are_only_for_blktrace() {
     assert!(matches!(err, TraceError::Io { .. }), "{err}");
 }
 
+/// Runs `f` on another thread: a reader that never ends fails the test instead of hanging it.
+fn within_seconds<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the reader did not stop")
+}
+
+#[cfg(unix)]
+#[test]
+fn endless_input_without_a_usable_line_stops_at_the_bound() {
+    // /dev/zero has no line end at all; /dev/urandom has lines, none of them valid. Read as a
+    // text format, both used to be read for ever (in constant memory).
+    for (path, format) in [("/dev/zero", Format::Mqsim), ("/dev/zero", Format::Msr), ("/dev/urandom", Format::Mqsim)] {
+        let e = within_seconds(move || {
+            TraceReader::open(&[PathBuf::from(path)], &opts(Some(format), TenantBy::None))
+                .map(|_| ())
+                .unwrap_err()
+                .to_string()
+        });
+        assert!(
+            e.starts_with(&format!("{path}: no usable {} line in the 64 MiB read from line 1 on", format.name())),
+            "{path} as {format}: {e}"
+        );
+    }
+}
+
+#[test]
+fn bad_lines_between_requests_do_not_add_up_to_the_bound() {
+    // 100 MiB of bad lines in all, but never more than 1 MiB of them in a row.
+    let junk = "x".repeat(1023) + "\n";
+    let block = junk.repeat(1024);
+    let mut text = String::new();
+    for i in 0..100 {
+        text += &format!("{} 0 8 8 0\n", i * 1000);
+        text += &block;
+    }
+    let (r, recs) = read("junk.mqsim", text, &opts(Some(Format::Mqsim), TenantBy::None));
+    assert_eq!(recs.len(), 100);
+    assert_eq!(r.bad_lines().count, 100 * 1024);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Compressed input.
 
