@@ -671,23 +671,83 @@ fn bad_serve_input_is_refused_with_a_clear_message() {
     let dir = tmpdir("serve-bad-input");
     let no_export = write(&dir, "fio-only.toml", &format!("{DRIVE}\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\\nsize=1m\\n\"\n"));
     let socket = dir.join("s.sock");
+    let sock = socket.to_str().unwrap();
+    // A regular file where the socket should go is refused, and left alone.
+    let regular = write(&dir, "not-a-socket", "keep me");
+    let backing_dir = format!("--backing={}", dir.display());
+    let no_dir_backing = "--backing=/nonexistent-dir/drive.img";
     for (args, code, needle) in [
-        (vec![no_export.to_str().unwrap()], 2, "no tenant to export"),
-        (vec!["--listen", "0.0.0.0:10809"], 2, "not a loopback address"),
-        (vec!["--stats-interval", "often"], 2, "--stats-interval"),
-        (vec!["--max-connections", "0"], 2, "--max-connections"),
-        (vec!["--io-threads", "many"], 2, "many"),
-        (vec!["--socket", "/nonexistent-dir/fm.sock"], 1, "listening on /nonexistent-dir/fm.sock"),
-        (vec!["--socket", socket.to_str().unwrap(), "--backing", dir.to_str().unwrap()], 1, "opening the backing file"),
+        (vec![no_export.to_str().unwrap()], 2, "no tenant to export".to_string()),
+        (vec!["--listen", "0.0.0.0:10809"], 2, "not a loopback address".into()),
+        (vec!["--stats-interval", "often"], 2, "--stats-interval".into()),
+        (vec!["--max-connections", "0"], 2, "--max-connections".into()),
+        (vec!["--io-threads", "many"], 2, "many".into()),
+        (vec!["--socket", "/nonexistent-dir/fm.sock"], 2, "--socket /nonexistent-dir/fm.sock: the directory /nonexistent-dir does not exist".into()),
+        (vec!["--socket", regular.to_str().unwrap()], 2, format!("--socket {}: the path exists and is not a socket", regular.display())),
+        (vec!["--socket", sock, &backing_dir], 2, format!("--backing {}: it is a directory", dir.display())),
+        (vec!["--socket", sock, no_dir_backing], 2, "--backing /nonexistent-dir/drive.img: the directory /nonexistent-dir does not exist".into()),
     ] {
         let o = flashmux().arg("serve").args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(err.contains(&needle), "{args:?}: {err}");
+        // One message, said once.
+        assert_eq!(err.matches("error:").count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("os error") || err.matches("os error").count() == 1, "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read_to_string(&regular).unwrap(), "keep me", "a file at the socket path is never removed");
+    assert!(!socket.exists(), "no socket is left behind by a server that did not start");
+    // A file the server may not write (only testable without root, which may write anything).
+    let read_only = write(&dir, "read-only.img", "");
+    let mut perms = std::fs::metadata(&read_only).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o444);
+    std::fs::set_permissions(&read_only, perms).unwrap();
+    if std::fs::OpenOptions::new().write(true).open(&read_only).is_err() {
+        let o = flashmux().arg("serve").args(["--socket", sock, "--backing"]).arg(&read_only).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("--backing {}: cannot open it for reading and writing", read_only.display())), "{err}");
+    } else {
+        eprintln!("skipped the read-only backing file: running as root, which may write it");
     }
     // A tenant without a workload is for serve only.
     let export = scenario(&dir, "");
     let o = flashmux().arg("run").arg(&export).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("tenant[0] (vm1): no workload"));
+}
+
+/// Runs `cmd`, which should end by itself; one still running after `limit` is killed and fails
+/// the test.
+fn exits_within(cmd: &mut Command, limit: Duration) -> std::process::Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!("{cmd:?} was still running after {limit:?}:\n{}", String::from_utf8_lossy(&o.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_stale_socket_is_replaced_and_a_live_one_refused() {
+    let dir = tmpdir("serve-stale-socket");
+    let socket = dir.join("fm.sock");
+    // A socket file nobody listens on any more, as a killed server leaves it.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
+    let scen = scenario(&dir, "");
+    let server = Server::start(&dir, &scen, &[]);
+    // A second server on the live socket is refused, and the first keeps it.
+    let o = exits_within(flashmux().arg("serve").arg(&scen).arg("--socket").arg(&socket).arg("-o").arg(dir.join("out2")), Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("--socket {}: a server is already listening on it", socket.display())), "{err}");
+    let mut c = Raw::connect(&server.socket, "vm1");
+    assert_eq!(c.write(1, 0, &[1u8; 4096]), 0);
+    server.stop();
 }

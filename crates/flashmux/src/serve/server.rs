@@ -94,13 +94,18 @@ pub struct Options {
 pub enum ServeError {
     #[error(transparent)]
     Sim(#[from] SimError),
-    #[error("{what}: {source}")]
-    Io { what: String, source: io::Error },
+    /// A value given on the command line (`--backing`, `--socket`, `--listen`) cannot be used;
+    /// the message names the flag and the value, and says what is allowed.
+    #[error("{0}")]
+    BadInput(String),
+    /// The server could not do its own work (start a thread, create a socket pair).
+    #[error("{what}: {error}")]
+    Io { what: String, error: io::Error },
 }
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> ServeError {
     let what = what.into();
-    move |source| ServeError::Io { what, source }
+    move |error| ServeError::Io { what, error }
 }
 
 /// Block sizes advertised to clients: the model's 512-byte sector, 4 KiB preferred, and at most
@@ -196,20 +201,30 @@ impl Listener {
     fn bind(at: &Listen) -> Result<(Listener, Listen), ServeError> {
         match at {
             Listen::Unix(path) => {
+                let bad = |why: String| ServeError::BadInput(format!("--socket {}: {why}", path.display()));
                 // A socket left by a server that is gone (nothing accepts on it) is replaced;
-                // anything else at the path is an error.
+                // a live one, or anything that is not a socket, is left alone.
                 if let Ok(meta) = std::fs::symlink_metadata(path) {
                     use std::os::unix::fs::FileTypeExt;
-                    if meta.file_type().is_socket() && UnixStream::connect(path).is_err() {
-                        std::fs::remove_file(path).map_err(io_err(format!("removing the stale socket {}", path.display())))?;
+                    let t = meta.file_type();
+                    if !t.is_socket() {
+                        return Err(bad(format!(
+                            "the path exists and is not a socket ({}): not removing it; expected a new path, or a socket left by a server that is gone",
+                            file_kind(&t)
+                        )));
                     }
+                    if UnixStream::connect(path).is_ok() {
+                        return Err(bad("a server is already listening on it: expected a path no server is using".into()));
+                    }
+                    std::fs::remove_file(path).map_err(|e| bad(format!("cannot remove the stale socket there: {e}")))?;
                 }
-                let l = UnixListener::bind(path).map_err(io_err(format!("listening on {}", path.display())))?;
+                let l = UnixListener::bind(path).map_err(|e| bad(path_error(path, &e, "cannot listen there")))?;
                 Ok((Listener::Unix(l), at.clone()))
             }
             Listen::Tcp(addr) => {
-                let l = TcpListener::bind(addr).map_err(io_err(format!("listening on {addr}")))?;
-                let actual = l.local_addr().map_err(io_err(format!("listening on {addr}")))?;
+                let bad = |e: io::Error| ServeError::BadInput(format!("--listen {addr}: cannot listen there: {e}"));
+                let l = TcpListener::bind(addr).map_err(bad)?;
+                let actual = l.local_addr().map_err(bad)?;
                 Ok((Listener::Tcp(l), Listen::Tcp(actual)))
             }
         }
@@ -225,6 +240,50 @@ impl Listener {
             }),
         }
     }
+}
+
+/// What a file that is in the way is, for messages.
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Why a path given on the command line could not be opened or created, in words: a missing
+/// directory is named, other errors are said as the system says them after `doing`.
+fn path_error(path: &std::path::Path, e: &io::Error, doing: &str) -> String {
+    match e.raw_os_error() {
+        Some(libc::ENOENT | libc::ENOTDIR) => match path.parent().filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+            Some(d) => format!("the directory {} does not exist: expected a path in an existing directory", d.display()),
+            None => format!("{doing}: {e}"),
+        },
+        Some(libc::EROFS) => "it is on a read-only file system: expected a path this server may write".into(),
+        Some(libc::EISDIR) => "it is a directory: expected a regular file (created if missing)".into(),
+        Some(libc::EACCES | libc::EPERM) => format!("{doing} ({e}): expected a path this server may read and write"),
+        _ => format!("{doing}: {e}"),
+    }
+}
+
+/// `--backing`'s file could not be used: the store's own refusals (not a regular file, longer
+/// than the drive) and the system's, in one message.
+fn backing_error(path: &std::path::Path, e: &io::Error) -> ServeError {
+    let why = match e.kind() {
+        // The store's own messages say what is wrong and what is allowed.
+        io::ErrorKind::InvalidInput if e.raw_os_error().is_none() => e.to_string(),
+        _ => path_error(path, e, "cannot open it for reading and writing"),
+    };
+    ServeError::BadInput(format!("--backing {}: {why}", path.display()))
 }
 
 impl Listen {
@@ -438,7 +497,7 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
     let engine: Engine<Submission> = Engine::new(scenario)?;
     let capacity = engine.capacity_bytes();
     let store: Box<dyn Store> = match &opts.backing {
-        Some(p) => Box::new(FileStore::open(p, capacity).map_err(io_err(format!("opening the backing file {}", p.display())))?),
+        Some(p) => Box::new(FileStore::open(p, capacity).map_err(|e| backing_error(p, &e))?),
         None => Box::new(MemStore::new(capacity)),
     };
     let exports: Vec<ExportRegion> =

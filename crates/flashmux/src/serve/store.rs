@@ -237,21 +237,23 @@ mod file {
         /// extending it (sparsely, with `set_len`) if shorter. A file longer than `size` is
         /// refused with `InvalidInput` rather than served in part or cut short: either would
         /// quietly hide or destroy data. Anything but a regular file is refused the same way.
+        ///
+        /// The messages of these refusals say what is wrong and what is allowed, without the
+        /// path, which the caller names.
         pub fn open(path: &Path, size: u64) -> io::Result<FileStore> {
             let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
             let meta = file.metadata()?;
             if !meta.is_file() {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
-                    format!("{} is not a regular file", path.display()),
+                    "it is not a regular file: expected a regular file (created if missing)",
                 ));
             }
             if meta.len() > size {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
                     format!(
-                        "{} holds {} bytes, more than the store's {size}: not serving part of it, nor cutting it",
-                        path.display(),
+                        "it holds {} bytes, more than the drive's {size}: expected at most the drive's capacity (a longer file is neither served in part nor cut short)",
                         meta.len()
                     ),
                 ));
