@@ -734,6 +734,26 @@ fn exits_within(cmd: &mut Command, limit: Duration) -> std::process::Output {
 }
 
 #[test]
+fn two_servers_never_share_a_backing_file() {
+    let dir = tmpdir("serve-backing-lock");
+    let backing = dir.join("drive.img");
+    let scen = scenario(&dir, "");
+    let server = Server::start(&dir, &scen, &["--backing", backing.to_str().unwrap()]);
+    let o = exits_within(
+        flashmux().arg("serve").arg(&scen).arg("--socket").arg(dir.join("second.sock")).arg("--backing").arg(&backing).arg("-o").arg(dir.join("out2")),
+        Duration::from_secs(30),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("--backing {}: in use by another process (PID {}, flashmux)", backing.display(), server.child.id())), "{err}");
+    assert!(!dir.join("second.sock").exists());
+    server.stop();
+    // Once the first server has gone, the file is free again.
+    let again = Server::start(&dir, &scen, &["--backing", backing.to_str().unwrap()]);
+    again.stop();
+}
+
+#[test]
 fn a_stale_socket_is_replaced_and_a_live_one_refused() {
     let dir = tmpdir("serve-stale-socket");
     let socket = dir.join("fm.sock");

@@ -276,11 +276,11 @@ fn path_error(path: &std::path::Path, e: &io::Error, doing: &str) -> String {
 }
 
 /// `--backing`'s file could not be used: the store's own refusals (not a regular file, longer
-/// than the drive) and the system's, in one message.
+/// than the drive, locked by another server) and the system's, in one message.
 fn backing_error(path: &std::path::Path, e: &io::Error) -> ServeError {
     let why = match e.kind() {
         // The store's own messages say what is wrong and what is allowed.
-        io::ErrorKind::InvalidInput if e.raw_os_error().is_none() => e.to_string(),
+        io::ErrorKind::InvalidInput | io::ErrorKind::WouldBlock if e.raw_os_error().is_none() => e.to_string(),
         _ => path_error(path, e, "cannot open it for reading and writing"),
     };
     ServeError::BadInput(format!("--backing {}: {why}", path.display()))
