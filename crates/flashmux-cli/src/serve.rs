@@ -51,9 +51,13 @@ pub struct ServeArgs {
     /// Print each export's IOPS, bandwidth, latency and GC this often (`0` or `off` for never).
     #[arg(long, default_value = "1s")]
     stats_interval: String,
-    /// Connections open at once; more are refused.
+    /// Connections served at once; more are refused. As many again may be in their handshake
+    /// (when those are all taken, a new connection closes the oldest unfinished handshake).
     #[arg(long, default_value_t = 64)]
     max_connections: usize,
+    /// A connection's handshake must be over this long after it was accepted.
+    #[arg(long, default_value = "10s")]
+    handshake_timeout: String,
     /// Output directory (overrides the scenario's).
     #[arg(short, long)]
     output_dir: Option<PathBuf>,
@@ -117,6 +121,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     if a.max_connections == 0 {
         return Err(BadArg("--max-connections: must be at least 1".into()).into());
     }
+    let handshake_timeout = positive_duration("--handshake-timeout", &a.handshake_timeout)?;
     for w in &s.warnings {
         eprintln!("flashmux: warning: {w}");
     }
@@ -136,6 +141,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         backing: a.backing.clone(),
         stats_interval,
         max_connections: a.max_connections,
+        handshake_timeout,
     };
     let results = serve(s, opts, stop, Box::new(|m| eprintln!("flashmux serve: {m}")))?;
     if let Some(sv) = &results.serve {
@@ -156,3 +162,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     output::write_all(&results, &out_dir, a.output_format)?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// A duration flag that must be longer than zero.
+fn positive_duration(flag: &str, value: &str) -> Result<Duration, BadArg> {
+    match parse_duration(value) {
+        Ok(d) if d.0 > 0 => Ok(Duration::from_nanos(d.0)),
+        Ok(_) => Err(BadArg(format!("{flag}: {value} is no time at all: expected a duration longer than zero, such as 10s"))),
+        Err(e) => Err(BadArg(format!("{flag}: {e}"))),
+    }
+}
+

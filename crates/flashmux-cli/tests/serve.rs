@@ -682,6 +682,7 @@ fn bad_serve_input_is_refused_with_a_clear_message() {
         (vec!["--stats-interval", "often"], 2, "--stats-interval".into()),
         (vec!["--max-connections", "0"], 2, "--max-connections".into()),
         (vec!["--io-threads", "many"], 2, "many".into()),
+        (vec!["--handshake-timeout", "soon"], 2, "--handshake-timeout".into()),
         (vec!["--socket", "/nonexistent-dir/fm.sock"], 2, "--socket /nonexistent-dir/fm.sock: the directory /nonexistent-dir does not exist".into()),
         (vec!["--socket", regular.to_str().unwrap()], 2, format!("--socket {}: the path exists and is not a socket", regular.display())),
         (vec!["--socket", sock, &backing_dir], 2, format!("--backing {}: it is a directory", dir.display())),
@@ -715,6 +716,68 @@ fn bad_serve_input_is_refused_with_a_clear_message() {
     let o = flashmux().arg("run").arg(&export).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("tenant[0] (vm1): no workload"));
+}
+
+#[test]
+fn silent_connections_never_lock_out_a_client_that_negotiates() {
+    for threads in ["per-connection", "single"] {
+        let dir = tmpdir(&format!("serve-silent-{threads}"));
+        let server = Server::start(&dir, &scenario(&dir, ""), &["--io-threads", threads, "--max-connections", "8"]);
+        // As many connections as may be served, none of which ever says a word.
+        let silent: Vec<UnixStream> = (0..8).map(|_| UnixStream::connect(&server.socket).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let start = std::time::Instant::now();
+        let mut c = Raw::connect(&server.socket, "vm1");
+        assert_eq!(c.write(1, 0, &[9u8; 4096]), 0);
+        assert_eq!(c.read(2, 0, 4096).unwrap(), vec![9u8; 4096]);
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(2), "{threads}: a real client waited {took:?} behind silent ones");
+        eprintln!("{threads}: served in {:.1} ms beside 8 silent connections", took.as_secs_f64() * 1e3);
+        drop(silent);
+        let r = server.stop();
+        let s = &r["flashmux"]["serve"];
+        assert!(s["handshakes_evicted"].as_u64().unwrap() >= 1, "{threads}: {s}");
+    }
+}
+
+#[test]
+fn a_handshake_is_bounded_in_total_time_and_its_timeout_said_plainly() {
+    let dir = tmpdir("serve-handshake-timeout");
+    let mut server = Server::start(&dir, &scenario(&dir, ""), &["--handshake-timeout", "1s"]);
+    // One client says nothing; another trickles its handshake a byte at a time, each byte well
+    // within the timeout: both are closed once the handshake has taken a second.
+    let mut silent = UnixStream::connect(&server.socket).unwrap();
+    let mut trickle = UnixStream::connect(&server.socket).unwrap();
+    let start = std::time::Instant::now();
+    let mut greeting = [0u8; 18];
+    trickle.read_exact(&mut greeting).unwrap();
+    // Client flags, then NBD_OPT_GO for the default export: 26 bytes, 2.6 s at this pace.
+    let mut bytes = 3u32.to_be_bytes().to_vec();
+    bytes.extend_from_slice(b"IHAVEOPT");
+    for word in [7u32, 6, 0] {
+        bytes.extend_from_slice(&word.to_be_bytes());
+    }
+    bytes.extend_from_slice(&[0, 0]);
+    trickle.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+    let mut closed = false;
+    for b in bytes {
+        std::thread::sleep(Duration::from_millis(100));
+        if trickle.write_all(&[b]).is_err() || matches!(trickle.read(&mut [0u8; 1]), Ok(0)) {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "a handshake trickled over {:?} was let through", start.elapsed());
+    assert!(start.elapsed() < Duration::from_secs(2), "closed only after {:?}", start.elapsed());
+    let mut buf = Vec::new();
+    silent.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = silent.read_to_end(&mut buf);
+    assert_eq!(buf.len(), 18, "the silent client got the greeting, then the connection closed");
+    let line = server.wait_for("no handshake within");
+    assert!(line.contains(": no handshake within 1 s: closed"), "{line}");
+    assert!(!line.contains("os error"), "{line}");
+    let r = server.stop();
+    assert_eq!(r["flashmux"]["serve"]["handshakes_timed_out"], 2, "{}", r["flashmux"]["serve"]);
 }
 
 /// Runs `cmd`, which should end by itself; one still running after `limit` is killed and fails

@@ -71,8 +71,12 @@ pub struct ServeResult {
     /// Wall-clock seconds served.
     pub wall_s: f64,
     pub connections: u64,
-    /// Connections refused because `--max-connections` were open.
+    /// Connections refused because `--max-connections` were being served.
     pub connections_refused: u64,
+    /// Handshakes closed unfinished: past the handshake timeout, or the oldest of
+    /// `--max-connections` unfinished ones when another connection came.
+    pub handshakes_timed_out: u64,
+    pub handshakes_evicted: u64,
     /// Requests answered, and of those, answered with an error.
     pub requests: u64,
     pub errors: u64,

@@ -314,6 +314,8 @@ mod tests {
             wall_s: 1.0,
             connections: 1,
             connections_refused: 0,
+            handshakes_timed_out: 0,
+            handshakes_evicted: 0,
             requests: 0,
             errors: 0,
             timing_error_ns: None,

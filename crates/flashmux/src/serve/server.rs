@@ -19,6 +19,11 @@
 //!
 //! With `--timing off`, connection threads answer at once from the store, without the model:
 //! the server's own ceiling.
+//!
+//! A handshake has a deadline for the whole of it, and connections in their handshake do not
+//! count against `--max-connections`: they have a pool of their own of the same size, and when
+//! it is full a new connection closes the one that has been negotiating longest. Connections
+//! that never negotiate cannot lock out a client that does.
 
 mod single;
 
@@ -86,8 +91,11 @@ pub struct Options {
     pub backing: Option<PathBuf>,
     /// Print each export's IOPS, bandwidth, latency and GC this often.
     pub stats_interval: Option<Duration>,
-    /// Connections open at once; more are refused.
+    /// Connections served at once (past their handshake); more are refused. As many again may
+    /// be in their handshake.
     pub max_connections: usize,
+    /// A handshake must be over this long after the connection was accepted.
+    pub handshake_timeout: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -112,9 +120,16 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> ServeError {
 /// 32 MiB of data in one request (what the reference server and most clients use).
 pub const LIMITS: Limits = Limits { min_block: 512, preferred_block: 4096, max_payload: 32 << 20 };
 
-/// How long a client may take over its handshake, and a reply over reaching it.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a reply may take to reach a client.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// `--handshake-timeout` when not given: a real client's handshake takes milliseconds (QEMU's
+/// NBD server allows 10 s too).
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `d` in seconds, for messages: `10 s`, `0.5 s`.
+fn in_secs(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
 
 /// The transmission flags every export advertises: flush, FUA, trim and write-zeroes are
 /// served, and several connections to one export see one another's completed writes (they
@@ -185,6 +200,42 @@ impl Write for Stream {
             Stream::Unix(s) => s.write(buf),
             Stream::Tcp(s) => s.write(buf),
         }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A stream whose reads and writes fail once `deadline` has passed: the whole handshake is
+/// bounded, not each read (a client sending one byte at a time would otherwise never time out).
+struct Deadlined<'a> {
+    stream: &'a mut Stream,
+    deadline: Instant,
+}
+
+impl Deadlined<'_> {
+    fn left(&self) -> io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        Ok(left)
+    }
+}
+
+impl Read for Deadlined<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Deadlined<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_write_timeout(Some(left))?;
+        self.stream.write(buf)
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
@@ -467,10 +518,18 @@ struct Shared {
     nbd_exports: Vec<nbd::Export>,
     timing: bool,
     stopping: AtomicBool,
-    /// Connections open now, and ever.
-    live: AtomicUsize,
+    /// Connections served now (past their handshake), and the most allowed.
+    served: AtomicUsize,
+    max_connections: usize,
+    /// Connections in their handshake, by number (oldest first): at most `max_connections`.
+    handshaking: Mutex<BTreeMap<u64, Instant>>,
+    handshake_timeout: Duration,
+    /// Connections accepted ever, refused, and handshakes closed unfinished (timed out, or to
+    /// make room for a newer one).
     connections: AtomicU64,
     refused: AtomicU64,
+    handshakes_timed_out: AtomicU64,
+    handshakes_evicted: AtomicU64,
     /// Every open connection's socket, to shut down at the end.
     open: Mutex<BTreeMap<u64, Stream>>,
     /// Requests handed to the model thread, for it to notice while it spins.
@@ -513,9 +572,14 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
         nbd_exports,
         timing: opts.timing,
         stopping: AtomicBool::new(false),
-        live: AtomicUsize::new(0),
+        served: AtomicUsize::new(0),
+        max_connections: opts.max_connections.max(1),
+        handshaking: Mutex::new(BTreeMap::new()),
+        handshake_timeout: opts.handshake_timeout,
         connections: AtomicU64::new(0),
         refused: AtomicU64::new(0),
+        handshakes_timed_out: AtomicU64::new(0),
+        handshakes_evicted: AtomicU64::new(0),
         open: Mutex::new(BTreeMap::new()),
         submitted: AtomicU64::new(0),
         direct: AtomicU64::new(0),
@@ -558,10 +622,9 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
     let _ = shared.model.set(model.thread().clone());
     let acceptor = {
         let shared = shared.clone();
-        let max = opts.max_connections.max(1);
         thread::Builder::new()
             .name("flashmux-accept".into())
-            .spawn(move || accept_loop(&shared, &listener, route, max))
+            .spawn(move || accept_loop(&shared, &listener, route))
             .map_err(io_err("starting the accept thread"))?
     };
     while !stop.load(Ordering::SeqCst) {
@@ -594,6 +657,8 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
         wall_s: origin.elapsed().as_secs_f64(),
         connections: shared.connections.load(Ordering::SeqCst),
         connections_refused: shared.refused.load(Ordering::SeqCst),
+        handshakes_timed_out: shared.handshakes_timed_out.load(Ordering::SeqCst),
+        handshakes_evicted: shared.handshakes_evicted.load(Ordering::SeqCst),
         requests: 0,
         errors: 0,
         timing_error_ns: None,
@@ -614,7 +679,8 @@ enum Route {
     Single(Sender<single::Handoff>, Arc<UnixStream>),
 }
 
-fn accept_loop(shared: &Arc<Shared>, listener: &Listener, route: Route, max: usize) {
+fn accept_loop(shared: &Arc<Shared>, listener: &Listener, route: Route) {
+    let max = shared.max_connections;
     let mut next_id = 0u64;
     loop {
         let stream = match listener.accept() {
@@ -629,9 +695,9 @@ fn accept_loop(shared: &Arc<Shared>, listener: &Listener, route: Route, max: usi
         if shared.stopping.load(Ordering::SeqCst) {
             break;
         }
-        if shared.live.load(Ordering::SeqCst) >= max {
+        if shared.served.load(Ordering::SeqCst) >= max {
             shared.refused.fetch_add(1, Ordering::SeqCst);
-            (shared.log)(&format!("refused a connection: {max} are open (--max-connections)"));
+            (shared.log)(&format!("refused a connection: {max} are being served (--max-connections)"));
             stream.shutdown(Shutdown::Both);
             continue;
         }
@@ -644,64 +710,128 @@ fn accept_loop(shared: &Arc<Shared>, listener: &Listener, route: Route, max: usi
                 continue;
             }
         };
-        shared.live.fetch_add(1, Ordering::SeqCst);
+        let accepted = Instant::now();
         shared.connections.fetch_add(1, Ordering::SeqCst);
         shared.open.lock().unwrap_or_else(|e| e.into_inner()).insert(id, ctl);
+        make_room_for_handshake(shared, id, accepted);
         let sh = shared.clone();
         let spawned = match &route {
             Route::PerConnection(tx) => {
                 let tx = tx.clone();
                 thread::Builder::new().name(format!("flashmux-conn-{id}")).spawn(move || {
-                    connection(&sh, id, stream, &tx);
+                    connection(&sh, id, accepted, stream, &tx);
                     sh.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                    sh.live.fetch_sub(1, Ordering::SeqCst);
                 })
             }
             Route::Single(tx, wake) => {
                 let (tx, wake) = (tx.clone(), wake.clone());
                 thread::Builder::new().name(format!("flashmux-handshake-{id}")).spawn(move || {
                     let mut stream = stream;
-                    let handed = negotiate(&sh, id, &mut stream)
-                        .is_some_and(|(export, flags)| tx.send(single::Handoff { id, stream, export, flags }).is_ok());
+                    let handed = match negotiate(&sh, id, accepted, &mut stream) {
+                        Some((export, flags)) => {
+                            let handed = tx.send(single::Handoff { id, stream, export, flags }).is_ok();
+                            if !handed {
+                                sh.served.fetch_sub(1, Ordering::SeqCst);
+                            }
+                            handed
+                        }
+                        None => false,
+                    };
                     if handed {
                         let _ = (&*wake).write(&[1]);
                     } else {
                         sh.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                        sh.live.fetch_sub(1, Ordering::SeqCst);
                     }
                 })
             }
         };
         if let Err(e) = spawned {
             (shared.log)(&format!("connection {id}: cannot start its thread: {e}"));
+            shared.handshaking.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
             shared.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-            shared.live.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }
 
-/// The handshake: the export chosen and the transmission flags, or `None` if the client left
-/// or broke the protocol.
-fn negotiate(shared: &Shared, id: u64, stream: &mut Stream) -> Option<(usize, u16)> {
-    let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
-    let negotiated = match nbd::handshake(stream, &shared.nbd_exports, &LIMITS, transmission_flags()) {
-        Ok(nbd::Handshake::Transmission(n)) => (n.export, n.transmission_flags),
-        Ok(nbd::Handshake::Aborted) => return None,
+/// Lists connection `id` among those in their handshake. If as many as `--max-connections` are
+/// already, the one that has been negotiating longest is closed to make room: a real client's
+/// handshake is over in milliseconds, so the oldest unfinished one is the likeliest to be a
+/// connection that says nothing at all.
+fn make_room_for_handshake(shared: &Shared, id: u64, now: Instant) {
+    let mut handshaking = shared.handshaking.lock().unwrap_or_else(|e| e.into_inner());
+    if handshaking.len() >= shared.max_connections {
+        if let Some((oldest, since)) = handshaking.pop_first() {
+            if let Some(s) = shared.open.lock().unwrap_or_else(|e| e.into_inner()).get(&oldest) {
+                s.shutdown(Shutdown::Both);
+            }
+            shared.handshakes_evicted.fetch_add(1, Ordering::SeqCst);
+            (shared.log)(&format!(
+                "connection {oldest}: no handshake after {:.1} s: closed to make room for connection {id} ({} handshakes at once, as --max-connections)",
+                now.saturating_duration_since(since).as_secs_f64(),
+                shared.max_connections
+            ));
+        }
+    }
+    handshaking.insert(id, now);
+}
+
+/// A negotiated connection takes one of the `--max-connections` places, if one is free.
+fn take_place(shared: &Shared, id: u64) -> bool {
+    let max = shared.max_connections;
+    if shared.served.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1)).is_ok() {
+        return true;
+    }
+    shared.refused.fetch_add(1, Ordering::SeqCst);
+    (shared.log)(&format!("connection {id}: refused at the end of its handshake: {max} are being served (--max-connections)"));
+    false
+}
+
+/// The handshake, which must be over by `accepted` + the handshake timeout: the export chosen
+/// and the transmission flags, with a place under `--max-connections` taken (before the client
+/// is told it may begin), or `None` if the client left, broke the protocol, took too long, found
+/// no place, or was closed to make room for a newer connection.
+fn negotiate(shared: &Shared, id: u64, accepted: Instant, stream: &mut Stream) -> Option<(usize, u16)> {
+    let deadline = accepted + shared.handshake_timeout;
+    let result = nbd::handshake_admitting(&mut Deadlined { stream, deadline }, &shared.nbd_exports, &LIMITS, transmission_flags(), &mut |_| {
+        take_place(shared, id)
+    });
+    // No longer listed: closed meanwhile by `make_room_for_handshake`, which said so.
+    let evicted = shared.handshaking.lock().unwrap_or_else(|e| e.into_inner()).remove(&id).is_none();
+    let _ = stream.set_read_timeout(None);
+    let _ = stream.set_write_timeout(None);
+    match result {
+        Ok(nbd::Handshake::Transmission(n)) if !evicted => Some((n.export, n.transmission_flags)),
+        Ok(nbd::Handshake::Transmission(_)) => {
+            shared.served.fetch_sub(1, Ordering::SeqCst);
+            None
+        }
+        Ok(nbd::Handshake::Aborted) => None,
+        // `take_place` said why.
+        Err(nbd::NbdError::Refused) => None,
+        Err(_) if evicted || shared.stopping.load(Ordering::SeqCst) => None,
         Err(e) => {
-            if !shared.stopping.load(Ordering::SeqCst) {
+            let timed_out = Instant::now() >= deadline
+                || matches!(&e, nbd::NbdError::Io { source, .. } if matches!(source.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut));
+            if timed_out {
+                shared.handshakes_timed_out.fetch_add(1, Ordering::SeqCst);
+                (shared.log)(&format!("connection {id}: no handshake within {}: closed", in_secs(shared.handshake_timeout)));
+            } else {
                 (shared.log)(&format!("connection {id}: handshake failed: {e}"));
             }
-            return None;
+            None
         }
-    };
-    let _ = stream.set_read_timeout(None);
-    Some(negotiated)
+    }
 }
 
 /// One connection on its own thread: handshake, then requests until the client disconnects or
 /// the server stops.
-fn connection(shared: &Shared, id: u64, mut stream: Stream, tx: &Sender<Submission>) {
-    let Some((export, flags)) = negotiate(shared, id, &mut stream) else { return };
+fn connection(shared: &Shared, id: u64, accepted: Instant, mut stream: Stream, tx: &Sender<Submission>) {
+    let Some((export, flags)) = negotiate(shared, id, accepted, &mut stream) else { return };
+    serve_connection(shared, id, stream, export, flags, tx);
+    shared.served.fetch_sub(1, Ordering::SeqCst);
+}
+
+fn serve_connection(shared: &Shared, id: u64, mut stream: Stream, export: usize, flags: u16, tx: &Sender<Submission>) {
     let writer = match stream.try_clone() {
         Ok(w) => w,
         Err(e) => {

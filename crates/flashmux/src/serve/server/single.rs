@@ -143,10 +143,10 @@ pub(super) fn io_thread(
     }
 }
 
-/// The connection is gone: it no longer counts against `--max-connections`.
+/// The connection is gone: its place under `--max-connections` is free.
 fn close(shared: &Shared, id: u64) {
     shared.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-    shared.live.fetch_sub(1, Ordering::SeqCst);
+    shared.served.fetch_sub(1, Ordering::SeqCst);
 }
 
 /// Reads what the client sent and handles every whole request in it.
