@@ -682,6 +682,9 @@ fn bad_serve_input_is_refused_with_a_clear_message() {
         (vec!["--stats-interval", "often"], 2, "--stats-interval".into()),
         (vec!["--max-connections", "0"], 2, "--max-connections".into()),
         (vec!["--io-threads", "many"], 2, "many".into()),
+        (vec!["--reply-memory", "1MiB"], 2, "--reply-memory: 1MiB is less than".into()),
+        (vec!["--reply-memory", "lots"], 2, "--reply-memory".into()),
+        (vec!["--idle-timeout", "0s"], 2, "--idle-timeout".into()),
         (vec!["--handshake-timeout", "soon"], 2, "--handshake-timeout".into()),
         (vec!["--socket", "/nonexistent-dir/fm.sock"], 2, "--socket /nonexistent-dir/fm.sock: the directory /nonexistent-dir does not exist".into()),
         (vec!["--socket", regular.to_str().unwrap()], 2, format!("--socket {}: the path exists and is not a socket", regular.display())),
@@ -716,6 +719,182 @@ fn bad_serve_input_is_refused_with_a_clear_message() {
     let o = flashmux().arg("run").arg(&export).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("tenant[0] (vm1): no workload"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clients that play by the rules are never dropped; reply memory is bounded by pausing reads.
+
+/// One export, `ssd`, the whole of a clean 16 GiB drive: room for reads of 32 MiB at depth 16.
+fn big_scenario(dir: &Path) -> PathBuf {
+    write(dir, "big.toml", "[device]\npreset = \"tlc-nvme\"\ncapacity = \"16GiB\"\n[[tenant]]\nname = \"ssd\"\nregion = \"whole\"\n")
+}
+
+/// The server's peak resident memory so far, in bytes.
+fn peak_rss(server: &Server) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// The `flashmux.serve` record's reply-memory numbers hold: never more owed than the bounds.
+fn check_reply_bounds(s: &serde_json::Value) {
+    let peak = s["reply_bytes_peak"].as_u64().unwrap_or_else(|| panic!("{s}"));
+    assert!(peak > 0, "{s}");
+    assert!(peak <= s["reply_bytes_limit"].as_u64().unwrap(), "{s}");
+    assert!(s["reply_bytes_per_connection"].as_u64().unwrap() <= s["reply_bytes_limit"].as_u64().unwrap(), "{s}");
+}
+
+#[test]
+fn fio_reads_of_the_largest_block_at_depth_16_are_never_dropped() {
+    if !have("fio") {
+        return;
+    }
+    for threads in ["per-connection", "single"] {
+        let dir = tmpdir(&format!("serve-fio-32m-{threads}"));
+        let server = Server::start(&dir, &big_scenario(&dir), &["--io-threads", threads]);
+        // 32 MiB is the largest block the server advertises; 16 of them in flight are 512 MiB
+        // of replies, more than a connection may owe: the server must pause, not disconnect.
+        let out = run_ok(
+            Command::new("fio")
+                .current_dir(&dir)
+                .args(["--name=big", "--ioengine=nbd", "--rw=read", "--bs=32m", "--iodepth=16", "--size=2g", "--output-format=json"])
+                .arg(format!("--uri={}", server.uri("ssd"))),
+        );
+        let fio: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+        let job = &fio["jobs"][0];
+        assert_eq!(job["error"], 0, "{threads}: {job}");
+        assert_eq!(job["read"]["io_bytes"], 2u64 << 30, "{threads}: {job}");
+        let rss = peak_rss(&server);
+        let r = server.stop();
+        let s = &r["flashmux"]["serve"];
+        assert_eq!(s["connections_dropped"], 0, "{threads}: {s}");
+        assert_eq!(s["errors"], 0, "{threads}: {s}");
+        assert!(s["read_pauses"].as_u64().unwrap() > 0, "{threads}: back-pressure never paused reading: {s}");
+        // One client: it alone is bounded by the per-connection bound.
+        check_reply_bounds(s);
+        assert!(s["reply_bytes_peak"].as_u64().unwrap() <= s["reply_bytes_per_connection"].as_u64().unwrap(), "{threads}: {s}");
+        eprintln!("{threads}: fio read {} KiB/s; server peak RSS {} MiB", job["read"]["bw"], rss >> 20);
+    }
+}
+
+#[test]
+fn a_client_that_reads_its_replies_late_is_paused_not_dropped() {
+    for threads in ["per-connection", "single"] {
+        let dir = tmpdir(&format!("serve-late-reader-{threads}"));
+        let server = Server::start(&dir, &scenario(&dir, ""), &["--io-threads", threads]);
+        let mut late = Raw::connect(&server.socket, "vm1");
+        let block: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+        assert_eq!(late.write(1, 0, &block), 0);
+        // 320 MiB of replies asked for, none read for a while: far more than a connection may
+        // owe (and more than the 256 MiB at which such a client used to be dropped).
+        for i in 0..320u64 {
+            late.send(0, 0, 100 + i, 0, 1 << 20, &[]);
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        // Meanwhile another client is served on time.
+        let mut other = Raw::connect(&server.socket, "vm2");
+        for i in 0..50u64 {
+            assert_eq!(other.write(i, i * 4096, &[i as u8; 4096]), 0);
+            assert_eq!(other.read(1000 + i, i * 4096, 4096).unwrap(), vec![i as u8; 4096]);
+        }
+        let rss = peak_rss(&server);
+        for i in 0..320u64 {
+            assert_eq!(late.reply(), (100 + i, 0), "{threads}");
+            let mut d = vec![0u8; 1 << 20];
+            late.s.read_exact(&mut d).unwrap();
+            assert!(d == block, "{threads}: reply {i}");
+        }
+        let r = server.stop();
+        let s = &r["flashmux"]["serve"];
+        assert_eq!(s["connections_dropped"], 0, "{threads}: {s}");
+        assert!(s["read_pauses"].as_u64().unwrap() > 0, "{threads}: {s}");
+        check_reply_bounds(s);
+        // The memory a late reader holds is its bound's, not everything it asked for.
+        assert!(s["reply_bytes_peak"].as_u64().unwrap() <= s["reply_bytes_per_connection"].as_u64().unwrap(), "{threads}: {s}");
+        assert!(rss < 256 << 20, "{threads}: peak RSS {} MiB", rss >> 20);
+        eprintln!("{threads}: peak RSS {} MiB with a late reader", rss >> 20);
+    }
+}
+
+#[test]
+fn the_total_reply_memory_is_bounded_by_pausing_reads_never_by_dropping() {
+    for threads in ["per-connection", "single"] {
+        let dir = tmpdir(&format!("serve-reply-memory-{threads}"));
+        let server = Server::start(&dir, &scenario(&dir, ""), &["--io-threads", threads, "--reply-memory", "96MiB"]);
+        let block: Vec<u8> = (0..1u32 << 20).map(|i| (i % 241) as u8).collect();
+        let mut a = Raw::connect(&server.socket, "vm1");
+        let mut b = Raw::connect(&server.socket, "vm1");
+        let mut c = Raw::connect(&server.socket, "vm1");
+        assert_eq!(c.write(1, 0, &block), 0);
+        // Two clients ask for 64 MiB of replies each and read none: together more than the
+        // 96 MiB all connections may owe.
+        for (n, x) in [&mut a, &mut b].into_iter().enumerate() {
+            for i in 0..64u64 {
+                x.send(0, 0, 100 * n as u64 + i, 0, 1 << 20, &[]);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        // A third client's read waits for room: no reply while the others hold it all...
+        c.send(0, 0, 7, 0, 1 << 20, &[]);
+        c.s.set_read_timeout(Some(Duration::from_millis(700))).unwrap();
+        let mut h = [0u8; 16];
+        let early = c.s.read(&mut h);
+        assert!(early.is_err(), "{threads}: a reply came while the server owed its whole reply memory: {early:?}");
+        // ...and comes once one of them reads its replies.
+        for i in 0..64u64 {
+            assert_eq!(a.reply(), (i, 0), "{threads}");
+            let mut d = vec![0u8; 1 << 20];
+            a.s.read_exact(&mut d).unwrap();
+            assert!(d == block, "{threads}");
+        }
+        c.s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        assert_eq!(c.reply(), (7, 0), "{threads}");
+        let mut d = vec![0u8; 1 << 20];
+        c.s.read_exact(&mut d).unwrap();
+        assert!(d == block, "{threads}");
+        for i in 0..64u64 {
+            assert_eq!(b.reply(), (100 + i, 0), "{threads}");
+            b.s.read_exact(&mut d).unwrap();
+            assert!(d == block, "{threads}");
+        }
+        let r = server.stop();
+        let s = &r["flashmux"]["serve"];
+        assert_eq!(s["connections_dropped"], 0, "{threads}: {s}");
+        assert_eq!(s["reply_bytes_limit"], 96 << 20, "{threads}: {s}");
+        check_reply_bounds(s);
+        // The third connection had to wait, and so did one of the first two at least (together
+        // they asked for more than all may owe).
+        assert!(s["read_pauses"].as_u64().unwrap() >= 2, "{threads}: {s}");
+    }
+}
+
+#[test]
+fn a_client_that_reads_nothing_for_the_idle_timeout_is_dropped_logged_and_counted() {
+    for threads in ["per-connection", "single"] {
+        let dir = tmpdir(&format!("serve-idle-{threads}"));
+        let mut server = Server::start(&dir, &scenario(&dir, ""), &["--io-threads", threads, "--idle-timeout", "1s", "--stats-interval", "500ms"]);
+        let mut idle = Raw::connect(&server.socket, "vm1");
+        assert_eq!(idle.write(1, 0, &[3u8; 4096]), 0);
+        for i in 0..100u64 {
+            idle.send(0, 0, 100 + i, 0, 1 << 20, &[]);
+        }
+        // Another client is served while the idle one waits to be dropped.
+        let mut other = Raw::connect(&server.socket, "vm2");
+        assert_eq!(other.write(1, 0, &[4u8; 4096]), 0);
+        let line = server.wait_for(": dropped");
+        assert!(line.contains("(vm1): dropped: read none of its replies for 1 s"), "{line}");
+        assert_eq!(other.read(2, 0, 4096).unwrap(), vec![4u8; 4096]);
+        // The stats line counts it.
+        let stats = server.wait_for("1 dropped");
+        assert!(stats.contains("server:"), "{stats}");
+        // What the socket had taken before the drop still arrives; then the connection ends.
+        let mut rest = Vec::new();
+        let _ = idle.s.read_to_end(&mut rest);
+        assert!(rest.len() < 100 << 20, "{threads}: {} bytes", rest.len());
+        let r = server.stop();
+        let s = &r["flashmux"]["serve"];
+        assert_eq!(s["connections_dropped"], 1, "{threads}: {s}");
+    }
 }
 
 #[test]
