@@ -159,7 +159,10 @@ fn main() -> ExitCode {
                     || c.is::<SimError>()
                     || c.is::<BadArg>()
                     || c.is::<flashmux::experiment::ExperimentError>()
-                    || matches!(c.downcast_ref::<flashmux::serve::server::ServeError>(), Some(flashmux::serve::server::ServeError::Sim(_)))
+                    || matches!(
+                        c.downcast_ref::<flashmux::serve::server::ServeError>(),
+                        Some(flashmux::serve::server::ServeError::Sim(_) | flashmux::serve::server::ServeError::BadInput(_))
+                    )
             });
             ExitCode::from(if bad_input { EXIT_BAD_INPUT } else { 1 })
         }

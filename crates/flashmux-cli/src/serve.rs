@@ -4,8 +4,8 @@ use crate::{output, BadArg, OutputFormat};
 use anyhow::Context;
 use clap::ValueEnum;
 use flashmux::config::Scenario;
-use flashmux::serve::server::{serve, IoThreads, Listen, Options};
-use flashmux::units::parse_duration;
+use flashmux::serve::server::{serve, IoThreads, Listen, Options, MIN_REPLY_MEMORY};
+use flashmux::units::{parse_duration, parse_size};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -51,9 +51,20 @@ pub struct ServeArgs {
     /// Print each export's IOPS, bandwidth, latency and GC this often (`0` or `off` for never).
     #[arg(long, default_value = "1s")]
     stats_interval: String,
-    /// Connections open at once; more are refused.
+    /// Connections served at once; more are refused. As many again may be in their handshake
+    /// (when those are all taken, a new connection closes the oldest unfinished handshake).
     #[arg(long, default_value_t = 64)]
     max_connections: usize,
+    /// Reply bytes all connections together may owe their clients (each at most 64 MiB); at the
+    /// bound, connections stop reading requests until their clients read replies.
+    #[arg(long, default_value = "1GiB")]
+    reply_memory: String,
+    /// A client that reads none of its replies for this long is dropped.
+    #[arg(long, default_value = "10s")]
+    idle_timeout: String,
+    /// A connection's handshake must be over this long after it was accepted.
+    #[arg(long, default_value = "10s")]
+    handshake_timeout: String,
     /// Output directory (overrides the scenario's).
     #[arg(short, long)]
     output_dir: Option<PathBuf>,
@@ -117,6 +128,17 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
     if a.max_connections == 0 {
         return Err(BadArg("--max-connections: must be at least 1".into()).into());
     }
+    let reply_memory = parse_size(&a.reply_memory).map_err(|e| BadArg(format!("--reply-memory: {e}")))?;
+    if reply_memory < MIN_REPLY_MEMORY {
+        return Err(BadArg(format!(
+            "--reply-memory: {} is less than {} MiB: expected room for two of the longest replies (32 MiB of data each)",
+            a.reply_memory,
+            MIN_REPLY_MEMORY >> 20
+        ))
+        .into());
+    }
+    let idle_timeout = positive_duration("--idle-timeout", &a.idle_timeout)?;
+    let handshake_timeout = positive_duration("--handshake-timeout", &a.handshake_timeout)?;
     for w in &s.warnings {
         eprintln!("flashmux: warning: {w}");
     }
@@ -139,6 +161,9 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         backing: a.backing.clone(),
         stats_interval,
         max_connections: a.max_connections,
+        reply_memory,
+        idle_timeout,
+        handshake_timeout,
     };
     let results = serve(s, opts, stop, Box::new(|m| eprintln!("flashmux serve: {m}")))?;
     if let Some(sv) = &results.serve {
@@ -155,7 +180,26 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             "flashmux serve: served {} requests ({} errors) on {} connections in {:.1} s{timing}",
             sv.requests, sv.errors, sv.connections, sv.wall_s
         );
+        eprintln!(
+            "flashmux serve: reply memory peak {:.1} MiB of {} MiB; reading paused {} times; {} connections dropped (idle), {} refused; {} handshakes timed out, {} closed for newer ones",
+            sv.reply_bytes_peak as f64 / f64::from(1 << 20),
+            sv.reply_bytes_limit >> 20,
+            sv.read_pauses,
+            sv.connections_dropped,
+            sv.connections_refused,
+            sv.handshakes_timed_out,
+            sv.handshakes_evicted
+        );
     }
     output::write_all(&results, &out, a.output_format, None)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A duration flag that must be longer than zero.
+fn positive_duration(flag: &str, value: &str) -> Result<Duration, BadArg> {
+    match parse_duration(value) {
+        Ok(d) if d.0 > 0 => Ok(Duration::from_nanos(d.0)),
+        Ok(_) => Err(BadArg(format!("{flag}: {value} is no time at all: expected a duration longer than zero, such as 10s"))),
+        Err(e) => Err(BadArg(format!("{flag}: {e}"))),
+    }
 }

@@ -671,23 +671,345 @@ fn bad_serve_input_is_refused_with_a_clear_message() {
     let dir = tmpdir("serve-bad-input");
     let no_export = write(&dir, "fio-only.toml", &format!("{DRIVE}\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\\nsize=1m\\n\"\n"));
     let socket = dir.join("s.sock");
+    let sock = socket.to_str().unwrap();
+    // A regular file where the socket should go is refused, and left alone.
+    let regular = write(&dir, "not-a-socket", "keep me");
+    let backing_dir = format!("--backing={}", dir.display());
+    let no_dir_backing = "--backing=/nonexistent-dir/drive.img";
     for (args, code, needle) in [
-        (vec![no_export.to_str().unwrap()], 2, "no tenant to export"),
-        (vec!["--listen", "0.0.0.0:10809"], 2, "not a loopback address"),
-        (vec!["--stats-interval", "often"], 2, "--stats-interval"),
-        (vec!["--max-connections", "0"], 2, "--max-connections"),
-        (vec!["--io-threads", "many"], 2, "many"),
-        (vec!["--socket", "/nonexistent-dir/fm.sock"], 1, "listening on /nonexistent-dir/fm.sock"),
-        (vec!["--socket", socket.to_str().unwrap(), "--backing", dir.to_str().unwrap()], 1, "opening the backing file"),
+        (vec![no_export.to_str().unwrap()], 2, "no tenant to export".to_string()),
+        (vec!["--listen", "0.0.0.0:10809"], 2, "not a loopback address".into()),
+        (vec!["--stats-interval", "often"], 2, "--stats-interval".into()),
+        (vec!["--max-connections", "0"], 2, "--max-connections".into()),
+        (vec!["--io-threads", "many"], 2, "many".into()),
+        (vec!["--reply-memory", "1MiB"], 2, "--reply-memory: 1MiB is less than".into()),
+        (vec!["--reply-memory", "lots"], 2, "--reply-memory".into()),
+        (vec!["--idle-timeout", "0s"], 2, "--idle-timeout".into()),
+        (vec!["--handshake-timeout", "soon"], 2, "--handshake-timeout".into()),
+        (vec!["--socket", "/nonexistent-dir/fm.sock"], 2, "--socket /nonexistent-dir/fm.sock: the directory /nonexistent-dir does not exist".into()),
+        (vec!["--socket", regular.to_str().unwrap()], 2, format!("--socket {}: the path exists and is not a socket", regular.display())),
+        (vec!["--socket", sock, &backing_dir], 2, format!("--backing {}: it is a directory", dir.display())),
+        (vec!["--socket", sock, no_dir_backing], 2, "--backing /nonexistent-dir/drive.img: the directory /nonexistent-dir does not exist".into()),
     ] {
         let o = flashmux().arg("serve").args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(err.contains(&needle), "{args:?}: {err}");
+        // One message, said once.
+        assert_eq!(err.matches("error:").count(), 1, "{args:?}: {err}");
+        assert!(!err.contains("os error") || err.matches("os error").count() == 1, "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read_to_string(&regular).unwrap(), "keep me", "a file at the socket path is never removed");
+    assert!(!socket.exists(), "no socket is left behind by a server that did not start");
+    // A file the server may not write (only testable without root, which may write anything).
+    let read_only = write(&dir, "read-only.img", "");
+    let mut perms = std::fs::metadata(&read_only).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o444);
+    std::fs::set_permissions(&read_only, perms).unwrap();
+    if std::fs::OpenOptions::new().write(true).open(&read_only).is_err() {
+        let o = flashmux().arg("serve").args(["--socket", sock, "--backing"]).arg(&read_only).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("--backing {}: cannot open it for reading and writing", read_only.display())), "{err}");
+    } else {
+        eprintln!("skipped the read-only backing file: running as root, which may write it");
     }
     // A tenant without a workload is for serve only.
     let export = scenario(&dir, "");
     let o = flashmux().arg("run").arg(&export).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("tenant[0] (vm1): no workload"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clients that play by the rules are never dropped; reply memory is bounded by pausing reads.
+
+/// One export, `ssd`, the whole of a clean 16 GiB drive: room for reads of 32 MiB at depth 16.
+fn big_scenario(dir: &Path) -> PathBuf {
+    write(dir, "big.toml", "[device]\npreset = \"tlc-nvme\"\ncapacity = \"16GiB\"\n[[tenant]]\nname = \"ssd\"\nregion = \"whole\"\n")
+}
+
+/// The server's peak resident memory so far, in bytes.
+fn peak_rss(server: &Server) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// The `flashmux.serve` record's reply-memory numbers hold: never more owed than the bounds.
+fn check_reply_bounds(s: &serde_json::Value) {
+    let peak = s["reply_bytes_peak"].as_u64().unwrap_or_else(|| panic!("{s}"));
+    assert!(peak > 0, "{s}");
+    assert!(peak <= s["reply_bytes_limit"].as_u64().unwrap(), "{s}");
+    assert!(s["reply_bytes_per_connection"].as_u64().unwrap() <= s["reply_bytes_limit"].as_u64().unwrap(), "{s}");
+}
+
+#[test]
+fn fio_reads_of_the_largest_block_at_depth_16_are_never_dropped() {
+    if !have("fio") {
+        return;
+    }
+    for threads in ["per-connection", "single"] {
+        let dir = tmpdir(&format!("serve-fio-32m-{threads}"));
+        let server = Server::start(&dir, &big_scenario(&dir), &["--io-threads", threads]);
+        // 32 MiB is the largest block the server advertises; 16 of them in flight are 512 MiB
+        // of replies, more than a connection may owe: the server must pause, not disconnect.
+        let out = run_ok(
+            Command::new("fio")
+                .current_dir(&dir)
+                .args(["--name=big", "--ioengine=nbd", "--rw=read", "--bs=32m", "--iodepth=16", "--size=2g", "--output-format=json"])
+                .arg(format!("--uri={}", server.uri("ssd"))),
+        );
+        let fio: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+        let job = &fio["jobs"][0];
+        assert_eq!(job["error"], 0, "{threads}: {job}");
+        assert_eq!(job["read"]["io_bytes"], 2u64 << 30, "{threads}: {job}");
+        let rss = peak_rss(&server);
+        let r = server.stop();
+        let s = &r["flashmux"]["serve"];
+        assert_eq!(s["connections_dropped"], 0, "{threads}: {s}");
+        assert_eq!(s["errors"], 0, "{threads}: {s}");
+        assert!(s["read_pauses"].as_u64().unwrap() > 0, "{threads}: back-pressure never paused reading: {s}");
+        // One client: it alone is bounded by the per-connection bound.
+        check_reply_bounds(s);
+        assert!(s["reply_bytes_peak"].as_u64().unwrap() <= s["reply_bytes_per_connection"].as_u64().unwrap(), "{threads}: {s}");
+        eprintln!("{threads}: fio read {} KiB/s; server peak RSS {} MiB", job["read"]["bw"], rss >> 20);
+    }
+}
+
+#[test]
+fn a_client_that_reads_its_replies_late_is_paused_not_dropped() {
+    for threads in ["per-connection", "single"] {
+        let dir = tmpdir(&format!("serve-late-reader-{threads}"));
+        let server = Server::start(&dir, &scenario(&dir, ""), &["--io-threads", threads]);
+        let mut late = Raw::connect(&server.socket, "vm1");
+        let block: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+        assert_eq!(late.write(1, 0, &block), 0);
+        // 320 MiB of replies asked for, none read for a while: far more than a connection may
+        // owe (and more than the 256 MiB at which such a client used to be dropped).
+        for i in 0..320u64 {
+            late.send(0, 0, 100 + i, 0, 1 << 20, &[]);
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        // Meanwhile another client is served on time.
+        let mut other = Raw::connect(&server.socket, "vm2");
+        for i in 0..50u64 {
+            assert_eq!(other.write(i, i * 4096, &[i as u8; 4096]), 0);
+            assert_eq!(other.read(1000 + i, i * 4096, 4096).unwrap(), vec![i as u8; 4096]);
+        }
+        let rss = peak_rss(&server);
+        for i in 0..320u64 {
+            assert_eq!(late.reply(), (100 + i, 0), "{threads}");
+            let mut d = vec![0u8; 1 << 20];
+            late.s.read_exact(&mut d).unwrap();
+            assert!(d == block, "{threads}: reply {i}");
+        }
+        let r = server.stop();
+        let s = &r["flashmux"]["serve"];
+        assert_eq!(s["connections_dropped"], 0, "{threads}: {s}");
+        assert!(s["read_pauses"].as_u64().unwrap() > 0, "{threads}: {s}");
+        check_reply_bounds(s);
+        // The memory a late reader holds is its bound's, not everything it asked for.
+        assert!(s["reply_bytes_peak"].as_u64().unwrap() <= s["reply_bytes_per_connection"].as_u64().unwrap(), "{threads}: {s}");
+        assert!(rss < 256 << 20, "{threads}: peak RSS {} MiB", rss >> 20);
+        eprintln!("{threads}: peak RSS {} MiB with a late reader", rss >> 20);
+    }
+}
+
+#[test]
+fn the_total_reply_memory_is_bounded_by_pausing_reads_never_by_dropping() {
+    for threads in ["per-connection", "single"] {
+        let dir = tmpdir(&format!("serve-reply-memory-{threads}"));
+        let server = Server::start(&dir, &scenario(&dir, ""), &["--io-threads", threads, "--reply-memory", "96MiB"]);
+        let block: Vec<u8> = (0..1u32 << 20).map(|i| (i % 241) as u8).collect();
+        let mut a = Raw::connect(&server.socket, "vm1");
+        let mut b = Raw::connect(&server.socket, "vm1");
+        let mut c = Raw::connect(&server.socket, "vm1");
+        assert_eq!(c.write(1, 0, &block), 0);
+        // Two clients ask for 64 MiB of replies each and read none: together more than the
+        // 96 MiB all connections may owe.
+        for (n, x) in [&mut a, &mut b].into_iter().enumerate() {
+            for i in 0..64u64 {
+                x.send(0, 0, 100 * n as u64 + i, 0, 1 << 20, &[]);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        // A third client's read waits for room: no reply while the others hold it all...
+        c.send(0, 0, 7, 0, 1 << 20, &[]);
+        c.s.set_read_timeout(Some(Duration::from_millis(700))).unwrap();
+        let mut h = [0u8; 16];
+        let early = c.s.read(&mut h);
+        assert!(early.is_err(), "{threads}: a reply came while the server owed its whole reply memory: {early:?}");
+        // ...and comes once one of them reads its replies.
+        for i in 0..64u64 {
+            assert_eq!(a.reply(), (i, 0), "{threads}");
+            let mut d = vec![0u8; 1 << 20];
+            a.s.read_exact(&mut d).unwrap();
+            assert!(d == block, "{threads}");
+        }
+        c.s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        assert_eq!(c.reply(), (7, 0), "{threads}");
+        let mut d = vec![0u8; 1 << 20];
+        c.s.read_exact(&mut d).unwrap();
+        assert!(d == block, "{threads}");
+        for i in 0..64u64 {
+            assert_eq!(b.reply(), (100 + i, 0), "{threads}");
+            b.s.read_exact(&mut d).unwrap();
+            assert!(d == block, "{threads}");
+        }
+        let r = server.stop();
+        let s = &r["flashmux"]["serve"];
+        assert_eq!(s["connections_dropped"], 0, "{threads}: {s}");
+        assert_eq!(s["reply_bytes_limit"], 96 << 20, "{threads}: {s}");
+        check_reply_bounds(s);
+        // The third connection had to wait, and so did one of the first two at least (together
+        // they asked for more than all may owe).
+        assert!(s["read_pauses"].as_u64().unwrap() >= 2, "{threads}: {s}");
+    }
+}
+
+#[test]
+fn a_client_that_reads_nothing_for_the_idle_timeout_is_dropped_logged_and_counted() {
+    for threads in ["per-connection", "single"] {
+        let dir = tmpdir(&format!("serve-idle-{threads}"));
+        let mut server = Server::start(&dir, &scenario(&dir, ""), &["--io-threads", threads, "--idle-timeout", "1s", "--stats-interval", "500ms"]);
+        let mut idle = Raw::connect(&server.socket, "vm1");
+        assert_eq!(idle.write(1, 0, &[3u8; 4096]), 0);
+        for i in 0..100u64 {
+            idle.send(0, 0, 100 + i, 0, 1 << 20, &[]);
+        }
+        // Another client is served while the idle one waits to be dropped.
+        let mut other = Raw::connect(&server.socket, "vm2");
+        assert_eq!(other.write(1, 0, &[4u8; 4096]), 0);
+        let line = server.wait_for(": dropped");
+        assert!(line.contains("(vm1): dropped: read none of its replies for 1 s"), "{line}");
+        assert_eq!(other.read(2, 0, 4096).unwrap(), vec![4u8; 4096]);
+        // The stats line counts it.
+        let stats = server.wait_for("1 dropped");
+        assert!(stats.contains("server:"), "{stats}");
+        // What the socket had taken before the drop still arrives; then the connection ends.
+        let mut rest = Vec::new();
+        let _ = idle.s.read_to_end(&mut rest);
+        assert!(rest.len() < 100 << 20, "{threads}: {} bytes", rest.len());
+        let r = server.stop();
+        let s = &r["flashmux"]["serve"];
+        assert_eq!(s["connections_dropped"], 1, "{threads}: {s}");
+    }
+}
+
+#[test]
+fn silent_connections_never_lock_out_a_client_that_negotiates() {
+    for threads in ["per-connection", "single"] {
+        let dir = tmpdir(&format!("serve-silent-{threads}"));
+        let server = Server::start(&dir, &scenario(&dir, ""), &["--io-threads", threads, "--max-connections", "8"]);
+        // As many connections as may be served, none of which ever says a word.
+        let silent: Vec<UnixStream> = (0..8).map(|_| UnixStream::connect(&server.socket).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let start = std::time::Instant::now();
+        let mut c = Raw::connect(&server.socket, "vm1");
+        assert_eq!(c.write(1, 0, &[9u8; 4096]), 0);
+        assert_eq!(c.read(2, 0, 4096).unwrap(), vec![9u8; 4096]);
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(2), "{threads}: a real client waited {took:?} behind silent ones");
+        eprintln!("{threads}: served in {:.1} ms beside 8 silent connections", took.as_secs_f64() * 1e3);
+        drop(silent);
+        let r = server.stop();
+        let s = &r["flashmux"]["serve"];
+        assert!(s["handshakes_evicted"].as_u64().unwrap() >= 1, "{threads}: {s}");
+    }
+}
+
+#[test]
+fn a_handshake_is_bounded_in_total_time_and_its_timeout_said_plainly() {
+    let dir = tmpdir("serve-handshake-timeout");
+    let mut server = Server::start(&dir, &scenario(&dir, ""), &["--handshake-timeout", "1s"]);
+    // One client says nothing; another trickles its handshake a byte at a time, each byte well
+    // within the timeout: both are closed once the handshake has taken a second.
+    let mut silent = UnixStream::connect(&server.socket).unwrap();
+    let mut trickle = UnixStream::connect(&server.socket).unwrap();
+    let start = std::time::Instant::now();
+    let mut greeting = [0u8; 18];
+    trickle.read_exact(&mut greeting).unwrap();
+    // Client flags, then NBD_OPT_GO for the default export: 26 bytes, 2.6 s at this pace.
+    let mut bytes = 3u32.to_be_bytes().to_vec();
+    bytes.extend_from_slice(b"IHAVEOPT");
+    for word in [7u32, 6, 0] {
+        bytes.extend_from_slice(&word.to_be_bytes());
+    }
+    bytes.extend_from_slice(&[0, 0]);
+    trickle.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+    let mut closed = false;
+    for b in bytes {
+        std::thread::sleep(Duration::from_millis(100));
+        if trickle.write_all(&[b]).is_err() || matches!(trickle.read(&mut [0u8; 1]), Ok(0)) {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "a handshake trickled over {:?} was let through", start.elapsed());
+    assert!(start.elapsed() < Duration::from_secs(2), "closed only after {:?}", start.elapsed());
+    let mut buf = Vec::new();
+    silent.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = silent.read_to_end(&mut buf);
+    assert_eq!(buf.len(), 18, "the silent client got the greeting, then the connection closed");
+    let line = server.wait_for("no handshake within");
+    assert!(line.contains(": no handshake within 1 s: closed"), "{line}");
+    assert!(!line.contains("os error"), "{line}");
+    let r = server.stop();
+    assert_eq!(r["flashmux"]["serve"]["handshakes_timed_out"], 2, "{}", r["flashmux"]["serve"]);
+}
+
+/// Runs `cmd`, which should end by itself; one still running after `limit` is killed and fails
+/// the test.
+fn exits_within(cmd: &mut Command, limit: Duration) -> std::process::Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!("{cmd:?} was still running after {limit:?}:\n{}", String::from_utf8_lossy(&o.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn two_servers_never_share_a_backing_file() {
+    let dir = tmpdir("serve-backing-lock");
+    let backing = dir.join("drive.img");
+    let scen = scenario(&dir, "");
+    let server = Server::start(&dir, &scen, &["--backing", backing.to_str().unwrap()]);
+    let o = exits_within(
+        flashmux().arg("serve").arg(&scen).arg("--socket").arg(dir.join("second.sock")).arg("--backing").arg(&backing).arg("-o").arg(dir.join("out2")),
+        Duration::from_secs(30),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("--backing {}: in use by another process (PID {}, flashmux)", backing.display(), server.child.id())), "{err}");
+    assert!(!dir.join("second.sock").exists());
+    server.stop();
+    // Once the first server has gone, the file is free again.
+    let again = Server::start(&dir, &scen, &["--backing", backing.to_str().unwrap()]);
+    again.stop();
+}
+
+#[test]
+fn a_stale_socket_is_replaced_and_a_live_one_refused() {
+    let dir = tmpdir("serve-stale-socket");
+    let socket = dir.join("fm.sock");
+    // A socket file nobody listens on any more, as a killed server leaves it.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
+    let scen = scenario(&dir, "");
+    let server = Server::start(&dir, &scen, &[]);
+    // A second server on the live socket is refused, and the first keeps it.
+    let o = exits_within(flashmux().arg("serve").arg(&scen).arg("--socket").arg(&socket).arg("-o").arg(dir.join("out2")), Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("--socket {}: a server is already listening on it", socket.display())), "{err}");
+    let mut c = Raw::connect(&server.socket, "vm1");
+    assert_eq!(c.write(1, 0, &[1u8; 4096]), 0);
+    server.stop();
 }

@@ -71,8 +71,21 @@ pub struct ServeResult {
     /// Wall-clock seconds served.
     pub wall_s: f64,
     pub connections: u64,
-    /// Connections refused because `--max-connections` were open.
+    /// Connections refused because `--max-connections` were being served.
     pub connections_refused: u64,
+    /// Connections dropped because their client took none of its replies for the idle timeout.
+    pub connections_dropped: u64,
+    /// Handshakes closed unfinished: past the handshake timeout, or the oldest of
+    /// `--max-connections` unfinished ones when another connection came.
+    pub handshakes_timed_out: u64,
+    pub handshakes_evicted: u64,
+    /// Times a connection stopped reading requests until there was room for their replies.
+    pub read_pauses: u64,
+    /// Reply bytes owed to clients at most at once (replies to come, queued and being written),
+    /// and the bounds: per connection, and for all together (`--reply-memory`).
+    pub reply_bytes_peak: u64,
+    pub reply_bytes_per_connection: u64,
+    pub reply_bytes_limit: u64,
     /// Requests answered, and of those, answered with an error.
     pub requests: u64,
     pub errors: u64,

@@ -242,6 +242,9 @@ pub enum NbdError {
     /// The server's exports, limits or transmission flags cannot be offered as configured.
     #[error("NBD server configuration: {0}")]
     Config(String),
+    /// The server would not admit the client to transmission (see [`handshake_admitting`]).
+    #[error("the server admits no more connections")]
+    Refused,
 }
 
 fn io_err(what: &'static str) -> impl FnOnce(io::Error) -> NbdError {
@@ -638,6 +641,19 @@ pub fn handshake<S: Read + Write + ?Sized>(
     limits: &Limits,
     transmission_flags: u16,
 ) -> Result<Handshake, NbdError> {
+    handshake_admitting(stream, exports, limits, transmission_flags, &mut |_| true)
+}
+
+/// [`handshake`], asking `admit(export)` just before the reply that enters transmission is sent:
+/// if it says no, nothing more is sent and the handshake ends with [`NbdError::Refused`]. A
+/// server counting its connections counts one before its client can know it is connected.
+pub fn handshake_admitting<S: Read + Write + ?Sized>(
+    stream: &mut S,
+    exports: &[Export],
+    limits: &Limits,
+    transmission_flags: u16,
+    admit: &mut dyn FnMut(usize) -> bool,
+) -> Result<Handshake, NbdError> {
     let transmission_flags = check_config(exports, limits, transmission_flags)?;
     send(stream, &greeting(), "sending the greeting")?;
     let mut flags = [0u8; 4];
@@ -680,6 +696,11 @@ pub fn handshake<S: Read + Write + ?Sized>(
                 return Ok(Handshake::Aborted);
             }
             Step::Done(done) => {
+                if let Handshake::Transmission(n) = &done {
+                    if !admit(n.export) {
+                        return Err(NbdError::Refused);
+                    }
+                }
                 send(stream, &out, "sending the export's details")?;
                 return Ok(done);
             }
@@ -1091,6 +1112,30 @@ mod tests {
                 rep(OPT_GO, REP_ACK, &[]),
             ])
         );
+    }
+
+    #[test]
+    fn a_client_not_admitted_is_told_nothing_more() {
+        let input = client(1, &[(OPT_INFO, info_data("scratch", &[])), (OPT_GO, info_data("scratch", &[]))]);
+        let mut asked = Vec::new();
+        let mut d = Duplex { input: Cursor::new(input.clone()), output: Vec::new() };
+        let r = handshake_admitting(&mut d, &exports(), &Limits::default(), TFLAGS, &mut |e| {
+            asked.push(e);
+            false
+        });
+        assert!(matches!(r, Err(NbdError::Refused)), "{r:?}");
+        // INFO is answered; GO, which would enter transmission, is not.
+        assert_eq!(asked, [1]);
+        assert_eq!(d.output, expect(&[info_export(OPT_INFO, 64 << 20), info_block_size(OPT_INFO), rep(OPT_INFO, REP_ACK, &[])]));
+        // The same with EXPORT_NAME; an admitted client gets what `handshake` sends.
+        let mut d = Duplex { input: Cursor::new(client(1, &[(OPT_EXPORT_NAME, b"sim".to_vec())])), output: Vec::new() };
+        assert!(matches!(handshake_admitting(&mut d, &exports(), &Limits::default(), TFLAGS, &mut |_| false), Err(NbdError::Refused)));
+        assert_eq!(d.output, GREETING);
+        let mut d = Duplex { input: Cursor::new(input.clone()), output: Vec::new() };
+        let admitted = handshake_admitting(&mut d, &exports(), &Limits::default(), TFLAGS, &mut |_| true).unwrap();
+        let (plain, out) = run(input);
+        assert_eq!(admitted, plain.unwrap());
+        assert_eq!(d.output, out);
     }
 
     #[test]

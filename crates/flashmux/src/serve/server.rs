@@ -19,6 +19,20 @@
 //!
 //! With `--timing off`, connection threads answer at once from the store, without the model:
 //! the server's own ceiling.
+//!
+//! Replies are bounded, and a client that reads them late is made to wait, never dropped: each
+//! request read reserves the bytes of its reply (its header, and a read's data) until the
+//! client's socket has taken them, so replies still to come from the model count as well as
+//! replies waiting for the socket. A connection that would owe more than
+//! [`REPLY_BYTES_PER_CONNECTION`], or all connections together more than `--reply-memory`, reads
+//! no further request until its clients read; the socket buffers then push back on the clients
+//! (the TCP window, or the Unix socket's buffer). Only a client that takes none of its replies
+//! for the idle timeout is dropped, and every drop is logged and counted.
+//!
+//! A handshake has a deadline for the whole of it, and connections in their handshake do not
+//! count against `--max-connections`: they have a pool of their own of the same size, and when
+//! it is full a new connection closes the one that has been negotiating longest. Connections
+//! that never negotiate cannot lock out a client that does.
 
 mod single;
 
@@ -36,7 +50,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -86,30 +100,68 @@ pub struct Options {
     pub backing: Option<PathBuf>,
     /// Print each export's IOPS, bandwidth, latency and GC this often.
     pub stats_interval: Option<Duration>,
-    /// Connections open at once; more are refused.
+    /// Connections served at once (past their handshake); more are refused. As many again may
+    /// be in their handshake.
     pub max_connections: usize,
+    /// Reply bytes all connections together may owe their clients (at least
+    /// [`MIN_REPLY_MEMORY`]); reading pauses at the bound.
+    pub reply_memory: u64,
+    /// A client whose socket takes none of its replies for this long is dropped.
+    pub idle_timeout: Duration,
+    /// A handshake must be over this long after the connection was accepted.
+    pub handshake_timeout: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error(transparent)]
     Sim(#[from] SimError),
-    #[error("{what}: {source}")]
-    Io { what: String, source: io::Error },
+    /// A value given on the command line (`--backing`, `--socket`, `--listen`) cannot be used;
+    /// the message names the flag and the value, and says what is allowed.
+    #[error("{0}")]
+    BadInput(String),
+    /// The server could not do its own work (start a thread, create a socket pair).
+    #[error("{what}: {error}")]
+    Io { what: String, error: io::Error },
 }
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> ServeError {
     let what = what.into();
-    move |source| ServeError::Io { what, source }
+    move |error| ServeError::Io { what, error }
 }
 
 /// Block sizes advertised to clients: the model's 512-byte sector, 4 KiB preferred, and at most
 /// 32 MiB of data in one request (what the reference server and most clients use).
 pub const LIMITS: Limits = Limits { min_block: 512, preferred_block: 4096, max_payload: 32 << 20 };
 
-/// How long a client may take over its handshake, and a reply over reaching it.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
-const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest reply: its header and the most data one request may ask for.
+pub const MAX_REPLY_BYTES: u64 = nbd::SIMPLE_REPLY_LEN as u64 + LIMITS.max_payload as u64;
+/// Reply bytes one connection may owe its client: two of the longest replies, so that a client
+/// reading 32 MiB blocks has one on its way while the model completes the next.
+pub const REPLY_BYTES_PER_CONNECTION: u64 = 2 * MAX_REPLY_BYTES;
+/// The least `--reply-memory`: room for two of the longest replies.
+pub const MIN_REPLY_MEMORY: u64 = 64 << 20;
+/// `--reply-memory` when not given.
+pub const DEFAULT_REPLY_MEMORY: u64 = 1 << 30;
+/// `--idle-timeout` when not given.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// `--handshake-timeout` when not given: a real client's handshake takes milliseconds (QEMU's
+/// NBD server allows 10 s too).
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The writer thread of a connection hands its replies to the socket in pieces of at most this,
+/// so the room they held is given back as they leave.
+const WRITE_CHUNK: usize = 1 << 20;
+/// What the socket does not take of a reply at least this long is queued as the reply's own
+/// buffer (the sender takes the connection's spare one instead); less is copied.
+const HAND_OVER: usize = 64 << 10;
+/// Threads waiting for room look at the connection's state at least this often.
+const ROOM_POLL: Duration = Duration::from_millis(100);
+
+/// `d` in seconds, for messages: `10 s`, `0.5 s`.
+fn in_secs(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
 
 /// The transmission flags every export advertises: flush, FUA, trim and write-zeroes are
 /// served, and several connections to one export see one another's completed writes (they
@@ -186,6 +238,42 @@ impl Write for Stream {
     }
 }
 
+/// A stream whose reads and writes fail once `deadline` has passed: the whole handshake is
+/// bounded, not each read (a client sending one byte at a time would otherwise never time out).
+struct Deadlined<'a> {
+    stream: &'a mut Stream,
+    deadline: Instant,
+}
+
+impl Deadlined<'_> {
+    fn left(&self) -> io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        Ok(left)
+    }
+}
+
+impl Read for Deadlined<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
+    }
+}
+
+impl Write for Deadlined<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let left = self.left()?;
+        self.stream.set_write_timeout(Some(left))?;
+        self.stream.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 enum Listener {
     Unix(UnixListener),
     Tcp(TcpListener),
@@ -196,20 +284,30 @@ impl Listener {
     fn bind(at: &Listen) -> Result<(Listener, Listen), ServeError> {
         match at {
             Listen::Unix(path) => {
+                let bad = |why: String| ServeError::BadInput(format!("--socket {}: {why}", path.display()));
                 // A socket left by a server that is gone (nothing accepts on it) is replaced;
-                // anything else at the path is an error.
+                // a live one, or anything that is not a socket, is left alone.
                 if let Ok(meta) = std::fs::symlink_metadata(path) {
                     use std::os::unix::fs::FileTypeExt;
-                    if meta.file_type().is_socket() && UnixStream::connect(path).is_err() {
-                        std::fs::remove_file(path).map_err(io_err(format!("removing the stale socket {}", path.display())))?;
+                    let t = meta.file_type();
+                    if !t.is_socket() {
+                        return Err(bad(format!(
+                            "the path exists and is not a socket ({}): not removing it; expected a new path, or a socket left by a server that is gone",
+                            file_kind(&t)
+                        )));
                     }
+                    if UnixStream::connect(path).is_ok() {
+                        return Err(bad("a server is already listening on it: expected a path no server is using".into()));
+                    }
+                    std::fs::remove_file(path).map_err(|e| bad(format!("cannot remove the stale socket there: {e}")))?;
                 }
-                let l = UnixListener::bind(path).map_err(io_err(format!("listening on {}", path.display())))?;
+                let l = UnixListener::bind(path).map_err(|e| bad(path_error(path, &e, "cannot listen there")))?;
                 Ok((Listener::Unix(l), at.clone()))
             }
             Listen::Tcp(addr) => {
-                let l = TcpListener::bind(addr).map_err(io_err(format!("listening on {addr}")))?;
-                let actual = l.local_addr().map_err(io_err(format!("listening on {addr}")))?;
+                let bad = |e: io::Error| ServeError::BadInput(format!("--listen {addr}: cannot listen there: {e}"));
+                let l = TcpListener::bind(addr).map_err(bad)?;
+                let actual = l.local_addr().map_err(bad)?;
                 Ok((Listener::Tcp(l), Listen::Tcp(actual)))
             }
         }
@@ -227,6 +325,50 @@ impl Listener {
     }
 }
 
+/// What a file that is in the way is, for messages.
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Why a path given on the command line could not be opened or created, in words: a missing
+/// directory is named, other errors are said as the system says them after `doing`.
+fn path_error(path: &std::path::Path, e: &io::Error, doing: &str) -> String {
+    match e.raw_os_error() {
+        Some(libc::ENOENT | libc::ENOTDIR) => match path.parent().filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+            Some(d) => format!("the directory {} does not exist: expected a path in an existing directory", d.display()),
+            None => format!("{doing}: {e}"),
+        },
+        Some(libc::EROFS) => "it is on a read-only file system: expected a path this server may write".into(),
+        Some(libc::EISDIR) => "it is a directory: expected a regular file (created if missing)".into(),
+        Some(libc::EACCES | libc::EPERM) => format!("{doing} ({e}): expected a path this server may read and write"),
+        _ => format!("{doing}: {e}"),
+    }
+}
+
+/// `--backing`'s file could not be used: the store's own refusals (not a regular file, longer
+/// than the drive, locked by another server) and the system's, in one message.
+fn backing_error(path: &std::path::Path, e: &io::Error) -> ServeError {
+    let why = match e.kind() {
+        // The store's own messages say what is wrong and what is allowed.
+        io::ErrorKind::InvalidInput | io::ErrorKind::WouldBlock if e.raw_os_error().is_none() => e.to_string(),
+        _ => path_error(path, e, "cannot open it for reading and writing"),
+    };
+    ServeError::BadInput(format!("--backing {}: {why}", path.display()))
+}
+
 impl Listen {
     /// Wakes a listener blocked in `accept` by connecting to it.
     fn poke(&self) {
@@ -237,121 +379,302 @@ impl Listen {
     }
 }
 
-/// One client connection, as the threads that answer it see it.
-struct Conn {
-    /// Replies go out through this, one at a time.
-    out: Mutex<Out>,
+/// Reply bytes the server owes its clients: replies still in the model or at the connection's
+/// thread, waiting for a socket, or being written. Each request reserves its reply's bytes
+/// before it is read further; they are given back as the socket takes them.
+struct ReplyBudget {
+    /// Bound for one connection, and for all together.
+    per_connection: usize,
+    total: usize,
+    used: Mutex<usize>,
+    /// Threads waiting in [`ReplyBudget::wait`] for room, which `freed` wakes.
+    waiters: AtomicUsize,
+    freed: Condvar,
+    /// The most owed at once.
+    peak: AtomicUsize,
 }
 
-/// A connection's sending side: its socket, and reply bytes the socket has not taken yet.
-/// Both layouts send through it: the model thread (per-connection) and the polling thread
-/// (single) never wait for a client's socket.
-struct Out {
-    stream: Stream,
-    backlog: VecDeque<u8>,
-    /// When the backlog last shrank (or began).
-    progress: Instant,
-    /// A reply could not be written, or the client stopped reading: nothing more is sent.
-    dead: bool,
+/// Whether a reply's bytes could be reserved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Room {
+    Taken,
+    /// The connection owes its bound.
+    ConnectionFull,
+    /// All connections together owe the server's bound.
+    TotalFull,
 }
 
-/// Reply bytes a client may leave unread before it is dropped: it is not reading its replies.
-const MAX_BACKLOG: usize = 256 << 20;
-
-impl Out {
-    fn new(stream: Stream) -> Out {
-        Out { stream, backlog: VecDeque::new(), progress: Instant::now(), dead: false }
+impl ReplyBudget {
+    fn new(total: u64) -> ReplyBudget {
+        let total = usize::try_from(total.max(MIN_REPLY_MEMORY)).unwrap_or(usize::MAX);
+        ReplyBudget {
+            per_connection: (REPLY_BYTES_PER_CONNECTION as usize).min(total),
+            total,
+            used: Mutex::new(0),
+            waiters: AtomicUsize::new(0),
+            freed: Condvar::new(),
+            peak: AtomicUsize::new(0),
+        }
     }
 
-    /// A simple reply (with `data` after it for a successful read), written as far as the socket
-    /// takes it without waiting; the rest waits in the backlog. Returns whether some waits.
-    fn send(&mut self, cookie: u64, error: u32, data: Option<&[u8]>) -> bool {
-        if self.dead {
-            return false;
-        }
-        let header = nbd::encode_simple_reply(error, cookie);
-        let mut parts: [&[u8]; 2] = [&header, data.unwrap_or_default()];
-        if self.backlog.is_empty() {
-            for p in &mut parts {
-                match send_nowait(&self.stream, p) {
-                    Ok(n) => *p = &p[n..],
-                    Err(_) => return self.kill(),
-                }
-                if !p.is_empty() {
-                    break;
-                }
-            }
-            self.progress = Instant::now();
-        }
-        for p in parts {
-            self.backlog.extend(p);
-        }
-        if self.backlog.len() > MAX_BACKLOG {
-            return self.kill();
-        }
-        self.waiting()
+    fn used(&self) -> MutexGuard<'_, usize> {
+        self.used.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The same, waiting until it is all written: for a connection's own thread.
-    fn send_wait(&mut self, buf: &mut Vec<u8>, cookie: u64, error: u32, data: Option<&[u8]>) {
-        if self.dead {
+    /// Reserves `n` bytes for a connection that owes `owed`, if neither bound is passed.
+    fn take(&self, owed: &mut usize, n: usize) -> Room {
+        if *owed + n > self.per_connection {
+            return Room::ConnectionFull;
+        }
+        let mut used = self.used();
+        if *used + n > self.total {
+            return Room::TotalFull;
+        }
+        *used += n;
+        self.peak.fetch_max(*used, Ordering::Relaxed);
+        *owed += n;
+        Room::Taken
+    }
+
+    /// Gives back `n` of the bytes a connection that owes `owed` reserved.
+    fn give_back(&self, owed: &mut usize, n: usize) {
+        let n = n.min(*owed);
+        if n == 0 {
             return;
         }
-        buf.clear();
-        buf.extend(self.backlog.drain(..));
-        buf.extend_from_slice(&nbd::encode_simple_reply(error, cookie));
-        if let Some(d) = data {
-            buf.extend_from_slice(d);
-        }
-        if self.stream.write_all(buf).is_err() {
-            self.kill();
+        *owed -= n;
+        let mut used = self.used();
+        *used -= n;
+        let wake = self.waiters.load(Ordering::SeqCst) > 0;
+        drop(used);
+        if wake {
+            self.freed.notify_all();
         }
     }
 
-    /// Writes what the socket takes of the backlog now. Returns whether some still waits; a
-    /// client that has taken nothing for [`WRITE_TIMEOUT`] is dropped.
-    fn drain(&mut self) -> bool {
-        while self.waiting() {
-            let sent = {
-                let (front, _) = self.backlog.as_slices();
-                send_nowait(&self.stream, front)
-            };
-            match sent {
-                Ok(0) => break,
+    /// Waits (at most `limit`) while all connections together leave no room for `n` bytes.
+    fn wait(&self, n: usize, limit: Duration) {
+        let used = self.used();
+        if *used + n > self.total {
+            self.waiters.fetch_add(1, Ordering::SeqCst);
+            drop(self.freed.wait_timeout(used, limit).unwrap_or_else(PoisonError::into_inner));
+            self.waiters.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn owed(&self) -> usize {
+        *self.used()
+    }
+}
+
+/// A connection's sending side: its socket, the reply bytes it has not taken yet, and what the
+/// connection owes. Both layouts send through it; neither the model thread (per-connection) nor
+/// the polling thread (single) ever waits for a client's socket.
+struct Out {
+    /// `connection N (export)`, for messages.
+    who: String,
+    stream: Stream,
+    /// Reply bytes the socket has not taken, oldest first.
+    queue: VecDeque<Vec<u8>>,
+    /// Bytes of the queue's first buffer already sent.
+    front_sent: usize,
+    /// A reply buffer the socket has taken, kept for the next long reply (at most one, the
+    /// largest): streaming large reads allocates nothing.
+    spare: Vec<u8>,
+    /// Reply bytes reserved and not yet taken by the socket: replies to come, queued, and being
+    /// written.
+    owed: usize,
+    /// The writer thread is writing a buffer it took from the queue (per-connection layout):
+    /// nothing else may be sent meanwhile.
+    writing: bool,
+    /// When the socket last took reply bytes (or replies began to wait).
+    progress: Instant,
+    /// No more requests are read: the writer thread ends once nothing is owed.
+    closing: bool,
+    /// A reply could not be written, or the client stopped reading: nothing more is sent.
+    dead: bool,
+    /// The connection's reading thread waits for room, its writer thread for replies
+    /// (per-connection layout): [`Conn::with`] wakes them.
+    reader_waits: bool,
+    writer_waits: bool,
+}
+
+impl Out {
+    fn new(who: String, stream: Stream) -> Out {
+        Out {
+            who,
+            stream,
+            queue: VecDeque::new(),
+            front_sent: 0,
+            spare: Vec::new(),
+            owed: 0,
+            writing: false,
+            progress: Instant::now(),
+            closing: false,
+            dead: false,
+            reader_waits: false,
+            writer_waits: false,
+        }
+    }
+
+    fn give_back(&mut self, shared: &Shared, n: usize) {
+        shared.budget.give_back(&mut self.owed, n);
+    }
+
+    /// A reply built whole in `reply` (see [`build_reply`]), for which `reserved` bytes were
+    /// reserved: written as far as the socket takes it without waiting; the rest is queued. A
+    /// long rest is queued as `reply` itself, which becomes the connection's spare buffer (or
+    /// an empty one): no reply is copied.
+    fn send(&mut self, shared: &Shared, reply: &mut Vec<u8>, reserved: usize) {
+        let len = reply.len();
+        debug_assert!(len <= reserved, "a reply of {len} bytes had {reserved} reserved");
+        // What the reservation held beyond this reply: a read answered with an error.
+        self.give_back(shared, reserved.saturating_sub(len));
+        if self.dead {
+            self.give_back(shared, len);
+            return;
+        }
+        let mut sent = 0;
+        if self.queue.is_empty() && !self.writing {
+            self.progress = Instant::now();
+            match send_nowait(&self.stream, reply) {
                 Ok(n) => {
-                    self.backlog.drain(..n);
-                    self.progress = Instant::now();
+                    sent = n;
+                    self.give_back(shared, n);
                 }
-                Err(_) => return self.kill(),
+                Err(_) => {
+                    self.give_back(shared, len);
+                    self.kill(shared);
+                    return;
+                }
             }
         }
-        if self.waiting() && self.progress.elapsed() > WRITE_TIMEOUT {
-            return self.kill();
+        if sent == len {
+            return;
         }
-        self.waiting()
+        if len - sent < HAND_OVER {
+            self.queue.push_back(reply[sent..].to_vec());
+        } else {
+            // Only a reply that found the queue empty was sent from: it is the queue's front.
+            if sent > 0 {
+                self.front_sent = sent;
+            }
+            let spare = std::mem::take(&mut self.spare);
+            self.queue.push_back(std::mem::replace(reply, spare));
+        }
+    }
+
+    /// Keeps `buf`, whose reply the socket has taken, as the spare buffer if it is the largest.
+    fn keep_spare(&mut self, buf: Vec<u8>) {
+        if buf.capacity() >= HAND_OVER && buf.capacity() > self.spare.capacity() {
+            self.spare = buf;
+        }
+    }
+
+    /// Swaps the spare buffer into `buf` if `buf` cannot hold a reply of `len` bytes and the
+    /// spare can: a long reply is built without allocating (and faulting in) a buffer for it.
+    fn lend_spare(&mut self, buf: &mut Vec<u8>, len: usize) {
+        if buf.capacity() < len && self.spare.capacity() >= len {
+            std::mem::swap(buf, &mut self.spare);
+        }
+    }
+
+    /// Writes what the socket takes of the queue now (single layout). A client whose socket
+    /// has taken nothing for the idle timeout is dropped.
+    fn drain(&mut self, shared: &Shared) {
+        while !self.dead {
+            let Some(front) = self.queue.front() else { break };
+            let len = front.len();
+            match send_nowait(&self.stream, &front[self.front_sent..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    self.front_sent += n;
+                    if self.front_sent == len {
+                        if let Some(done) = self.queue.pop_front() {
+                            self.keep_spare(done);
+                        }
+                        self.front_sent = 0;
+                    }
+                    self.give_back(shared, n);
+                    self.progress = Instant::now();
+                }
+                Err(_) => self.kill(shared),
+            }
+        }
+        if self.waiting() && self.progress.elapsed() > shared.idle_timeout {
+            self.drop_idle(shared);
+        }
     }
 
     /// Replies wait for the socket.
     fn waiting(&self) -> bool {
-        !self.dead && !self.backlog.is_empty()
+        !self.dead && !self.queue.is_empty()
     }
 
-    /// The client went away or stopped reading: it gets nothing more.
-    fn kill(&mut self) -> bool {
+    /// The client went away or stopped reading: it gets nothing more. What was queued for it is
+    /// given back; replies still to come are given back as they come.
+    fn kill(&mut self, shared: &Shared) {
+        if self.dead {
+            return;
+        }
         self.dead = true;
-        self.backlog.clear();
+        let queued = self.queue.iter().map(Vec::len).sum::<usize>() - self.front_sent;
+        self.queue.clear();
+        self.front_sent = 0;
+        self.give_back(shared, queued);
         self.stream.shutdown(Shutdown::Both);
-        false
+    }
+
+    /// The client has taken none of its replies for the idle timeout: dropped, said, counted.
+    fn drop_idle(&mut self, shared: &Shared) {
+        if self.dead {
+            return;
+        }
+        (shared.log)(&format!(
+            "{}: dropped: read none of its replies for {} ({} bytes of replies unread)",
+            self.who,
+            in_secs(shared.idle_timeout),
+            self.owed
+        ));
+        shared.dropped.fetch_add(1, Ordering::SeqCst);
+        self.kill(shared);
     }
 }
 
+/// One client connection, as the threads that answer it see it (per-connection layout).
+struct Conn {
+    out: Mutex<Out>,
+    /// The writer thread waits here for replies to write, or the connection's end.
+    ready: Condvar,
+    /// The reading thread waits here for room for its next reply.
+    room: Condvar,
+}
+
 impl Conn {
-    fn new(stream: Stream) -> Conn {
-        Conn { out: Mutex::new(Out::new(stream)) }
+    fn new(out: Out) -> Conn {
+        Conn { out: Mutex::new(out), ready: Condvar::new(), room: Condvar::new() }
     }
 
-    fn out(&self) -> std::sync::MutexGuard<'_, Out> {
-        self.out.lock().unwrap_or_else(|e| e.into_inner())
+    fn out(&self) -> MutexGuard<'_, Out> {
+        self.out.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the sending side, then wakes the reading thread if `f` made room (or ended
+    /// the connection) and the writer thread if `f` queued replies (or ended it).
+    fn with<R>(&self, f: impl FnOnce(&mut Out) -> R) -> R {
+        let mut out = self.out();
+        let owed = out.owed;
+        let r = f(&mut out);
+        let wake_reader = out.reader_waits && (out.owed < owed || out.dead);
+        let wake_writer = out.writer_waits && (!out.queue.is_empty() || out.dead || (out.closing && out.owed == 0));
+        drop(out);
+        if wake_reader {
+            self.room.notify_all();
+        }
+        if wake_writer {
+            self.ready.notify_all();
+        }
+        r
     }
 }
 
@@ -378,6 +701,25 @@ fn send_nowait(stream: &Stream, data: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// Writes some of `data`, waiting for the socket as long as its send timeout allows (then
+/// `WouldBlock`): for a connection's writer thread.
+fn send_blocking(stream: &Stream, data: &[u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: as in `send_nowait`.
+        let n = unsafe { libc::send(stream.fd(), data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) };
+        if n > 0 {
+            return Ok(n as usize);
+        }
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// A request on its way to the model.
 struct Submission {
     /// Its connection: a thread's (per-connection), or the I/O thread's number for it (single).
@@ -390,6 +732,8 @@ struct Submission {
     offset: u64,
     len: u64,
     arrived: Instant,
+    /// Reply bytes reserved for it.
+    reserved: usize,
 }
 
 /// One export as the connection threads see it.
@@ -408,10 +752,23 @@ struct Shared {
     nbd_exports: Vec<nbd::Export>,
     timing: bool,
     stopping: AtomicBool,
-    /// Connections open now, and ever.
-    live: AtomicUsize,
+    /// Connections served now (past their handshake), and the most allowed.
+    served: AtomicUsize,
+    max_connections: usize,
+    /// Connections in their handshake, by number (oldest first): at most `max_connections`.
+    handshaking: Mutex<BTreeMap<u64, Instant>>,
+    handshake_timeout: Duration,
+    idle_timeout: Duration,
+    budget: ReplyBudget,
+    /// Connections accepted ever, refused, dropped for not reading, and handshakes closed
+    /// unfinished (timed out, or to make room for a newer one).
     connections: AtomicU64,
     refused: AtomicU64,
+    dropped: AtomicU64,
+    handshakes_timed_out: AtomicU64,
+    handshakes_evicted: AtomicU64,
+    /// Times a connection stopped reading requests to wait for room for replies.
+    read_pauses: AtomicU64,
     /// Every open connection's socket, to shut down at the end.
     open: Mutex<BTreeMap<u64, Stream>>,
     /// Requests handed to the model thread, for it to notice while it spins.
@@ -438,7 +795,7 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
     let engine: Engine<Submission> = Engine::new(scenario)?;
     let capacity = engine.capacity_bytes();
     let store: Box<dyn Store> = match &opts.backing {
-        Some(p) => Box::new(FileStore::open(p, capacity).map_err(io_err(format!("opening the backing file {}", p.display())))?),
+        Some(p) => Box::new(FileStore::open(p, capacity).map_err(|e| backing_error(p, &e))?),
         None => Box::new(MemStore::new(capacity)),
     };
     let exports: Vec<ExportRegion> =
@@ -454,9 +811,18 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
         nbd_exports,
         timing: opts.timing,
         stopping: AtomicBool::new(false),
-        live: AtomicUsize::new(0),
+        served: AtomicUsize::new(0),
+        max_connections: opts.max_connections.max(1),
+        handshaking: Mutex::new(BTreeMap::new()),
+        handshake_timeout: opts.handshake_timeout,
+        idle_timeout: opts.idle_timeout,
+        budget: ReplyBudget::new(opts.reply_memory),
         connections: AtomicU64::new(0),
         refused: AtomicU64::new(0),
+        dropped: AtomicU64::new(0),
+        handshakes_timed_out: AtomicU64::new(0),
+        handshakes_evicted: AtomicU64::new(0),
+        read_pauses: AtomicU64::new(0),
         open: Mutex::new(BTreeMap::new()),
         submitted: AtomicU64::new(0),
         direct: AtomicU64::new(0),
@@ -499,10 +865,9 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
     let _ = shared.model.set(model.thread().clone());
     let acceptor = {
         let shared = shared.clone();
-        let max = opts.max_connections.max(1);
         thread::Builder::new()
             .name("flashmux-accept".into())
-            .spawn(move || accept_loop(&shared, &listener, route, max))
+            .spawn(move || accept_loop(&shared, &listener, route))
             .map_err(io_err("starting the accept thread"))?
     };
     while !stop.load(Ordering::SeqCst) {
@@ -535,6 +900,13 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
         wall_s: origin.elapsed().as_secs_f64(),
         connections: shared.connections.load(Ordering::SeqCst),
         connections_refused: shared.refused.load(Ordering::SeqCst),
+        connections_dropped: shared.dropped.load(Ordering::SeqCst),
+        handshakes_timed_out: shared.handshakes_timed_out.load(Ordering::SeqCst),
+        handshakes_evicted: shared.handshakes_evicted.load(Ordering::SeqCst),
+        read_pauses: shared.read_pauses.load(Ordering::SeqCst),
+        reply_bytes_peak: shared.budget.peak.load(Ordering::SeqCst) as u64,
+        reply_bytes_per_connection: shared.budget.per_connection as u64,
+        reply_bytes_limit: shared.budget.total as u64,
         requests: 0,
         errors: 0,
         timing_error_ns: None,
@@ -555,7 +927,8 @@ enum Route {
     Single(Sender<single::Handoff>, Arc<UnixStream>),
 }
 
-fn accept_loop(shared: &Arc<Shared>, listener: &Listener, route: Route, max: usize) {
+fn accept_loop(shared: &Arc<Shared>, listener: &Listener, route: Route) {
+    let max = shared.max_connections;
     let mut next_id = 0u64;
     loop {
         let stream = match listener.accept() {
@@ -570,9 +943,9 @@ fn accept_loop(shared: &Arc<Shared>, listener: &Listener, route: Route, max: usi
         if shared.stopping.load(Ordering::SeqCst) {
             break;
         }
-        if shared.live.load(Ordering::SeqCst) >= max {
+        if shared.served.load(Ordering::SeqCst) >= max {
             shared.refused.fetch_add(1, Ordering::SeqCst);
-            (shared.log)(&format!("refused a connection: {max} are open (--max-connections)"));
+            (shared.log)(&format!("refused a connection: {max} are being served (--max-connections)"));
             stream.shutdown(Shutdown::Both);
             continue;
         }
@@ -585,76 +958,166 @@ fn accept_loop(shared: &Arc<Shared>, listener: &Listener, route: Route, max: usi
                 continue;
             }
         };
-        shared.live.fetch_add(1, Ordering::SeqCst);
+        let accepted = Instant::now();
         shared.connections.fetch_add(1, Ordering::SeqCst);
         shared.open.lock().unwrap_or_else(|e| e.into_inner()).insert(id, ctl);
+        make_room_for_handshake(shared, id, accepted);
         let sh = shared.clone();
         let spawned = match &route {
             Route::PerConnection(tx) => {
                 let tx = tx.clone();
                 thread::Builder::new().name(format!("flashmux-conn-{id}")).spawn(move || {
-                    connection(&sh, id, stream, &tx);
+                    connection(&sh, id, accepted, stream, &tx);
                     sh.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                    sh.live.fetch_sub(1, Ordering::SeqCst);
                 })
             }
             Route::Single(tx, wake) => {
                 let (tx, wake) = (tx.clone(), wake.clone());
                 thread::Builder::new().name(format!("flashmux-handshake-{id}")).spawn(move || {
                     let mut stream = stream;
-                    let handed = negotiate(&sh, id, &mut stream)
-                        .is_some_and(|(export, flags)| tx.send(single::Handoff { id, stream, export, flags }).is_ok());
+                    let handed = match negotiate(&sh, id, accepted, &mut stream) {
+                        Some((export, flags)) => {
+                            let handed = tx.send(single::Handoff { id, stream, export, flags }).is_ok();
+                            if !handed {
+                                sh.served.fetch_sub(1, Ordering::SeqCst);
+                            }
+                            handed
+                        }
+                        None => false,
+                    };
                     if handed {
                         let _ = (&*wake).write(&[1]);
                     } else {
                         sh.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                        sh.live.fetch_sub(1, Ordering::SeqCst);
                     }
                 })
             }
         };
         if let Err(e) = spawned {
             (shared.log)(&format!("connection {id}: cannot start its thread: {e}"));
+            shared.handshaking.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
             shared.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-            shared.live.fetch_sub(1, Ordering::SeqCst);
         }
     }
 }
 
-/// The handshake: the export chosen and the transmission flags, or `None` if the client left
-/// or broke the protocol.
-fn negotiate(shared: &Shared, id: u64, stream: &mut Stream) -> Option<(usize, u16)> {
-    let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
-    let negotiated = match nbd::handshake(stream, &shared.nbd_exports, &LIMITS, transmission_flags()) {
-        Ok(nbd::Handshake::Transmission(n)) => (n.export, n.transmission_flags),
-        Ok(nbd::Handshake::Aborted) => return None,
+/// Lists connection `id` among those in their handshake. If as many as `--max-connections` are
+/// already, the one that has been negotiating longest is closed to make room: a real client's
+/// handshake is over in milliseconds, so the oldest unfinished one is the likeliest to be a
+/// connection that says nothing at all.
+fn make_room_for_handshake(shared: &Shared, id: u64, now: Instant) {
+    let mut handshaking = shared.handshaking.lock().unwrap_or_else(|e| e.into_inner());
+    if handshaking.len() >= shared.max_connections {
+        if let Some((oldest, since)) = handshaking.pop_first() {
+            if let Some(s) = shared.open.lock().unwrap_or_else(|e| e.into_inner()).get(&oldest) {
+                s.shutdown(Shutdown::Both);
+            }
+            shared.handshakes_evicted.fetch_add(1, Ordering::SeqCst);
+            (shared.log)(&format!(
+                "connection {oldest}: no handshake after {:.1} s: closed to make room for connection {id} ({} handshakes at once, as --max-connections)",
+                now.saturating_duration_since(since).as_secs_f64(),
+                shared.max_connections
+            ));
+        }
+    }
+    handshaking.insert(id, now);
+}
+
+/// A negotiated connection takes one of the `--max-connections` places, if one is free.
+fn take_place(shared: &Shared, id: u64) -> bool {
+    let max = shared.max_connections;
+    if shared.served.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1)).is_ok() {
+        return true;
+    }
+    shared.refused.fetch_add(1, Ordering::SeqCst);
+    (shared.log)(&format!("connection {id}: refused at the end of its handshake: {max} are being served (--max-connections)"));
+    false
+}
+
+/// The handshake, which must be over by `accepted` + the handshake timeout: the export chosen
+/// and the transmission flags, with a place under `--max-connections` taken (before the client
+/// is told it may begin), or `None` if the client left, broke the protocol, took too long, found
+/// no place, or was closed to make room for a newer connection.
+fn negotiate(shared: &Shared, id: u64, accepted: Instant, stream: &mut Stream) -> Option<(usize, u16)> {
+    let deadline = accepted + shared.handshake_timeout;
+    let result = nbd::handshake_admitting(&mut Deadlined { stream, deadline }, &shared.nbd_exports, &LIMITS, transmission_flags(), &mut |_| {
+        take_place(shared, id)
+    });
+    // No longer listed: closed meanwhile by `make_room_for_handshake`, which said so.
+    let evicted = shared.handshaking.lock().unwrap_or_else(|e| e.into_inner()).remove(&id).is_none();
+    let _ = stream.set_read_timeout(None);
+    let _ = stream.set_write_timeout(None);
+    match result {
+        Ok(nbd::Handshake::Transmission(n)) if !evicted => Some((n.export, n.transmission_flags)),
+        Ok(nbd::Handshake::Transmission(_)) => {
+            shared.served.fetch_sub(1, Ordering::SeqCst);
+            None
+        }
+        Ok(nbd::Handshake::Aborted) => None,
+        // `take_place` said why.
+        Err(nbd::NbdError::Refused) => None,
+        Err(_) if evicted || shared.stopping.load(Ordering::SeqCst) => None,
         Err(e) => {
-            if !shared.stopping.load(Ordering::SeqCst) {
+            let timed_out = Instant::now() >= deadline
+                || matches!(&e, nbd::NbdError::Io { source, .. } if matches!(source.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut));
+            if timed_out {
+                shared.handshakes_timed_out.fetch_add(1, Ordering::SeqCst);
+                (shared.log)(&format!("connection {id}: no handshake within {}: closed", in_secs(shared.handshake_timeout)));
+            } else {
                 (shared.log)(&format!("connection {id}: handshake failed: {e}"));
             }
-            return None;
+            None
         }
-    };
-    let _ = stream.set_read_timeout(None);
-    Some(negotiated)
+    }
 }
 
 /// One connection on its own thread: handshake, then requests until the client disconnects or
-/// the server stops.
-fn connection(shared: &Shared, id: u64, mut stream: Stream, tx: &Sender<Submission>) {
-    let Some((export, flags)) = negotiate(shared, id, &mut stream) else { return };
-    let writer = match stream.try_clone() {
-        Ok(w) => w,
-        Err(e) => {
-            (shared.log)(&format!("connection {id}: {e}"));
+/// the server stops, with a second thread writing what replies the socket did not take at once.
+fn connection(shared: &Shared, id: u64, accepted: Instant, mut stream: Stream, tx: &Sender<Submission>) {
+    let Some((export, flags)) = negotiate(shared, id, accepted, &mut stream) else { return };
+    serve_connection(shared, id, stream, export, flags, tx);
+    shared.served.fetch_sub(1, Ordering::SeqCst);
+}
+
+fn serve_connection(shared: &Shared, id: u64, mut stream: Stream, export: usize, flags: u16, tx: &Sender<Submission>) {
+    let region = shared.exports[export].clone();
+    let who = format!("connection {id} ({})", region.name);
+    let (sender, writer) = match (stream.try_clone(), stream.try_clone()) {
+        (Ok(s), Ok(w)) => (s, w),
+        (Err(e), _) | (_, Err(e)) => {
+            (shared.log)(&format!("{who}: {e}"));
             return;
         }
     };
-    let _ = writer.set_write_timeout(Some(WRITE_TIMEOUT));
-    let conn = Arc::new(Conn::new(writer));
-    let region = shared.exports[export].clone();
-    let mut reply = Vec::new();
+    // The writer thread waits for the client this long without progress, then drops it.
+    let _ = writer.set_write_timeout(Some(shared.idle_timeout));
+    let conn = Arc::new(Conn::new(Out::new(who.clone(), sender)));
+    thread::scope(|scope| {
+        let started = thread::Builder::new().name(format!("flashmux-reply-{id}")).spawn_scoped(scope, || write_replies(shared, &conn, &writer));
+        if let Err(e) = started {
+            (shared.log)(&format!("{who}: cannot start its writer thread: {e}"));
+            return;
+        }
+        read_requests(shared, id, &mut stream, &region, export, flags, &conn, tx);
+        conn.with(|o| o.closing = true);
+    });
+}
+
+/// Reads a connection's requests until the client closes it (or the server stops), each only
+/// once there is room for its reply.
+#[allow(clippy::too_many_arguments)]
+fn read_requests(
+    shared: &Shared,
+    id: u64,
+    stream: &mut Stream,
+    region: &ExportRegion,
+    export: usize,
+    flags: u16,
+    conn: &Arc<Conn>,
+    tx: &Sender<Submission>,
+) {
     let mut payload = Vec::new();
+    let mut reply = Vec::new();
     let mut hdr = [0u8; nbd::REQUEST_LEN];
     loop {
         if stream.read_exact(&mut hdr).is_err() {
@@ -664,35 +1127,62 @@ fn connection(shared: &Shared, id: u64, mut stream: Stream, tx: &Sender<Submissi
         let req = match nbd::parse_request(&hdr) {
             Ok(r) => r,
             Err(e) => {
-                (shared.log)(&format!("connection {id} ({}): {e}; closing it", region.name));
-                conn.out().kill();
+                conn.with(|o| {
+                    (shared.log)(&format!("{}: {e}; closing it", o.who));
+                    o.kill(shared);
+                });
                 return;
             }
         };
         let checked = nbd::check_request(&req, region.size, flags, &LIMITS);
+        let reserved = reply_bytes(&req, checked);
+        if !reserve(shared, conn, reserved) {
+            return;
+        }
+        let give_back = || conn.with(|o| o.give_back(shared, reserved));
         if checked.is_err() {
             // Keep the framing: a refused write's data still follows its header.
             let follows = u64::from(req.payload_len());
-            if follows > 0 && io::copy(&mut (&mut stream).take(follows), &mut io::sink()).ok() != Some(follows) {
+            if follows > 0 && io::copy(&mut (&mut *stream).take(follows), &mut io::sink()).ok() != Some(follows) {
+                give_back();
                 return;
             }
         } else if req.cmd == Command::Write {
             payload.resize(req.len as usize, 0);
             if stream.read_exact(&mut payload).is_err() {
+                give_back();
                 return;
             }
         }
         let arrived = Instant::now();
-        match handle(shared, &region, checked, &req, &payload) {
-            Action::Close => return,
-            Action::Reply { error, read: false } => answer_now(shared, &conn, &mut reply, req.cookie, error, None),
-            Action::Reply { error: _, read: true } => match read_data(shared, region.base + req.offset, u64::from(req.len), &mut payload) {
-                Ok(d) => answer_now(shared, &conn, &mut reply, req.cookie, 0, Some(d)),
-                Err(errno) => answer_now(shared, &conn, &mut reply, req.cookie, errno, None),
-            },
+        match handle(shared, region, checked, &req, &payload) {
+            Action::Close => {
+                give_back();
+                return;
+            }
+            Action::Reply { error, read } => {
+                let data = read.then_some((region.base + req.offset, u64::from(req.len)));
+                if read && reply.capacity() < reserved {
+                    conn.with(|o| o.lend_spare(&mut reply, reserved));
+                }
+                let error = build_reply(shared, &mut reply, req.cookie, error, data);
+                conn.with(|o| o.send(shared, &mut reply, reserved));
+                count_direct(shared, error);
+            }
             Action::Model(op) => {
-                let s = Submission { conn: Some(conn.clone()), conn_id: id, cookie: req.cookie, export, op, offset: req.offset, len: u64::from(req.len), arrived };
+                let s = Submission {
+                    conn: Some(conn.clone()),
+                    conn_id: id,
+                    cookie: req.cookie,
+                    export,
+                    op,
+                    offset: req.offset,
+                    len: u64::from(req.len),
+                    arrived,
+                    reserved,
+                };
                 if tx.send(s).is_err() {
+                    give_back();
                     return;
                 }
                 shared.submitted.fetch_add(1, Ordering::SeqCst);
@@ -701,6 +1191,99 @@ fn connection(shared: &Shared, id: u64, mut stream: Stream, tx: &Sender<Submissi
                 }
             }
         }
+    }
+}
+
+/// The bytes of the reply `req` will get: its header, and a read's data if it is served.
+fn reply_bytes(req: &Request, checked: Result<(), u32>) -> usize {
+    match (req.cmd, checked) {
+        (Command::Disc, Ok(())) => 0,
+        (Command::Read, Ok(())) => nbd::SIMPLE_REPLY_LEN + req.len as usize,
+        _ => nbd::SIMPLE_REPLY_LEN,
+    }
+}
+
+/// Waits until the connection, and the server, have room for a reply of `n` bytes, and
+/// reserves it; reading pauses meanwhile (counted once per wait). False if the connection ended.
+fn reserve(shared: &Shared, conn: &Conn, n: usize) -> bool {
+    let mut paused = false;
+    let mut out = conn.out();
+    loop {
+        if out.dead {
+            return false;
+        }
+        let room = shared.budget.take(&mut out.owed, n);
+        if room == Room::Taken {
+            return true;
+        }
+        if !paused {
+            paused = true;
+            shared.read_pauses.fetch_add(1, Ordering::SeqCst);
+        }
+        if room == Room::ConnectionFull {
+            out.reader_waits = true;
+            out = conn.room.wait_timeout(out, ROOM_POLL).unwrap_or_else(PoisonError::into_inner).0;
+            out.reader_waits = false;
+        } else {
+            drop(out);
+            shared.budget.wait(n, ROOM_POLL);
+            out = conn.out();
+        }
+    }
+}
+
+/// A connection's writer thread (per-connection layout): writes the replies its socket did not
+/// take at once, waiting for the client as the model thread never does. A client that takes
+/// nothing for the idle timeout (the socket's send timeout) is dropped. Ends once reading has
+/// ended and nothing is owed, or the connection is dead.
+fn write_replies(shared: &Shared, conn: &Conn, stream: &Stream) {
+    loop {
+        let (buf, mut at) = {
+            let mut out = conn.out();
+            loop {
+                if out.dead || (out.closing && out.owed == 0) {
+                    return;
+                }
+                if let Some(b) = out.queue.pop_front() {
+                    out.writing = true;
+                    let at = std::mem::take(&mut out.front_sent);
+                    break (b, at);
+                }
+                out.writer_waits = true;
+                out = conn.ready.wait_timeout(out, ROOM_POLL).unwrap_or_else(PoisonError::into_inner).0;
+                out.writer_waits = false;
+            }
+        };
+        let mut failed = None;
+        while at < buf.len() {
+            match send_blocking(stream, &buf[at..buf.len().min(at + WRITE_CHUNK)]) {
+                Ok(n) => {
+                    at += n;
+                    conn.with(|o| {
+                        o.give_back(shared, n);
+                        o.progress = Instant::now();
+                    });
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        conn.with(|o| {
+            o.writing = false;
+            match failed {
+                None => o.keep_spare(buf),
+                Some(e) => {
+                    o.give_back(shared, buf.len() - at);
+                    if e.kind() == io::ErrorKind::WouldBlock {
+                        o.drop_idle(shared);
+                    } else {
+                        o.kill(shared);
+                    }
+                }
+            }
+        });
     }
 }
 
@@ -759,21 +1342,23 @@ fn handle(shared: &Shared, region: &ExportRegion, checked: Result<(), u32>, req:
     }
 }
 
-/// A read's data from the store, into `buf`.
-fn read_data<'a>(shared: &Shared, at: u64, len: u64, buf: &'a mut Vec<u8>) -> Result<&'a [u8], u32> {
-    buf.resize(len as usize, 0);
-    match shared.store.read(at, buf) {
-        Ok(()) => Ok(buf),
-        Err(e) => {
+/// Builds a simple reply in `buf`: its header with `error`, and for `read` (where in the store,
+/// how many bytes; only without an error) the data, read from the store now (a failed read is
+/// answered with its error instead). Returns the error the reply carries. `buf`'s bytes are
+/// overwritten, not zeroed first.
+fn build_reply(shared: &Shared, buf: &mut Vec<u8>, cookie: u64, error: u32, read: Option<(u64, u64)>) -> u32 {
+    let mut error = error;
+    let data_len = read.map_or(0, |(_, len)| len as usize);
+    buf.resize(nbd::SIMPLE_REPLY_LEN + data_len, 0);
+    if let Some((at, _)) = read {
+        if let Err(e) = shared.store.read(at, &mut buf[nbd::SIMPLE_REPLY_LEN..]) {
             (shared.log)(&format!("store: {e}"));
-            Err(nbd::error_value(&e))
+            error = nbd::error_value(&e);
+            buf.truncate(nbd::SIMPLE_REPLY_LEN);
         }
     }
-}
-
-fn answer_now(shared: &Shared, conn: &Conn, buf: &mut Vec<u8>, cookie: u64, error: u32, data: Option<&[u8]>) {
-    conn.out().send_wait(buf, cookie, error, data);
-    count_direct(shared, error);
+    buf[..nbd::SIMPLE_REPLY_LEN].copy_from_slice(&nbd::encode_simple_reply(error, cookie));
+    error
 }
 
 /// A request answered without the model: counted in the results with the model's.
@@ -800,13 +1385,6 @@ const MAX_SLEEP_NS: u64 = 20_000_000;
 fn model_thread(shared: &Shared, mut engine: Engine<Submission>, rx: Receiver<Submission>, origin: Instant, stats: Option<Duration>) -> (Engine<Submission>, u64) {
     let mut due: Vec<Due<Submission>> = Vec::new();
     let mut data = Vec::new();
-    // Connections whose replies the socket has not all taken yet.
-    let mut backlog: Vec<Arc<Conn>> = Vec::new();
-    let note = |backlog: &mut Vec<Arc<Conn>>, c: &Arc<Conn>, waiting: bool| {
-        if waiting && !backlog.iter().any(|b| Arc::ptr_eq(b, c)) {
-            backlog.push(c.clone());
-        }
-    };
     let mut taken = 0u64;
     let mut senders_gone = false;
     let stats_ns = stats.map(|d| d.as_nanos().max(1) as u64);
@@ -828,7 +1406,8 @@ fn model_thread(shared: &Shared, mut engine: Engine<Submission>, rx: Receiver<Su
                         // worth a message, and the client gets an error, not silence.
                         (shared.log)(&format!("the model refused a request: {e}"));
                         if let Some(c) = &s.conn {
-                            note(&mut backlog, c, c.out().send(s.cookie, nbd::EINVAL, None));
+                            build_reply(shared, &mut data, s.cookie, nbd::EINVAL, None);
+                            c.with(|o| o.send(shared, &mut data, s.reserved));
                         }
                         engine.record_reply(None, true);
                     }
@@ -843,46 +1422,44 @@ fn model_thread(shared: &Shared, mut engine: Engine<Submission>, rx: Receiver<Su
         let now = ns_since(origin, Instant::now());
         engine.advance(now, &mut due);
         for d in due.drain(..) {
-            answer_due(shared, &mut engine, d, origin, &mut data, |s, error, payload| {
+            if let Some(c) = d.info.conn.as_ref().filter(|_| data.capacity() < d.info.reserved) {
+                c.with(|o| o.lend_spare(&mut data, d.info.reserved));
+            }
+            answer_due(shared, &mut engine, d, origin, &mut data, |s, reply| {
                 if let Some(c) = &s.conn {
-                    note(&mut backlog, c, c.out().send(s.cookie, error, payload));
+                    c.with(|o| o.send(shared, reply, s.reserved));
                 }
             });
         }
-        backlog.retain(|c| c.out().drain());
         if now >= next_stats {
             print_stats(shared, &mut engine, now, stats_ns.unwrap_or(1));
             next_stats = now + stats_ns.unwrap_or(u64::MAX);
         }
-        if senders_gone && engine.in_flight() == 0 && backlog.is_empty() {
+        // Every connection thread has ended, so every reply has been written (or its client
+        // has gone).
+        if senders_gone && engine.in_flight() == 0 {
             return (engine, ns_since(origin, Instant::now()));
         }
-        // With replies waiting for a socket to drain, look again within a millisecond.
-        let next_look = if backlog.is_empty() { next_stats } else { next_stats.min(now + 1_000_000) };
-        wait(shared, &engine, origin, taken, next_look);
+        wait(shared, &engine, origin, taken, next_stats);
     }
 }
 
-/// Answers a request the model has completed, through `send(submission, error, read data)`.
+/// Answers a request the model has completed: builds its reply in `buf` (a read takes its data
+/// from the store now) and hands it to `send`.
 fn answer_due(
     shared: &Shared,
     engine: &mut Engine<Submission>,
     d: Due<Submission>,
     origin: Instant,
-    data: &mut Vec<u8>,
-    send: impl FnOnce(&Submission, u32, Option<&[u8]>),
+    buf: &mut Vec<u8>,
+    send: impl FnOnce(&Submission, &mut Vec<u8>),
 ) {
     let s = d.info;
-    let (error, payload) = match s.op {
-        IoOp::Read => match read_data(shared, shared.exports[s.export].base + s.offset, s.len, data) {
-            Ok(d) => (0, Some(d)),
-            Err(e) => (e, None),
-        },
-        _ => (0, None),
-    };
+    let read = (s.op == IoOp::Read).then(|| (shared.exports[s.export].base + s.offset, s.len));
+    let error = build_reply(shared, buf, s.cookie, 0, read);
     // The reply is late by the time it starts to leave; sending its data is the link's time.
     let late = ns_since(origin, Instant::now()).saturating_sub(d.due_ns);
-    send(&s, error, payload);
+    send(&s, buf);
     engine.record_reply(Some(late), error != 0);
 }
 
@@ -926,4 +1503,19 @@ fn print_stats(shared: &Shared, engine: &mut Engine<Submission>, now_ns: u64, in
             iv.gc_units_moved,
         ));
     }
+    let handshaking = shared.handshaking.lock().unwrap_or_else(|e| e.into_inner()).len();
+    (shared.log)(&format!(
+        "{:>8.1}s server: {} connections served, {} in handshake; replies owed {:.1} MiB (at most {:.0} MiB, {:.0} MiB per connection); reading paused {} times; {} dropped (idle {}), {} handshakes timed out, {} closed for newer ones",
+        now_ns as f64 / 1e9,
+        shared.served.load(Ordering::SeqCst),
+        handshaking,
+        shared.budget.owed() as f64 / f64::from(1 << 20),
+        shared.budget.total as f64 / f64::from(1 << 20),
+        shared.budget.per_connection as f64 / f64::from(1 << 20),
+        shared.read_pauses.load(Ordering::SeqCst),
+        shared.dropped.load(Ordering::SeqCst),
+        in_secs(shared.idle_timeout),
+        shared.handshakes_timed_out.load(Ordering::SeqCst),
+        shared.handshakes_evicted.load(Ordering::SeqCst),
+    ));
 }

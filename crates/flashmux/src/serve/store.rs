@@ -222,6 +222,9 @@ mod file {
     /// lock. Zeroing punches a hole (with `punch`) or zeroes the range in place (without), using
     /// `fallocate` where the file system supports it and writing zeros where it does not. Bytes
     /// past the end of a file someone else shortened read as zero.
+    ///
+    /// The store holds an exclusive `flock` on the file while it is open: two stores on one file
+    /// (two servers) would overwrite each other's data while each model believed its own history.
     #[derive(Debug)]
     pub struct FileStore {
         file: File,
@@ -236,22 +239,27 @@ mod file {
         /// Opens the file at `path` as a store of `size` bytes, creating it if missing and
         /// extending it (sparsely, with `set_len`) if shorter. A file longer than `size` is
         /// refused with `InvalidInput` rather than served in part or cut short: either would
-        /// quietly hide or destroy data. Anything but a regular file is refused the same way.
+        /// quietly hide or destroy data. Anything but a regular file is refused the same way. A
+        /// file another store (in this process or another) holds is refused with `WouldBlock`,
+        /// naming the holder where the system says who it is; nothing in it is changed.
+        ///
+        /// The messages of these refusals say what is wrong and what is allowed, without the
+        /// path, which the caller names.
         pub fn open(path: &Path, size: u64) -> io::Result<FileStore> {
             let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
             let meta = file.metadata()?;
             if !meta.is_file() {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
-                    format!("{} is not a regular file", path.display()),
+                    "it is not a regular file: expected a regular file (created if missing)",
                 ));
             }
+            lock_exclusive(&file, &meta)?;
             if meta.len() > size {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
                     format!(
-                        "{} holds {} bytes, more than the store's {size}: not serving part of it, nor cutting it",
-                        path.display(),
+                        "it holds {} bytes, more than the drive's {size}: expected at most the drive's capacity (a longer file is neither served in part nor cut short)",
                         meta.len()
                     ),
                 ));
@@ -317,6 +325,58 @@ mod file {
                     _ => return Err(err),
                 }
             }
+        }
+    }
+
+    /// Takes an exclusive `flock` on `file`, held until the file is closed, without waiting: a
+    /// file locked elsewhere is refused at once with `WouldBlock`.
+    fn lock_exclusive(file: &File, meta: &std::fs::Metadata) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        loop {
+            // SAFETY: flock takes a descriptor that `file` keeps open for the whole call and
+            // plain integers.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(());
+            }
+            let err = io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EWOULDBLOCK) => {
+                    let holder = lock_holder(meta).map_or(String::new(), |(pid, name)| format!(" (PID {pid}, {name})"));
+                    return Err(io::Error::new(
+                        io::ErrorKind::WouldBlock,
+                        format!(
+                            "in use by another process{holder}, which holds a lock on it: one backing file serves one server at a time (two would overwrite each other's data)"
+                        ),
+                    ));
+                }
+                _ => return Err(err),
+            }
+        }
+    }
+
+    /// The process holding a `flock` on the file `meta` describes, and its name, from
+    /// `/proc/locks` (Linux); `None` where the system does not say.
+    fn lock_holder(meta: &std::fs::Metadata) -> Option<(u32, String)> {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let locks = std::fs::read_to_string("/proc/locks").ok()?;
+            // `1: FLOCK  ADVISORY  WRITE 1234 fe:00:5701639 0 EOF`: the device's major and
+            // minor numbers in hex, then the inode. Lines with `->` are waiters.
+            let dev = meta.dev();
+            let file = format!("{:02x}:{:02x}:{}", libc::major(dev), libc::minor(dev), meta.ino());
+            let pid: u32 = locks.lines().find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() >= 6 && f[1] == "FLOCK" && f[5] == file).then(|| f[4].parse().ok()).flatten()
+            })?;
+            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).map_or_else(|_| "?".to_string(), |n| n.trim().to_string());
+            Some((pid, name))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = meta;
+            None
         }
     }
 
@@ -671,6 +731,25 @@ mod tests {
         assert_eq!(&buf[50..], &[0; 150]);
         store.read(SIZE - 200, &mut buf).unwrap();
         assert_eq!(buf, [0; 200]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_store_holds_its_file_alone_until_closed() {
+        let path = TempPath::new("lock");
+        let first = FileStore::open(&path.0, SIZE).unwrap();
+        first.write(0, b"mine").unwrap();
+        let err = FileStore::open(&path.0, SIZE).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock, "{err}");
+        #[cfg(target_os = "linux")]
+        assert!(err.to_string().contains(&format!("in use by another process (PID {}, ", std::process::id())), "{err}");
+        // The refused open changed nothing.
+        let mut buf = [0u8; 4];
+        first.read(0, &mut buf).unwrap();
+        assert_eq!(&buf, b"mine");
+        drop(first);
+        FileStore::open(&path.0, SIZE).unwrap().read(0, &mut buf).unwrap();
+        assert_eq!(&buf, b"mine");
     }
 
     #[cfg(unix)]

@@ -20,17 +20,31 @@ pub(super) struct Handoff {
 struct Polled {
     export: usize,
     flags: u16,
-    /// Bytes read and not yet parsed.
+    /// Bytes read and not yet parsed: at most one request's worth beyond what was handled.
     input: Vec<u8>,
-    /// Its sending side (the backlog of replies the socket has not taken).
+    /// Its sending side (the replies the socket has not taken, and what it owes).
     out: Out,
     /// Requests of this connection in the model.
     in_model: usize,
     /// The client closed its side (or sent DISC): nothing more is read.
     eof: bool,
+    /// The socket reported a hang-up or an error: it is no longer polled (reads and sends
+    /// finish without waiting).
+    hup: bool,
+    /// A whole request waits in `input` for room for its reply: reading is paused.
+    blocked: bool,
+}
+
+impl Polled {
+    /// Whether the socket should be read now.
+    fn wants_input(&self) -> bool {
+        !self.eof && !self.out.dead && !self.blocked && self.input.len() < INPUT_CAP
+    }
 }
 
 const READ_CHUNK: usize = 256 << 10;
+/// Reading stops once this much is waiting to be parsed: one request with the most data.
+const INPUT_CAP: usize = nbd::REQUEST_LEN + LIMITS.max_payload as usize;
 
 /// The I/O thread: returns the engine and the time it stopped, once the server is stopping,
 /// every connection has been handed over and closed, and nothing is in flight.
@@ -64,7 +78,17 @@ pub(super) fn io_thread(
                         close(shared, h.id);
                         continue;
                     }
-                    let p = Polled { export: h.export, flags: h.flags, input: Vec::new(), out: Out::new(h.stream), in_model: 0, eof: false };
+                    let who = format!("connection {} ({})", h.id, shared.exports[h.export].name);
+                    let p = Polled {
+                        export: h.export,
+                        flags: h.flags,
+                        input: Vec::new(),
+                        out: Out::new(who, h.stream),
+                        in_model: 0,
+                        eof: false,
+                        hup: false,
+                        blocked: false,
+                    };
                     conns.insert(h.id, p);
                 }
                 Err(TryRecvError::Empty) => break,
@@ -80,13 +104,15 @@ pub(super) fn io_thread(
         fds.push(libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(&wake), events: libc::POLLIN, revents: 0 });
         for (&id, c) in &conns {
             let mut events = 0;
-            if !c.eof && !c.out.dead {
+            if c.wants_input() {
                 events |= libc::POLLIN;
             }
             if c.out.waiting() {
                 events |= libc::POLLOUT;
             }
-            fds.push(libc::pollfd { fd: c.out.stream.fd(), events, revents: 0 });
+            // A hung-up socket would wake every poll: it is read and written without one.
+            let fd = if c.hup { -1 } else { c.out.stream.fd() };
+            fds.push(libc::pollfd { fd, events, revents: 0 });
             ids.push(id);
         }
         let now = ns_since(origin, Instant::now());
@@ -101,28 +127,43 @@ pub(super) fn io_thread(
             while matches!((&wake).read(&mut sink), Ok(n) if n > 0) {}
         }
         for (i, &id) in ids.iter().enumerate() {
-            let revents = fds[i + 1].revents;
-            if ready <= 0 || revents == 0 {
-                continue;
-            }
+            let revents = if ready > 0 { fds[i + 1].revents } else { 0 };
             let Some(c) = conns.get_mut(&id) else { continue };
-            if revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
-                read_requests(shared, &mut engine, id, c, &mut chunk, &mut data, origin);
+            if revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+                c.hup = true;
+            }
+            if c.wants_input() && (c.hup || revents & libc::POLLIN != 0) {
+                read_input(shared, c, &mut chunk);
+            }
+            if !c.input.is_empty() {
+                handle_input(shared, &mut engine, id, c, &mut data, origin);
             }
         }
         let now = ns_since(origin, Instant::now());
         engine.advance(now, &mut due);
         for d in due.drain(..) {
             let id = d.info.conn_id;
-            answer_due(shared, &mut engine, d, origin, &mut data, |s, error, payload| {
-                if let Some(c) = conns.get_mut(&id) {
+            if let Some(c) = conns.get_mut(&id) {
+                c.out.lend_spare(&mut data, d.info.reserved);
+            }
+            answer_due(shared, &mut engine, d, origin, &mut data, |s, reply| match conns.get_mut(&id) {
+                Some(c) => {
                     c.in_model -= 1;
-                    c.out.send(s.cookie, error, payload);
+                    c.out.send(shared, reply, s.reserved);
                 }
+                // Not expected (a connection stays while it has requests in the model); the
+                // reservation is given back all the same.
+                None => shared.budget.give_back(&mut s.reserved.clone(), s.reserved),
             });
         }
         for c in conns.values_mut() {
-            c.out.drain();
+            c.out.drain(shared);
+        }
+        // Replies that left, or connections that went, may have made room for waiting requests.
+        for (&id, c) in conns.iter_mut() {
+            if c.blocked {
+                handle_input(shared, &mut engine, id, c, &mut data, origin);
+            }
         }
         if now >= next_stats {
             print_stats(shared, &mut engine, now, stats_ns.unwrap_or(1));
@@ -130,7 +171,7 @@ pub(super) fn io_thread(
         }
         let finished: Vec<u64> = conns
             .iter()
-            .filter(|(_, c)| (c.eof || c.out.dead) && c.in_model == 0 && !c.out.waiting())
+            .filter(|(_, c)| c.in_model == 0 && (c.out.dead || (c.eof && !c.blocked && !c.out.waiting())))
             .map(|(&id, _)| id)
             .collect();
         for id in finished {
@@ -143,15 +184,15 @@ pub(super) fn io_thread(
     }
 }
 
-/// The connection is gone: it no longer counts against `--max-connections`.
+/// The connection is gone: its place under `--max-connections` is free.
 fn close(shared: &Shared, id: u64) {
     shared.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-    shared.live.fetch_sub(1, Ordering::SeqCst);
+    shared.served.fetch_sub(1, Ordering::SeqCst);
 }
 
-/// Reads what the client sent and handles every whole request in it.
-fn read_requests(shared: &Shared, engine: &mut Engine<Submission>, id: u64, c: &mut Polled, chunk: &mut [u8], data: &mut Vec<u8>, origin: Instant) {
-    loop {
+/// Reads what the client sent, up to one request's worth beyond what waits to be parsed.
+fn read_input(shared: &Shared, c: &mut Polled, chunk: &mut [u8]) {
+    while c.input.len() < INPUT_CAP {
         match c.out.stream.read(chunk) {
             Ok(0) => {
                 c.eof = true;
@@ -161,24 +202,26 @@ fn read_requests(shared: &Shared, engine: &mut Engine<Submission>, id: u64, c: &
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => {
-                c.out.kill();
+                c.out.kill(shared);
                 return;
             }
         }
-        // One request's worth at a time keeps a fast client from filling memory.
-        if c.input.len() >= nbd::REQUEST_LEN + LIMITS.max_payload as usize {
-            break;
-        }
     }
+}
+
+/// Handles every whole request in the connection's input for whose reply there is room; the
+/// first without room waits there, and reading pauses until there is.
+fn handle_input(shared: &Shared, engine: &mut Engine<Submission>, id: u64, c: &mut Polled, data: &mut Vec<u8>, origin: Instant) {
     let region = shared.exports[c.export].clone();
+    let was_blocked = std::mem::take(&mut c.blocked);
     let mut at = 0;
     while !c.out.dead && c.input.len() - at >= nbd::REQUEST_LEN {
         let hdr: &[u8; nbd::REQUEST_LEN] = c.input[at..at + nbd::REQUEST_LEN].try_into().expect("a whole header");
         let req = match nbd::parse_request(hdr) {
             Ok(r) => r,
             Err(e) => {
-                (shared.log)(&format!("connection {id} ({}): {e}; closing it", region.name));
-                c.out.kill();
+                (shared.log)(&format!("{}: {e}; closing it", c.out.who));
+                c.out.kill(shared);
                 break;
             }
         };
@@ -186,32 +229,49 @@ fn read_requests(shared: &Shared, engine: &mut Engine<Submission>, id: u64, c: &
         if c.input.len() - at < nbd::REQUEST_LEN + follows {
             break;
         }
+        let checked = nbd::check_request(&req, region.size, c.flags, &LIMITS);
+        let reserved = reply_bytes(&req, checked);
+        if shared.budget.take(&mut c.out.owed, reserved) != Room::Taken {
+            if !was_blocked {
+                shared.read_pauses.fetch_add(1, Ordering::SeqCst);
+            }
+            c.blocked = true;
+            break;
+        }
         let payload_at = at + nbd::REQUEST_LEN;
         at = payload_at + follows;
         let arrived = Instant::now();
-        let checked = nbd::check_request(&req, region.size, c.flags, &LIMITS);
-        let action = handle(shared, &region, checked, &req, &c.input[payload_at..at]);
-        match action {
+        match handle(shared, &region, checked, &req, &c.input[payload_at..at]) {
             Action::Close => {
+                c.out.give_back(shared, reserved);
                 c.eof = true;
-                break;
+                c.input.clear();
+                return;
             }
             Action::Reply { error, read } => {
-                let (error, payload) = match read.then(|| read_data(shared, region.base + req.offset, u64::from(req.len), data)) {
-                    Some(Ok(d)) => (0, Some(d)),
-                    Some(Err(e)) => (e, None),
-                    None => (error, None),
-                };
-                c.out.send(req.cookie, error, payload);
+                c.out.lend_spare(data, reserved);
+                let error = build_reply(shared, data, req.cookie, error, read.then_some((region.base + req.offset, u64::from(req.len))));
+                c.out.send(shared, data, reserved);
                 count_direct(shared, error);
             }
             Action::Model(op) => {
-                let s = Submission { conn: None, conn_id: id, cookie: req.cookie, export: c.export, op, offset: req.offset, len: u64::from(req.len), arrived };
+                let s = Submission {
+                    conn: None,
+                    conn_id: id,
+                    cookie: req.cookie,
+                    export: c.export,
+                    op,
+                    offset: req.offset,
+                    len: u64::from(req.len),
+                    arrived,
+                    reserved,
+                };
                 match engine.submit(ns_since(origin, arrived), c.export, op, req.offset, u64::from(req.len), s) {
                     Ok(()) => c.in_model += 1,
                     Err((s, e)) => {
                         (shared.log)(&format!("the model refused a request: {e}"));
-                        c.out.send(s.cookie, nbd::EINVAL, None);
+                        build_reply(shared, data, s.cookie, nbd::EINVAL, None);
+                        c.out.send(shared, data, s.reserved);
                         engine.record_reply(None, true);
                     }
                 }
