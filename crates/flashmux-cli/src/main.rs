@@ -120,7 +120,7 @@ struct RunArgs {
 /// Exit codes: 0 success, 1 failure while running or writing results, 2 bad input, 3 a
 /// reproduced paper's finding did not hold, 130 interrupted.
 const EXIT_BAD_INPUT: u8 = 2;
-const EXIT_INTERRUPTED: u8 = 130;
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
     // Output piped into `head` and the like ends quietly, as for any Unix tool, instead of

@@ -4,7 +4,7 @@ use crate::{output, BadArg, OutputFormat};
 use anyhow::Context;
 use clap::ValueEnum;
 use flashmux::config::Scenario;
-use flashmux::serve::server::{serve, IoThreads, Listen, Options, MIN_REPLY_MEMORY};
+use flashmux::serve::server::{serve_streaming, IoThreads, Listen, Options, MIN_REPLY_MEMORY};
 use flashmux::units::{parse_duration, parse_size};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -165,7 +165,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         idle_timeout,
         handshake_timeout,
     };
-    let results = serve(s, opts, stop, Box::new(|m| eprintln!("flashmux serve: {m}")))?;
+    // The timeline streams into the output directory: a server may run for days.
+    let timeline = out.timeline();
+    let results = serve_streaming(s, opts, stop, Box::new(|m| eprintln!("flashmux serve: {m}")), Some(timeline.sink()))?;
+    let interrupted = results.stop_reason == flashmux::metrics::StopReason::Interrupted;
     if let Some(sv) = &results.serve {
         let timing = match &sv.timing_error_ns {
             Some(q) => format!(
@@ -191,8 +194,9 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
             sv.handshakes_evicted
         );
     }
-    output::write_all(&results, &out, a.output_format, None)?;
-    Ok(ExitCode::SUCCESS)
+    output::write_all(&results, &out, a.output_format, Some(timeline))?;
+    // Stopped while the drive was being preconditioned: nothing was served.
+    Ok(if interrupted { ExitCode::from(crate::EXIT_INTERRUPTED) } else { ExitCode::SUCCESS })
 }
 
 /// A duration flag that must be longer than zero.

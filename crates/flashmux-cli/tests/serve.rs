@@ -567,9 +567,48 @@ fn garbage_collection_runs_under_serve() {
     // The live stats say it as it happens.
     let line = server.wait_for("GC moved");
     assert!(line.contains("vm1: read"), "{line}");
+    let out = server.out.clone();
     let r = server.stop();
     let moved = r["flashmux"]["tenants"][0]["gc_pages_moved"].as_u64().unwrap_or(0);
     assert!(moved > 0, "GC moved nothing: {}", r["flashmux"]["tenants"][0]);
+    // The timeline streamed into the output directory as the server ran: its rows add up to
+    // the same GC work.
+    let csv = std::fs::read_to_string(out.join("timeline.csv")).unwrap();
+    let in_rows: u64 = csv.lines().skip(1).filter(|l| l.split(',').nth(2) == Some("vm1")).map(|l| l.split(',').nth(9).unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(in_rows, moved, "{csv}");
+}
+
+#[test]
+fn a_stop_while_the_drive_is_aged_ends_the_server_before_it_serves() {
+    let dir = tmpdir("serve-stop-aging");
+    let s = write(
+        &dir,
+        "big.toml",
+        "[device]\npreset = \"tlc-nvme\"\ncapacity = \"256GiB\"\n[precondition]\nstate = \"aged\"\n[[tenant]]\nname = \"vm1\"\nregion = \"whole\"\n",
+    );
+    let sock = dir.join("fm.sock");
+    let child = flashmux()
+        .arg("serve")
+        .arg(&s)
+        .arg("--socket")
+        .arg(&sock)
+        .arg("-o")
+        .arg(dir.join("out"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Aging 256 GiB takes tens of seconds; a second in, it is under way.
+    std::thread::sleep(Duration::from_secs(1));
+    let sent = std::time::Instant::now();
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let o = child.wait_with_output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{e}");
+    assert!(sent.elapsed() < Duration::from_secs(20), "{:?} from SIGINT to exit", sent.elapsed());
+    assert!(e.contains("nothing was served") && !sock.exists(), "{e}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("out/results.json")).unwrap()).unwrap();
+    assert_eq!(r["flashmux"]["device"]["precondition"]["interrupted"], true);
 }
 
 /// Undoes the filesystem test's mounts, in reverse order, however the test ends.

@@ -80,10 +80,16 @@ pub struct Engine<T> {
 impl<T> Engine<T> {
     /// Builds the model (preconditioning the drive). The scenario's stop limits are dropped: a
     /// server runs until it is stopped.
-    pub fn new(mut scenario: Scenario) -> Result<Self, SimError> {
+    pub fn new(scenario: Scenario) -> Result<Self, SimError> {
+        Self::new_polling(scenario, &|| false)
+    }
+
+    /// [`Engine::new`], asking `stop` while the drive is preconditioned
+    /// ([`Simulator::new_polling`]): if it says so, the model is built already finished.
+    pub fn new_polling(mut scenario: Scenario, stop: &dyn Fn() -> bool) -> Result<Self, SimError> {
         scenario.stop.time = None;
         scenario.stop.requests = None;
-        let sim = Simulator::new(scenario)?;
+        let sim = Simulator::new_polling(scenario, stop)?;
         let exports = sim.exports();
         let counts = exports.iter().map(|e| Counts { gc_at_start: sim.gc_units_moved(e.tenant), ..Counts::default() }).collect();
         Ok(Engine {
@@ -213,6 +219,17 @@ impl<T> Engine<T> {
             });
         }
         v
+    }
+
+    /// Streams the timeline's rows to `sink` as intervals close ([`Simulator::stream_timeline`]),
+    /// so a server that runs for days keeps none of them.
+    pub fn stream_timeline(&mut self, sink: Box<dyn crate::sim::TimelineSink>) {
+        self.sim.stream_timeline(sink);
+    }
+
+    /// Whether the model was stopped while its drive was preconditioned.
+    pub fn stopped_before_serving(&self) -> bool {
+        self.sim.precondition_report().interrupted
     }
 
     /// Ends the run at `now_ns` (every request should have been answered) with the server's

@@ -784,6 +784,19 @@ struct Shared {
 /// Serves `scenario`'s exports until `stop` is set, then answers what is in flight and returns
 /// the run's results. `log` receives the server's messages (listening, connections, stats).
 pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<dyn Fn(&str) + Send + Sync>) -> Result<RunResults, ServeError> {
+    serve_streaming(scenario, opts, stop, log, None)
+}
+
+/// [`serve`], with the timeline's rows handed to `timeline` as intervals close instead of kept
+/// for the results (a server may run for days). A stop while the drive is preconditioned ends
+/// the run before the socket opens.
+pub fn serve_streaming(
+    scenario: Scenario,
+    opts: Options,
+    stop: Arc<AtomicBool>,
+    log: Box<dyn Fn(&str) + Send + Sync>,
+    timeline: Option<Box<dyn crate::sim::TimelineSink>>,
+) -> Result<RunResults, ServeError> {
     if scenario.precondition.state != crate::device::precondition::PreconditionState::Clean {
         // Aging a large drive takes seconds before the socket opens: say so.
         log(&format!(
@@ -792,7 +805,32 @@ pub fn serve(scenario: Scenario, opts: Options, stop: Arc<AtomicBool>, log: Box<
             scenario.precondition.fill * 100.0
         ));
     }
-    let engine: Engine<Submission> = Engine::new(scenario)?;
+    let mut engine: Engine<Submission> = Engine::new_polling(scenario, &|| stop.load(Ordering::SeqCst))?;
+    if let Some(t) = timeline {
+        engine.stream_timeline(t);
+    }
+    if engine.stopped_before_serving() {
+        log("stopped while the drive was preconditioned: nothing was served");
+        let result = ServeResult {
+            listen: opts.listen.to_string(),
+            io_threads: opts.io_threads.name().to_string(),
+            timing: opts.timing,
+            wall_s: 0.0,
+            connections: 0,
+            connections_refused: 0,
+            connections_dropped: 0,
+            handshakes_timed_out: 0,
+            handshakes_evicted: 0,
+            read_pauses: 0,
+            reply_bytes_peak: 0,
+            reply_bytes_per_connection: 0,
+            reply_bytes_limit: opts.reply_memory,
+            requests: 0,
+            errors: 0,
+            timing_error_ns: None,
+        };
+        return Ok(engine.finish(0, result));
+    }
     let capacity = engine.capacity_bytes();
     let store: Box<dyn Store> = match &opts.backing {
         Some(p) => Box::new(FileStore::open(p, capacity).map_err(|e| backing_error(p, &e))?),
