@@ -130,3 +130,31 @@ fio = "[r]\nrw=read\nbs=16k\niodepth=16\n"
     let s = a.tenants[0].sched.expect("fair keeps per-tenant stats");
     assert!(s.turns > 0 && s.dispatched > 0 && s.service_ns > 0, "{s:?}");
 }
+
+/// hWA-BC on a full aged drive: GC runs in every cost window, so it never learns GC-free prices
+/// and cannot tell GC's cost apart. It says so instead of silently behaving as `fair`.
+#[test]
+fn hwabc_says_when_it_could_not_separate_gc_cost() {
+    let run = |state: &str, fill: &str| {
+        let text = format!(
+            "[device]\npreset = \"cosmos\"\ncapacity = \"8GiB\"\n[device.ftl]\noverprovisioning = 0.2\n[precondition]\nstate = \"{state}\"\nfill = {fill}\n\
+             [host]\nscheduler = \"hwabc\"\n[stop]\ntime = \"1500ms\"\n\
+             [[tenant]]\nname = \"rand\"\nfio = \"[r]\\nrw=randwrite\\nbs=4k\\niodepth=16\\n\"\n\
+             [[tenant]]\nname = \"seq\"\nfio = \"[s]\\nrw=write\\nbs=64k\\niodepth=4\\n\"\n"
+        );
+        common::run_checked(&text, 20_000)
+    };
+    let full = run("aged", "1.0");
+    let w = full.warnings.join("\n");
+    assert!(
+        w.contains("hwabc: GC ran in") && w.contains("GC-free") && w.contains("[precondition] fill below 1"),
+        "{w} / gc runs {} / {:?}",
+        full.device.ftl.gc_runs,
+        full.tenants.iter().map(|t| t.sched).collect::<Vec<_>>()
+    );
+    assert!(full.tenants.iter().all(|t| t.sched.and_then(|s| s.gc_charged_ns) == Some(0.0)));
+    assert!(full.device.ftl.gc_runs > 0);
+    // A drive with room before GC starts: the prices are learned, and nothing to say.
+    let roomy = run("sequential-fill", "0.5");
+    assert!(!roomy.warnings.iter().any(|w| w.contains("GC-free")), "{:?}", roomy.warnings);
+}

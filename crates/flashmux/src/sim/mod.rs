@@ -838,6 +838,7 @@ impl Simulator {
                 ));
             }
         }
+        warnings.extend(self.sched.warnings());
         for t in &tenants {
             if let Some(r) = &t.replay {
                 warnings.extend(trace::warnings(&t.name, r));

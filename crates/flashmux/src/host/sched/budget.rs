@@ -142,6 +142,9 @@ pub struct Budget {
     seq: Option<SeqTracker>,
     /// hWA-BC oracle: the ledger's units moved per tenant, as last observed.
     moved_now: Vec<u64>,
+    /// Regression windows closed, and those with GC in them.
+    windows: u64,
+    gc_windows: u64,
 }
 
 impl Budget {
@@ -178,6 +181,8 @@ impl Budget {
             hw,
             seq: hw.map(|h| SeqTracker::new(h.alpha).expect("hWA-BC parameters validated")),
             moved_now: vec![0; weights.len()],
+            windows: 0,
+            gc_windows: 0,
         }
     }
 
@@ -365,6 +370,8 @@ impl Scheduler for Budget {
         let units = units_4k(r.bytes);
         let (nr, nw) = if r.op == IoOp::Read { (units, 0) } else { (0, units) };
         if let Some(w) = self.reg.record(now, nr, nw, self.gc_running) {
+            self.windows += 1;
+            self.gc_windows += u64::from(w.gc);
             self.charge_gc(w.extra_gc_ns);
         }
         self.advance(now);
@@ -383,6 +390,30 @@ impl Scheduler for Budget {
         let mut s = self.tenants[t].stats;
         s.turns = self.refills;
         Some(s)
+    }
+
+    /// hWA-BC separates GC's cost only against no-GC prices, which it learns from `windows`
+    /// regression windows without GC. On a drive where GC runs from the start (aged and full)
+    /// it never gets them: it then charges prices with GC in them to everyone, as `fair` does,
+    /// and says so.
+    fn warnings(&self) -> Vec<String> {
+        let Some(hw) = self.hw else { return Vec::new() };
+        if self.reg.baseline_fitted() || self.gc_windows == 0 {
+            return Vec::new();
+        }
+        let c = self.p.cost;
+        vec![format!(
+            "{}: GC ran in {} of the {} cost windows ({} completions each), so it never had the {} GC-free \
+             windows it needs to learn no-GC prices: GC's cost was not separated or charged by contribution \
+             (gc_charged_ns 0), and requests paid prices with GC in them, as under `fair`. A drive that starts \
+             with free blocks lets it learn them ([precondition] fill below 1, or state = \"sequential-fill\"), \
+             as do fewer or shorter windows ([host.hwabc] windows, window)",
+            hw.name(),
+            self.gc_windows,
+            self.windows,
+            c.window_requests,
+            c.windows
+        )]
     }
 
     fn check_invariants(&self) {

@@ -82,6 +82,11 @@ pub trait Scheduler: Send {
         None
     }
     fn check_invariants(&self) {}
+    /// What the scheduler could not do as configured, for the run's warnings (said at the end:
+    /// e.g. hWA-BC never learning GC-free prices).
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// On an open-channel drive, called before each round of `dispatch` calls and before every
     /// `complete`: what the host FTL says now.
     fn observe(&mut self, _now: SimTime, _ftl: &dyn HostFtl) {}
