@@ -309,6 +309,12 @@ fn check_replay_flags(a: &ReplayArgs) -> Result<(), BadArg> {
         if !(x.is_finite() && x > 0.0) {
             return Err(BadArg(format!("--time-scale: {x} is not a positive number (1 = the trace's own pace, 0.5 = twice as fast)")));
         }
+        use flashmux::config::{MAX_TIME_SCALE, MIN_TIME_SCALE};
+        if !(MIN_TIME_SCALE..=MAX_TIME_SCALE).contains(&x) {
+            return Err(BadArg(format!(
+                "--time-scale: {x:?} is out of range: expected {MIN_TIME_SCALE:e} to {MAX_TIME_SCALE:e} (--closed-loop replays as fast as the device allows)"
+            )));
+        }
     }
     // The limits of the scenario keys they become (`config/trace.rs`).
     in_range("--closed-loop", a.closed_loop.map(u64::from), 65_536)?;

@@ -155,3 +155,24 @@ fn memory_estimate_counts_tables_tenants_and_jobs() {
     assert_eq!(part(&many, "jobs"), 256 * part(&one, "jobs"));
     assert_eq!(many.total(), many.parts.iter().map(|p| p.1).sum::<u64>());
 }
+
+#[test]
+fn a_trace_slowed_past_the_horizon_ends_with_an_error_not_a_saturated_clock() {
+    let dir = std::env::temp_dir().join(format!("flashmux-horizon-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // MQSim's format: time (ns), device, LBA, sectors, 1 = read. 10 s apart.
+    std::fs::write(dir.join("t.mqsim"), "0 0 0 8 1\n10000000000 0 8 8 1\n").unwrap();
+    let text = |scale: &str| format!("{DRIVE}[[tenant]]\nname = \"t\"\ntrace = {{ path = \"t.mqsim\", time_scale = {scale} }}\n");
+    let load = |scale: &str| Scenario::from_toml(&text(scale), "s.toml", &dir);
+    let e = load("1e300").err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("time_scale: 1e300 is out of range: expected 1e-9 to 1e9"), "{e}");
+    // A billion-fold: the second request would be due in 317 years.
+    let mut sim = Simulator::new(load("1e9").unwrap()).unwrap();
+    sim.run();
+    let r = sim.finish();
+    let replay = r.tenants[0].replay.as_ref().unwrap();
+    assert_eq!(r.requests_completed, 1);
+    let err = replay.error.as_deref().unwrap_or_default();
+    assert!(err.contains("beyond the simulator's horizon") && err.contains("10.000000 s into the trace"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -9,7 +9,7 @@ mod schema;
 mod trace;
 
 pub use presets::{default_gc_threshold, preset, DeviceKind, Preset, PRESET_NAMES};
-pub use trace::{LbaFit, TraceSpec, TraceTiming, DEFAULT_MAX_OUTSTANDING};
+pub use trace::{LbaFit, TraceSpec, TraceTiming, DEFAULT_MAX_OUTSTANDING, MAX_TIME_SCALE, MIN_TIME_SCALE};
 
 use crate::device::precondition::PreconditionSpec;
 use crate::device::NvmeConfig;

@@ -10,6 +10,12 @@ use crate::workload::trace::{BlkEvent, Format, ReadOptions, TenantBy, TraceReade
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
+/// The range of `time_scale`: a trace slowed a billion-fold turns one second into 31 years of
+/// simulated time; sped up a billion-fold, its requests are all due at once (`closed_loop` is
+/// the way to replay as fast as the device allows).
+pub const MIN_TIME_SCALE: f64 = 1e-9;
+pub const MAX_TIME_SCALE: f64 = 1e9;
+
 /// Requests an open-loop replay keeps outstanding at most (the host queue's default depth):
 /// beyond it, replay falls behind the trace, and says so.
 pub const DEFAULT_MAX_OUTSTANDING: u32 = 1024;
@@ -199,6 +205,12 @@ pub(super) fn resolve_trace(
             let time_scale = scale.unwrap_or(1.0);
             if !(time_scale.is_finite() && time_scale > 0.0) {
                 return Err(err(format!("{key}.time_scale: {time_scale} is not a positive number (1 = the trace's own pace, 0.5 = twice as fast)")));
+            }
+            if !(MIN_TIME_SCALE..=MAX_TIME_SCALE).contains(&time_scale) {
+                return Err(err(format!(
+                    "{key}.time_scale: {time_scale:?} is out of range: expected {MIN_TIME_SCALE:e} to {MAX_TIME_SCALE:e} \
+                     (closed_loop replays as fast as the device allows)"
+                )));
             }
             TraceTiming::OpenLoop { time_scale, max_outstanding: max.map_or(DEFAULT_MAX_OUTSTANDING, |m| m as u32) }
         }

@@ -14,6 +14,10 @@ use serde::Serialize;
 
 /// A request is counted as late when it is issued this long after it was due.
 pub const LATE: Nanos = Nanos::from_ms(1);
+/// The latest simulated time a replayed request may be due (2^62 ns, about 146 years): later
+/// times, from a trace slowed down a great deal, end the replay with an error instead of
+/// saturating the clock.
+pub const HORIZON: Nanos = Nanos(1 << 62);
 
 /// What a replay did with its trace, and how well it kept up.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -194,7 +198,18 @@ impl TraceSource {
             };
             let due = match self.spec.timing {
                 TraceTiming::OpenLoop { time_scale, .. } => {
-                    Nanos(((r.time_ns - self.spec.start.0) as f64 * time_scale).round() as u64)
+                    let scaled = ((r.time_ns - self.spec.start.0) as f64 * time_scale).round();
+                    if scaled > HORIZON.0 as f64 {
+                        self.stats.error = Some(format!(
+                            "a request at {:.6} s into the trace, scaled by time_scale {time_scale}, is due after {} of \
+                             simulated time, beyond the simulator's horizon of {}: a smaller time_scale replays it",
+                            (r.time_ns - self.spec.start.0) as f64 / 1e9,
+                            Nanos(scaled as u64),
+                            HORIZON
+                        ));
+                        return None;
+                    }
+                    Nanos(scaled as u64)
                 }
                 TraceTiming::ClosedLoop { .. } => Nanos::ZERO,
             };
