@@ -36,9 +36,10 @@ pub struct SwarmArgs {
     /// A run that takes longer than this many seconds of wall-clock time is a failure (a hang).
     #[arg(long, default_value_t = 300)]
     timeout: u64,
-    /// Print why each refused configuration was refused.
-    #[arg(long)]
-    show_rejections: bool,
+    /// A line per configuration: how it ended, its events, requests, garbage collections, time
+    /// (and why a refused one was refused).
+    #[arg(short, long)]
+    verbose: bool,
     /// No progress bar (a line every 100 runs instead).
     #[arg(long)]
     no_progress: bool,
@@ -105,13 +106,29 @@ pub fn run(args: SwarmArgs) -> anyhow::Result<ExitCode> {
         s.slowest.truncate(5);
         match outcome {
             Outcome::Passed(p) => {
+                if args.verbose {
+                    let line = format!(
+                        "passed seed {seed}: {:?}{}, {} events, {} requests, {} GC runs, {:.0} ms",
+                        p.stop,
+                        if p.capped { " (event bound)" } else { "" },
+                        p.events,
+                        p.requests,
+                        p.gc_runs,
+                        took.as_secs_f64() * 1000.0
+                    );
+                    match &bar {
+                        Some(b) => b.println(line),
+                        None => eprintln!("{line}"),
+                    }
+                }
                 s.passed += 1;
                 s.capped += p.capped as u64;
                 s.events += p.events;
                 s.requests += p.requests;
+                s.with_gc += (p.gc_runs > 0) as u64;
             }
             Outcome::Rejected { reason, message } => {
-                if args.show_rejections {
+                if args.verbose {
                     let line = format!("rejected seed {seed}: {message}");
                     match &bar {
                         Some(b) => b.println(line),
@@ -176,6 +193,8 @@ struct Summary {
     failed: Vec<u64>,
     events: u64,
     requests: u64,
+    /// Passed runs in which garbage collection ran.
+    with_gc: u64,
     slowest: Vec<(Duration, u64)>,
 }
 
@@ -190,11 +209,12 @@ impl Summary {
             took.as_secs_f64() * 1000.0 / self.runs.max(1) as f64
         );
         println!(
-            "  passed:   {} ({:.1}%), {} events, {} requests; {} stopped at the event bound",
+            "  passed:   {} ({:.1}%), {} events, {} requests; {} with garbage collection, {} stopped at the event bound",
             self.passed,
             pct(self.passed),
             self.events,
             self.requests,
+            self.with_gc,
             self.capped
         );
         println!("  rejected: {} ({:.1}%)", self.rejected, pct(self.rejected));

@@ -48,6 +48,14 @@ impl G {
         let (a, b) = ((lo as f64).ln(), ((hi + 1) as f64).ln());
         (self.rng.random_range(a..b).exp() as u64).clamp(lo, hi)
     }
+    /// A cost in nanoseconds up to `hi`, zero one time in four (everything at one instant).
+    pub fn cost(&mut self, hi: u64) -> u64 {
+        if self.chance(0.25) {
+            0
+        } else {
+            self.int(0, hi)
+        }
+    }
     pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
         xs[self.rng.random_range(0..xs.len())]
     }
@@ -140,7 +148,11 @@ pub fn generate(seed: u64) -> Case {
         tenant(&mut g, &mut doc, i, &plan);
     }
     let rerun = g.chance(0.1);
-    Case { seed, scenario: doc.render(), files: g.files, check_every, rerun, tags: g.tags }
+    let alone = tenants <= 4 && g.chance(0.08);
+    if alone {
+        g.tag("alone_baseline", true);
+    }
+    Case { seed, scenario: doc.render(), files: g.files, check_every, rerun, alone, tags: g.tags }
 }
 
 /// A null device: capacity and latency.
@@ -153,7 +165,7 @@ fn null_device(g: &mut G, doc: &mut Doc, tenants: usize) -> u64 {
         doc.set("device", "capacity", t::string(&t::size(cap)));
     }
     if g.chance(0.5) {
-        let ns = g.log(1, 200_000);
+        let ns = if g.chance(0.2) { 0 } else { g.log(1, 200_000) };
         doc.set("device.null", "latency", t::string(&t::duration(ns)));
     }
     if g.mistake(0.2) {
@@ -452,7 +464,8 @@ fn buffer(g: &mut G, doc: &mut Doc, stripe_units: u64, unit: u64, set_size: bool
 fn timing(g: &mut G, doc: &mut Doc) {
     for (key, lo, hi) in [("read", 5_000u64, 200_000u64), ("program", 50_000, 3_000_000), ("erase", 300_000, 10_000_000), ("command", 0, 2_000)] {
         if g.chance(0.5) {
-            let ns = if lo == 0 { g.int(0, hi) } else { g.log(lo, hi) };
+            // Zero times too: everything then happens at one instant.
+            let ns = if lo == 0 || g.chance(0.1) { g.cost(hi / 10) } else { g.log(lo, hi) };
             doc.set("device.timing", key, t::string(&t::duration(ns)));
         }
     }
@@ -474,7 +487,7 @@ fn interface(g: &mut G, doc: &mut Doc, flash: bool) {
         doc.set("device.interface", "controller_cores", g.int(1, 8).to_string());
     }
     if g.chance(0.3) {
-        doc.set("device.interface", "command_overhead", t::string(&t::duration(g.int(0, 20_000))));
+        doc.set("device.interface", "command_overhead", t::string(&t::duration(g.cost(20_000))));
     }
     // The null device moves no data: a link rate is refused there.
     if flash && g.chance(0.2) || g.mistake(0.1) {
@@ -485,13 +498,18 @@ fn interface(g: &mut G, doc: &mut Doc, flash: bool) {
 
 /// `[precondition]`: every state, fills from nearly empty to full.
 fn precondition(g: &mut G, doc: &mut Doc, flash: bool) {
-    let state = g.pick(&["clean", "sequential-fill", "aged"]);
+    // Aged and full drives more often: garbage collection is where most of the model is.
+    let state = g.weighted(&[("clean", 25), ("sequential-fill", 30), ("aged", 45)]);
     g.tag("precondition", state);
     if state != "clean" || g.chance(0.3) {
         doc.set("precondition", "state", t::string(state));
     }
     if g.chance(0.6) || (!flash && g.chance(0.5)) {
-        let fill = if g.chance(0.3) { 1.0 } else { g.int(1, 1000) as f64 / 1000.0 };
+        let fill = match g.weighted(&[(0u8, 3), (1, 4), (2, 3)]) {
+            0 => 1.0,
+            1 => g.int(500, 1000) as f64 / 1000.0,
+            _ => g.int(1, 1000) as f64 / 1000.0,
+        };
         doc.set("precondition", "fill", t::float(fill));
     }
 }
@@ -507,7 +525,7 @@ fn host(g: &mut G, doc: &mut Doc, sched: &str) {
     }
     for key in ["submit_overhead", "completion_overhead"] {
         if g.chance(0.15) {
-            doc.set("host", key, t::string(&t::duration(g.int(0, 20_000))));
+            doc.set("host", key, t::string(&t::duration(g.cost(20_000))));
         }
     }
     let ms = 1_000_000u64;
@@ -595,7 +613,7 @@ fn virt(g: &mut G, doc: &mut Doc, tenants: usize) {
         }
         for key in ["context_switch", "wakeup", "spin", "syscall", "app"] {
             if g.chance(0.15) {
-                doc.set("host.cpu", key, t::string(&t::duration(g.int(0, 10_000))));
+                doc.set("host.cpu", key, t::string(&t::duration(g.cost(10_000))));
             }
         }
         if g.chance(0.2) {
@@ -641,7 +659,7 @@ fn virt(g: &mut G, doc: &mut Doc, tenants: usize) {
         doc.set("virt", "max_merge", t::string(&t::size(m)));
     }
     if mode == "multiqueue" && g.chance(0.4) {
-        doc.set("virt", "batch_window", t::string(&t::duration(g.int(0, 200_000))));
+        doc.set("virt", "batch_window", t::string(&t::duration(g.cost(200_000))));
     }
     for key in ["pin_vcpus", "pin_iothreads"] {
         if g.chance(0.25) {
@@ -650,7 +668,7 @@ fn virt(g: &mut G, doc: &mut Doc, tenants: usize) {
     }
     for key in ["vq_add", "vq_pop", "request_cost", "vq_push", "userspace_switch", "poll_detect"] {
         if g.chance(0.1) {
-            doc.set("virt", key, t::string(&t::duration(g.int(0, 5_000))));
+            doc.set("virt", key, t::string(&t::duration(g.cost(5_000))));
         }
     }
     if mode == "ide-emulation" || g.chance(0.05) {
@@ -664,7 +682,7 @@ fn virt(g: &mut G, doc: &mut Doc, tenants: usize) {
         for reason in ["io_inst", "ext_int", "msr_write", "hlt"] {
             for cost in ["direct", "indirect", "sync"] {
                 if g.chance(0.3) {
-                    doc.set(&format!("virt.exits.{reason}"), cost, t::string(&t::duration(g.int(0, 5_000))));
+                    doc.set(&format!("virt.exits.{reason}"), cost, t::string(&t::duration(g.cost(5_000))));
                 }
             }
         }
@@ -683,12 +701,15 @@ fn stop_and_output(g: &mut G, doc: &mut Doc, plan: &Plan) {
     let max_requests = if plan.large { 200_000 } else { 20_000 };
     let mut time = None;
     if matches!(plan.stop, Stop::Time | Stop::Both) {
-        let ns = g.log(100_000, max_time);
+        // Mostly long enough to fill the free blocks and start garbage collection.
+        let lo = if g.chance(0.2) { 10_000 } else { max_time / 200 };
+        let ns = g.log(lo, max_time);
         time = Some(ns);
         doc.set("stop", "time", t::string(&t::duration(ns)));
     }
     if matches!(plan.stop, Stop::Requests | Stop::Both) {
-        doc.set("stop", "requests", g.log(1, max_requests).to_string());
+        let lo = if g.chance(0.2) { 1 } else { 50 };
+        doc.set("stop", "requests", g.log(lo, max_requests).to_string());
     }
     if g.chance(0.3) {
         // Timeline intervals: not so short that a long run has millions of rows.
@@ -763,7 +784,7 @@ fn tenant(g: &mut G, doc: &mut Doc, i: usize, plan: &Plan) {
         }
     };
     if g.chance(0.3) {
-        let w = if g.mistake(0.1) { g.pick(&["0", "1001", "2.5", "-3"]).to_string() } else { g.log(1, 1000).to_string() };
+        let w = if g.mistake(0.03) { g.pick(&["0", "1001", "2.5", "-3"]).to_string() } else { g.log(1, 1000).to_string() };
         keys.push(("weight".into(), w));
     }
     let stopless = plan.stop == Stop::Neither;
@@ -939,13 +960,13 @@ fn fio_job(g: &mut G, region: u64, plan: &Plan, first: bool, sections: u64) -> V
             }
         }
     }
-    if g.mistake(0.03) {
+    if g.mistake(0.01) {
         o.push("bs=1000".into()); // not a multiple of the sector: refused
     }
     if g.chance(0.03) {
         o.push("bs_is_seq_rand=1".into());
     }
-    let numjobs = if g.chance(0.15) { g.weighted(&[(2u64, 4), (3, 2), (4, 2), (8, 1)]) } else { 1 };
+    let numjobs = if g.chance(0.15) { g.weighted(&[(2u64, 4), (3, 2), (4, 2), (8, 1), (32, 1)]) } else { 1 };
     if numjobs > 1 {
         o.push(format!("numjobs={numjobs}"));
     }
@@ -1034,7 +1055,7 @@ fn fio_job(g: &mut G, region: u64, plan: &Plan, first: bool, sections: u64) -> V
     if g.chance(0.1) {
         o.push(format!("loops={}", g.int(0, 3)));
     }
-    let iodepth = g.log(1, 64);
+    let iodepth = if g.chance(0.05) { g.log(64, 2048) } else { g.log(1, 64) };
     if iodepth > 1 || g.chance(0.3) {
         o.push(format!("iodepth={iodepth}"));
     }

@@ -39,6 +39,8 @@ pub struct Case {
     pub check_every: u64,
     /// Run it twice and compare the results byte for byte.
     pub rerun: bool,
+    /// Also run each tenant alone and add the slowdowns (`--alone-baseline`).
+    pub alone: bool,
     /// What was drawn, as `key=value` labels (`scheduler=cfq`, `trace=msr`, ...).
     pub tags: Vec<String>,
 }
@@ -106,6 +108,8 @@ pub struct Passed {
     pub stop: StopReason,
     /// Stopped by [`Limits`] before its own end.
     pub capped: bool,
+    /// Garbage collections during the run.
+    pub gc_runs: u64,
 }
 
 /// A panic or a broken check.
@@ -142,12 +146,32 @@ pub fn run_case(case: &Case, dir: &Path, limits: &Limits) -> Outcome {
         Ok(Err(e)) => return Outcome::Rejected { reason: config_reason(&e), message: e.to_string() },
         Ok(Ok(s)) => s,
     };
-    let first = match simulate(&scenario, case.check_every, limits) {
+    let mut first = match simulate(&scenario, case.check_every, limits) {
         Ok(r) => r,
         Err(o) => return o,
     };
     if let Err(m) = check_results(&scenario, &first.results, first.capped) {
         return failed("check", m);
+    }
+    if case.alone && !first.capped {
+        // Each tenant alone on the identically preconditioned drive, as `--alone-baseline`.
+        let mut alone = Vec::new();
+        for i in 0..scenario.tenants.len() {
+            let Some(s) = scenario.alone(i) else { return failed("check", format!("no alone scenario for tenant {i}")) };
+            match simulate(&s, case.check_every, limits) {
+                Ok(r) => {
+                    if let Err(m) = check_results(&s, &r.results, r.capped) {
+                        return failed("check", format!("tenant {i} alone: {m}"));
+                    }
+                    alone.push(r.results);
+                }
+                Err(Outcome::Failed(f)) => return failed(f.stage, format!("tenant {i} alone: {}", f.message)),
+                Err(_) => return failed("check", format!("tenant {i} alone was refused where the shared run ran")),
+            }
+        }
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| first.results.add_alone_baseline(&alone))) {
+            return failed("report", panic_message(&*p));
+        }
     }
     let rendered = match catch_unwind(AssertUnwindSafe(|| render(&first.results))) {
         Ok(Ok(s)) => s,
@@ -155,11 +179,13 @@ pub fn run_case(case: &Case, dir: &Path, limits: &Limits) -> Outcome {
         Err(p) => return failed("report", panic_message(&*p)),
     };
     if case.rerun {
-        let second = match simulate(&scenario, case.check_every, limits) {
+        let mut second = match simulate(&scenario, case.check_every, limits) {
             Ok(r) => r,
             Err(Outcome::Failed(f)) => return failed("determinism", format!("the second run failed where the first passed: {}: {}", f.stage, f.message)),
             Err(_) => return failed("determinism", "the second run was refused where the first ran".into()),
         };
+        // The alone runs are not repeated: their baseline is the first's.
+        second.results.fairness.baseline = first.results.fairness.baseline.clone();
         let again = match catch_unwind(AssertUnwindSafe(|| render(&second.results))) {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return failed("report", e),
@@ -187,6 +213,7 @@ pub fn run_case(case: &Case, dir: &Path, limits: &Limits) -> Outcome {
         sim_time_ns: r.sim_time_ns,
         stop: r.stop_reason,
         capped: first.capped,
+        gc_runs: r.device.ftl.gc_runs,
     })
 }
 
@@ -291,6 +318,33 @@ pub fn check_results(s: &Scenario, r: &RunResults, capped: bool) -> Result<(), S
     let job_ios: u64 = r.jobs.iter().map(|j| j.io.ios() + j.io.sync.count()).sum();
     if job_ios != measured {
         return Err(format!("jobs account for {job_ios} I/Os and syncs, tenants for {measured}"));
+    }
+    // Each direction's statistics agree with themselves: a latency per I/O, at least a sector
+    // per I/O, min <= mean <= max, a finite spread.
+    for j in &r.jobs {
+        for (dir, d) in [("read", &j.io.read), ("write", &j.io.write), ("trim", &j.io.trim)] {
+            let what = format!("job '{}' (clone {}) of tenant '{}', {dir}", j.name, j.clone, j.tenant);
+            if d.bytes < 512 * d.ios {
+                return Err(format!("{what}: {} bytes in {} I/Os", d.bytes, d.ios));
+            }
+            for (name, l) in [("slat", &d.slat), ("clat", &d.clat), ("lat", &d.lat)] {
+                if l.count() != d.ios {
+                    return Err(format!("{what}: {} {name} samples for {} I/Os", l.count(), d.ios));
+                }
+                let (min, mean, max) = (l.min() as f64, l.mean(), l.max() as f64);
+                let slack = 1e-9 * max.max(1.0);
+                if l.count() > 0 && !(min <= mean + slack && mean <= max + slack && l.stddev().is_finite() && l.stddev() >= 0.0) {
+                    return Err(format!("{what}: {name} min {min}, mean {mean}, max {max}, stddev {}", l.stddev()));
+                }
+            }
+        }
+    }
+    // Every unit GC moved is charged: to the tenant that wrote it, to no one (preconditioned
+    // data), or to the translation pages.
+    let d = &r.device;
+    let charged: u64 = r.tenants.iter().map(|t| t.gc_units_moved).sum::<u64>() + d.unowned_gc_units_moved + d.ftl.gc_map_units_moved;
+    if charged != d.ftl.gc_units_programmed {
+        return Err(format!("GC moved {} units but {charged} are charged to tenants, to no one and to the map", d.ftl.gc_units_programmed));
     }
     Ok(())
 }
