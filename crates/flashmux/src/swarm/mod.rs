@@ -7,8 +7,10 @@
 //! A case either is refused by the loader with a clean error (*rejected*: counted, and the
 //! reasons summarised), or runs and must (*passed*): never panic, conserve requests (issued =
 //! completed + in flight), stop for the reason its scenario gives, account for every measured
-//! I/O, render every report, and — for one case in ten — give byte-identical results when run
-//! again. Anything else is a *failure*, reproducible from its seed alone.
+//! I/O and every unit garbage collection moved, keep each direction's statistics consistent,
+//! render every report, give byte-identical results when run again (one case in ten) and run
+//! each tenant alone for the slowdowns (one in twelve of up to four tenants). Anything else is a
+//! *failure*, reproducible from its seed alone.
 //!
 //! `flashmux swarm` drives it from the command line; `tests/swarm.rs` runs a few hundred seeds.
 
