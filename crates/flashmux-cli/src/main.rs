@@ -7,6 +7,7 @@ mod profile;
 mod reproduce;
 mod serve;
 mod sweep;
+mod swarm;
 mod trace;
 
 use anyhow::Context;
@@ -58,6 +59,9 @@ enum Command {
     /// nbdfuse) do real I/O against the modelled drive, with its timing. One export per tenant
     /// without a workload; stop with Ctrl-C or SIGTERM for the results.
     Serve(serve::ServeArgs),
+    /// Draw whole configurations from seeds and run each with invariant checks (a swarm test);
+    /// failures are saved with the commands that reproduce them.
+    Swarm(swarm::SwarmArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -149,6 +153,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => trace::run_replay(args),
         Command::Trace(args) => trace::run_trace(args),
         Command::Serve(args) => serve::run(args),
+        Command::Swarm(args) => swarm::run(args),
     };
     match result {
         Ok(code) => code,

@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod report;
 pub mod serve;
 pub mod sim;
+pub mod swarm;
 pub mod units;
 pub mod virt;
 pub mod workload;

@@ -241,3 +241,23 @@ fn polling_with_too_few_spare_threads_warns() {
     let s = scenario(&t);
     assert!(s.warnings.iter().any(|w| w.contains("share")), "{:?}", s.warnings);
 }
+
+#[test]
+fn a_batch_merged_in_the_plug_merges_again_in_the_guest_queue_without_losing_a_request() {
+    // Found by the swarm (seed 499): one vCPU, IDE emulation (one command in flight), 1 KiB
+    // sequential writes submitted two per call. Each call's pair merges in the plug; behind the
+    // command in flight the pairs merge again in the guest queue. Merging a pair into the queue's
+    // last request must keep the whole pair in the chain, or its second request never completes
+    // and the job never ends.
+    for (rw, size) in [("write", "7k"), ("write", "64k"), ("read", "64k")] {
+        let t = format!(
+            "[device]\npreset = \"null\"\n[host.cpu]\ncores = 1\n[virt]\nmode = \"ide-emulation\"\nvcpus = 2\n[stop]\ntime = \"1s\"\n\
+             [[tenant]]\nname = \"vm\"\nfio = \"\"\"\n[p]\nrw={rw}\nbs=1k\nsize={size}\niodepth=6\niodepth_batch=2\n\"\"\"\n"
+        );
+        let r = run_checked(&t, 7);
+        let ios = r.tenants[0].io.read.ios + r.tenants[0].io.write.ios;
+        assert_eq!(r.stop_reason, flashmux::metrics::StopReason::AllJobsDone, "{rw} {size}: {ios} I/Os done");
+        assert_eq!(ios * 1024, flashmux::units::parse_size(size).unwrap(), "{rw} {size}");
+        assert!(vm(&r).merges > 0, "{rw} {size}: the guest merged");
+    }
+}

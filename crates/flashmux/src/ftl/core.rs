@@ -196,10 +196,12 @@ pub struct Ftl {
 pub enum FtlError {
     #[error(
         "over-provisioning too low for garbage collection to make progress: each plane holds up to \
-         {logical_blocks} blocks of logical data in {blocks} blocks, but GC needs {needed} spare blocks \
-         (threshold {threshold} + {} for the open blocks and GC's reserve)", needed - threshold
+         {logical_blocks} blocks of logical data{} in {blocks} blocks, but GC needs {needed} spare blocks \
+         (threshold {threshold} + 3 for the open blocks and GC's reserve{})",
+        if *.dftl { " and translation pages" } else { "" },
+        if *.dftl { " + 2 open translation blocks" } else { "" }
     )]
-    OverprovisioningTooLow { logical_blocks: u64, blocks: u32, needed: u32, threshold: u32 },
+    OverprovisioningTooLow { logical_blocks: u64, blocks: u32, needed: u32, threshold: u32, dftl: bool },
     #[error("the logical space is empty")]
     NoLogicalSpace,
     #[error("the drive has 2^31 or more mapping units: use a larger unit size")]
@@ -231,6 +233,7 @@ impl Ftl {
                 blocks: geo.blocks_per_plane,
                 needed,
                 threshold: params.gc_threshold_blocks,
+                dftl: map_pages > 0,
             });
         }
         Ok(())

@@ -242,6 +242,14 @@ fn rejects_overprovisioning_too_low_for_gc() {
     assert!(matches!(err, FtlError::OverprovisioningTooLow { .. }));
     // The facts only: which settings can fix it depends on the scenario (config/schema.rs).
     assert!(err.to_string().ends_with("but GC needs 5 spare blocks (threshold 2 + 3 for the open blocks and GC's reserve)"), "{err}");
+    // With DFTL the two open translation blocks are needed too, and the message adds up.
+    let dftl = FtlParams { logical_units: all, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: Some(1024) };
+    let err = Ftl::new(&g, dftl).err().unwrap().to_string();
+    assert!(
+        err.contains("blocks of logical data and translation pages")
+            && err.ends_with("GC needs 7 spare blocks (threshold 2 + 3 for the open blocks and GC's reserve + 2 open translation blocks)"),
+        "{err}"
+    );
 }
 
 #[test]

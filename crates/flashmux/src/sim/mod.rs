@@ -757,6 +757,30 @@ impl Simulator {
             "device and host disagree on requests in flight"
         );
         assert!(self.host_inflight <= self.scenario.host.queue_depth);
+        // With nothing left to happen but the timeline's ticks (and the time limit), every
+        // request must have completed and every job ended (an export's job waits for its
+        // clients; the request limit stops jobs where they are): otherwise something waits for
+        // an event that will never come, and a run without a time limit would tick on forever.
+        let stop_pending = self.scenario.stop.time.is_some() && self.finished != Some(StopReason::TimeLimit);
+        if self.events.len() <= 1 + stop_pending as usize {
+            assert_eq!(
+                self.issued, self.completed,
+                "nothing left to happen at {} but {} requests in flight: they will never complete",
+                self.now,
+                self.issued - self.completed
+            );
+            let cut_off = self.finished == Some(StopReason::RequestLimit);
+            if let Some(j) = self.jobs.iter().find(|j| j.state != JobState::Done && !j.is_external() && !cut_off) {
+                panic!(
+                    "nothing left to happen at {} but job '{}' (clone {}) of tenant {} is {:?}: it waits for nothing",
+                    self.now,
+                    j.spec.name,
+                    j.clone,
+                    j.tenant.index(),
+                    j.state
+                );
+            }
+        }
         self.sched.check_invariants();
         self.device.check_invariants();
         if let Some(m) = &self.machine {
@@ -1021,5 +1045,68 @@ pub fn progress_fraction(sim: &Simulator) -> Option<f64> {
         (Some(a), Some(b)) => Some(a.max(b).min(1.0)),
         (Some(a), None) | (None, Some(a)) => Some(a.min(1.0)),
         (None, None) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// A writer at depth 4 on a null device whose commands take 1 ms, run for a few events.
+    fn running() -> Simulator {
+        let text = "[device]\npreset = \"null\"\n[device.null]\nlatency = \"1ms\"\n[[tenant]]\nname = \"t\"\nfio = \"\"\"\n[w]\nrw=randwrite\niodepth=4\nnumber_ios=100\n\"\"\"\n";
+        let mut sim = Simulator::new(Scenario::from_toml(text, "<test>", Path::new(".")).unwrap()).unwrap();
+        assert_eq!(sim.run_for(20), Progress::Running);
+        sim
+    }
+
+    /// Everything that was to happen is lost but the timeline's next tick.
+    fn lose_events(sim: &mut Simulator) {
+        let tick = std::iter::from_fn(|| sim.events.pop()).find(|(_, e)| *e == Event::Tick).expect("a tick is pending");
+        sim.events.push(tick.0, tick.1);
+    }
+
+    #[test]
+    fn a_running_simulation_keeps_its_invariants() {
+        let mut sim = running();
+        sim.check_invariants();
+        assert_eq!(sim.run(), StopReason::AllJobsDone);
+        sim.check_invariants();
+    }
+
+    #[test]
+    fn a_request_limit_stops_jobs_where_they_are() {
+        // The last completion reaches the limit: its job issues nothing more, and waits for
+        // nothing because the run is over.
+        let text = "[device]\npreset = \"null\"\n[stop]\nrequests = 10\n[[tenant]]\nname = \"t\"\nfio = \"\"\"\n[w]\nrw=randwrite\n\"\"\"\n";
+        let mut sim = Simulator::new(Scenario::from_toml(text, "<test>", Path::new(".")).unwrap()).unwrap();
+        sim.check_invariants_every(1);
+        assert_eq!(sim.run(), StopReason::RequestLimit);
+        let r = sim.finish();
+        assert_eq!((r.requests_completed, r.requests_in_flight), (10, 0));
+    }
+
+    #[test]
+    #[should_panic(expected = "nothing left to happen")]
+    fn requests_in_flight_with_nothing_left_to_complete_them_break_an_invariant() {
+        let mut sim = running();
+        assert!(sim.issued > sim.completed);
+        lose_events(&mut sim);
+        sim.check_invariants();
+    }
+
+    #[test]
+    #[should_panic(expected = "nothing left to happen")]
+    fn a_job_waiting_for_nothing_breaks_an_invariant() {
+        let text = "[device]\npreset = \"null\"\n[[tenant]]\nname = \"t\"\nfio = \"\"\"\n[w]\nrw=randwrite\nrate_iops=10\nnumber_ios=5\n\"\"\"\n";
+        let mut sim = Simulator::new(Scenario::from_toml(text, "<test>", Path::new(".")).unwrap()).unwrap();
+        // The first write completes; the job then waits for its rate limit's wake-up.
+        while sim.completed == 0 {
+            assert_eq!(sim.run_for(1), Progress::Running);
+        }
+        assert_eq!(sim.issued, sim.completed);
+        lose_events(&mut sim);
+        sim.check_invariants();
     }
 }

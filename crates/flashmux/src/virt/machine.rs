@@ -1155,7 +1155,9 @@ impl Machine {
         let lead = &mut self.reqs[last.index()];
         lead.len += b.len;
         let tail = if lead.tail == NONE { last } else { ReqId(lead.tail) };
-        lead.tail = r.0;
+        // `r` may lead a chain of its own (merged in a plug, then again in the guest queue):
+        // the new tail is its chain's.
+        lead.tail = if b.tail == NONE { r.0 } else { b.tail };
         if lead.next == NONE {
             lead.next = r.0;
         } else {

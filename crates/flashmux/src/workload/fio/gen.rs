@@ -249,8 +249,14 @@ impl JobGen {
                     }
                     let table = ZoneTable::absolute(&zones[dir], blockalign[i], last_block[i])
                         .map_err(|end| {
+                            // Zones hold block starts: a zone past the last block that fits is
+                            // refused even when it ends inside the job's size.
                             job.error(format!(
-                                "zoned_abs zones end at byte {end}, beyond the job's {region_len}-byte size"
+                                "zoned_abs zones end at byte {end}, beyond the first {} bytes, where a {}-byte block \
+                                 (aligned to {} bytes) can start in the job's {region_len}-byte size",
+                                last_block[i] * blockalign[i],
+                                ranges[i].0,
+                                blockalign[i]
                             ))
                         })?;
                     tables[i] = Some(table);
@@ -1038,7 +1044,13 @@ mod tests {
             "rw=randread\nrandom_distribution=zoned_abs:60/20m:40/80m\nsize=64m",
             128 * M,
         );
-        assert!(e.contains("zoned_abs zones end at byte"), "{e}");
+        assert!(e.contains("zoned_abs zones end at byte 104857600, beyond the first 67108864 bytes"), "{e}");
+        // Zones end inside the size but past the last place a whole block can start.
+        let e = new_err("rw=randread\nbs=4k\nba=512\nrandom_distribution=zoned_abs:100/3k\nsize=4k", M);
+        assert!(
+            e.contains("zoned_abs zones end at byte 3072, beyond the first 512 bytes, where a 4096-byte block (aligned to 512 bytes) can start in the job's 4096-byte size"),
+            "{e}"
+        );
     }
 
     #[test]
