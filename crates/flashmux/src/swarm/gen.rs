@@ -504,7 +504,9 @@ fn precondition(g: &mut G, doc: &mut Doc, flash: bool) {
     if state != "clean" || g.chance(0.3) {
         doc.set("precondition", "state", t::string(state));
     }
-    if g.chance(0.6) || (!flash && g.chance(0.5)) {
+    // A fill on a clean drive is refused (there is nothing to fill): drawn rarely, as bad input.
+    let fill_allowed = state != "clean" || g.chance(0.02);
+    if fill_allowed && (g.chance(0.6) || (!flash && g.chance(0.5))) {
         let fill = match g.weighted(&[(0u8, 3), (1, 4), (2, 3)]) {
             0 => 1.0,
             1 => g.int(500, 1000) as f64 / 1000.0,
@@ -944,7 +946,9 @@ fn fio_job(g: &mut G, region: u64, plan: &Plan, first: bool, sections: u64) -> V
                 if p + 1 == parts {
                     items.push(if g.chance(0.3) { format!("{}/", t::fio_size(b)) } else { format!("{}/{left}", t::fio_size(b)) });
                 } else {
-                    let share = g.int(0, left);
+                    // Every entry gets at least 1%: a written 0 that fio would give a share to is
+                    // refused (fio reads 0 as blank).
+                    let share = g.int(1, left - (parts - 1 - p));
                     left -= share;
                     items.push(format!("{}/{share}", t::fio_size(b)));
                 }
