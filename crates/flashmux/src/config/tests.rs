@@ -198,16 +198,7 @@ fn unknown_personality_lists_the_valid_names() {
     );
 }
 
-/// The message as the command line prints it: the error followed by its sources.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut m = e.to_string();
-    let mut s = e.source();
-    while let Some(x) = s {
-        m += &format!(": {x}");
-        s = x.source();
-    }
-    m
-}
+use crate::error_chain as chain;
 
 #[test]
 fn missing_job_file_is_a_clear_error() {

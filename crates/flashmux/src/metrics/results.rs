@@ -60,7 +60,7 @@ pub struct RunResults {
 }
 
 /// A served run: the server's side of it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct ServeResult {
     /// Where it listened: `unix:PATH` or `tcp:ADDR`.
     pub listen: String,

@@ -330,17 +330,7 @@ mod tests {
             timing: true,
             wall_s: 1.0,
             connections: 1,
-            connections_refused: 0,
-            connections_dropped: 0,
-            handshakes_timed_out: 0,
-            handshakes_evicted: 0,
-            read_pauses: 0,
-            reply_bytes_peak: 0,
-            reply_bytes_per_connection: 0,
-            reply_bytes_limit: 0,
-            requests: 0,
-            errors: 0,
-            timing_error_ns: None,
+            ..ServeResult::default()
         }
     }
 }

@@ -815,19 +815,8 @@ pub fn serve_streaming(
             listen: opts.listen.to_string(),
             io_threads: opts.io_threads.name().to_string(),
             timing: opts.timing,
-            wall_s: 0.0,
-            connections: 0,
-            connections_refused: 0,
-            connections_dropped: 0,
-            handshakes_timed_out: 0,
-            handshakes_evicted: 0,
-            read_pauses: 0,
-            reply_bytes_peak: 0,
-            reply_bytes_per_connection: 0,
             reply_bytes_limit: opts.reply_memory,
-            requests: 0,
-            errors: 0,
-            timing_error_ns: None,
+            ..ServeResult::default()
         };
         return Ok(engine.finish(0, result));
     }

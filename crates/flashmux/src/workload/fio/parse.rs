@@ -626,16 +626,7 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
-    /// The message as the command line prints it: the error followed by its sources.
-    fn chain(e: &dyn std::error::Error) -> String {
-        let mut m = e.to_string();
-        let mut s = e.source();
-        while let Some(x) = s {
-            m += &format!(": {x}");
-            s = x.source();
-        }
-        m
-    }
+    use crate::error_chain as chain;
 
     /// Parses `text` on another thread: a read that blocks fails the test instead of hanging it.
     fn parse_within_seconds(text: &str, file: &str) -> Result<JobFile, String> {
