@@ -1,8 +1,10 @@
-//! The host block layer: tenants' requests enter a scheduler (a queue per policy), which decides
-//! what is dispatched to the device and when, within the host's queue depth.
+//! The host kernel's block layer: tenants' requests wait in it for a tag ([`BlockLayer`]) and
+//! its I/O scheduler ([`sched`]) decides what is dispatched to the device and when.
 
+pub mod block;
 pub mod sched;
 
+pub use block::{BlockLayer, BlockReq};
 use crate::units::Nanos;
 use serde::Serialize;
 

@@ -19,16 +19,15 @@ use crate::config::{DeviceKind, Scenario};
 use crate::device::precondition::{owner_segments, precondition, PreconditionReport, PreconditionState};
 use crate::device::{Backend, Command, Device, DeviceEvent, IoOp, Outbox, Ssd};
 use crate::engine::{rng_for, EventQueue};
-use crate::host::{SchedReq, Scheduler};
+use crate::host::{BlockLayer, BlockReq};
 use crate::ftl::MappingConfig;
 use crate::metrics::{CmtReport, DeviceResult, Fairness, JobResult, RunResults, StopReason, TenantResult};
-use crate::units::{JobId, Nanos, QueueId, ReqId, SimTime, TenantId};
+use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
 use crate::virt::{Io, Machine, MachineEvent, VirtOutbox};
 use job::{IoReq, JobRt, JobState};
 use trace::ReplayStats;
 pub use external::{Export, ExternalDone, ExternalIo};
 use overlap::{Overlap, Window};
-use std::collections::VecDeque;
 use timeline::Timeline;
 pub use timeline::{TimelineSink, KEEP_ROWS};
 
@@ -69,19 +68,10 @@ struct Request {
     /// The host hardware thread it was submitted from (with the CPU model).
     host_cpu: Option<u16>,
     issued: SimTime,
+    /// When it reached the host block layer (the end of fio's slat).
     queued: SimTime,
-    dispatched: SimTime,
-    /// On an open-channel drive: a write of mapped data when it reached the scheduler.
-    update: bool,
     /// An export's request: its client's tag.
     tag: u64,
-}
-
-impl Request {
-    /// What the host scheduler knows of request `id`.
-    fn sched_req(&self, id: ReqId) -> SchedReq {
-        SchedReq { id, tenant: self.tenant, op: self.op, offset: self.offset, bytes: self.len, update: self.update }
-    }
 }
 
 /// How a batch of [`Simulator::run_for`] ended.
@@ -114,12 +104,8 @@ pub struct Simulator {
     free_reqs: Vec<u32>,
     issued: u64,
     completed: u64,
-    host_inflight: u32,
-    host_wake_at: Option<SimTime>,
-    /// Flushes waiting for a host tag or room in their NVMe queue. Like Linux's blk-flush, they
-    /// bypass the I/O scheduler and go before what it holds.
-    host_flushes: VecDeque<ReqId>,
-    sched: Box<dyn Scheduler>,
+    /// The host block layer: scheduler, tags, flush queue, queue mapping.
+    block: BlockLayer,
     /// The host CPU and virtualization path, when modelled (`[host.cpu]` or a VM mode).
     machine: Option<Machine>,
     vout: VirtOutbox,
@@ -157,10 +143,12 @@ impl Simulator {
             free_reqs: Vec::new(),
             issued: 0,
             completed: 0,
-            host_inflight: 0,
-            host_wake_at: None,
-            host_flushes: VecDeque::new(),
-            sched: scenario.host.scheduler.build(&scenario.tenants.iter().map(|t| t.weight).collect::<Vec<_>>(), scenario.host.queue_depth),
+            block: BlockLayer::new(
+                &scenario.host.scheduler,
+                &scenario.tenants.iter().map(|t| t.weight).collect::<Vec<_>>(),
+                scenario.host.queue_depth,
+                device.nvme().queues,
+            ),
             machine: None,
             vout: VirtOutbox::default(),
             device,
@@ -412,9 +400,7 @@ impl Simulator {
                 }
             }
             Event::HostWake => {
-                if self.host_wake_at == Some(self.now) {
-                    self.host_wake_at = None;
-                }
+                self.block.woke(self.now);
                 self.host_dispatch();
             }
             Event::Device(de) => {
@@ -479,8 +465,6 @@ impl Simulator {
             host_cpu: None,
             issued: now,
             queued: now,
-            dispatched: now,
-            update: false,
             tag: io.tag,
         });
         self.issued += 1;
@@ -513,29 +497,15 @@ impl Simulator {
         }
     }
 
-    /// The NVMe queue a request goes to: with the CPU model, blk-mq's — the software queue of
-    /// the hardware thread that submitted it, mapped onto the device's queues; without it, one
-    /// queue per tenant.
-    fn queue_for(&self, r: ReqId, tenant: TenantId) -> QueueId {
-        let queues = self.device.nvme().queues as usize;
-        match self.reqs[r.index()].host_cpu {
-            Some(cpu) => QueueId((cpu as usize % queues) as u16),
-            None => QueueId((tenant.0 as usize % queues) as u16),
-        }
-    }
-
+    /// Request `r` reaches the host block layer.
     fn host_arrive(&mut self, r: ReqId) {
         let req = &mut self.reqs[r.index()];
         req.queued = self.now;
-        if req.op == IoOp::Flush {
-            self.host_flushes.push_back(r);
-        } else {
+        if req.op != IoOp::Flush {
             self.device.prefetch_hint(req.offset, false);
-            if let Some(ftl) = self.device.host_ftl() {
-                req.update = req.op == IoOp::Write && ftl.is_update(req.offset, req.len);
-            }
-            self.sched.enqueue(self.now, req.sched_req(r));
         }
+        let b = BlockReq { id: r, tenant: req.tenant, op: req.op, offset: req.offset, len: req.len, cpu: req.host_cpu };
+        self.block.arrive(self.now, b, self.device.host_ftl());
         self.host_dispatch();
     }
 
@@ -573,47 +543,23 @@ impl Simulator {
         }
     }
 
+    /// The block layer sends what it may: flushes first, then what the scheduler gives out.
     fn host_dispatch(&mut self) {
-        self.dispatch_flushes();
-        if let Some(ftl) = self.device.host_ftl() {
-            self.sched.observe(self.now, ftl);
+        while let Some(cmd) = self.block.next_flush(self.now, |q| self.device.queue_has_room(q)) {
+            self.send(cmd);
         }
-        while self.host_inflight < self.scenario.host.queue_depth {
-            let Some(sr) = self.sched.dispatch(self.now) else { break };
-            let q = self.queue_for(sr.id, sr.tenant);
-            if !self.device.queue_has_room(q) {
-                self.sched.requeue(sr);
-                break;
-            }
-            self.send(sr.id, q);
+        self.block.observe(self.now, self.device.host_ftl());
+        while let Some(cmd) = self.block.next_request(self.now, |q| self.device.queue_has_room(q)) {
+            self.send(cmd);
         }
-        if let Some(t) = self.sched.next_wakeup() {
-            if t > self.now && self.host_wake_at.is_none_or(|w| t < w) {
-                self.host_wake_at = Some(t);
-                self.events.push(t, Event::HostWake);
-            }
+        if let Some(t) = self.block.arm_wakeup(self.now) {
+            self.events.push(t, Event::HostWake);
         }
     }
 
-    /// Waiting flushes go to the device in arrival order, within the host queue depth.
-    fn dispatch_flushes(&mut self) {
-        while self.host_inflight < self.scenario.host.queue_depth {
-            let Some(&r) = self.host_flushes.front() else { break };
-            let q = self.queue_for(r, self.reqs[r.index()].tenant);
-            if !self.device.queue_has_room(q) {
-                break;
-            }
-            self.host_flushes.pop_front();
-            self.send(r, q);
-        }
-    }
-
-    /// Submits request `r` to NVMe queue `q`.
-    fn send(&mut self, r: ReqId, q: QueueId) {
-        let req = &mut self.reqs[r.index()];
-        req.dispatched = self.now;
-        let cmd = Command { req: r, tenant: req.tenant, op: req.op, offset: req.offset, len: req.len, queue: q };
-        self.host_inflight += 1;
+    /// Submits a command the block layer dispatched (its completion may come at once, and the
+    /// block layer then dispatches again before this returns).
+    fn send(&mut self, cmd: Command) {
         self.device.submit(self.now, cmd, &mut self.out);
         self.drain_outbox();
     }
@@ -627,14 +573,7 @@ impl Simulator {
         }
         let done = std::mem::take(&mut self.out.completed);
         for &r in &done {
-            let req = self.reqs[r.index()];
-            self.host_inflight -= 1;
-            if req.op != IoOp::Flush {
-                if let Some(ftl) = self.device.host_ftl() {
-                    self.sched.observe(self.now, ftl);
-                }
-                self.sched.complete(self.now, &req.sched_req(r), self.now.since(req.dispatched));
-            }
+            self.block.complete(self.now, r, self.device.host_ftl());
             match &mut self.machine {
                 Some(m) => m.host_complete(self.now, r, &mut self.vout),
                 None => self.events.push(self.now + self.scenario.host.completion_overhead, Event::AppComplete(r)),
@@ -723,7 +662,7 @@ impl Simulator {
     fn snapshots(&self) -> Vec<timeline::Snapshot> {
         (0..self.scenario.tenants.len())
             .map(|t| {
-                let sched = self.sched.tenant_stats(t);
+                let sched = self.block.tenant_stats(t);
                 let slice_scale = sched.map_or(1.0, |s| s.scale);
                 let gc_charged_ns = sched.and_then(|s| s.gc_charged_ns);
                 match self.device.backend() {
@@ -753,10 +692,9 @@ impl Simulator {
         assert_eq!(live as u64, self.issued - self.completed, "requests not conserved");
         assert_eq!(
             self.device.in_flight(),
-            self.host_inflight as u64,
+            self.block.inflight() as u64,
             "device and host disagree on requests in flight"
         );
-        assert!(self.host_inflight <= self.scenario.host.queue_depth);
         // With nothing left to happen but the timeline's ticks (and the time limit), every
         // request must have completed and every job ended (an export's job waits for its
         // clients; the request limit stops jobs where they are): otherwise something waits for
@@ -781,7 +719,7 @@ impl Simulator {
                 );
             }
         }
-        self.sched.check_invariants();
+        self.block.check_invariants();
         self.device.check_invariants();
         if let Some(m) = &self.machine {
             m.check_invariants();
@@ -844,7 +782,7 @@ impl Simulator {
                     gc_erases,
                     map,
                     device: dev,
-                    sched: self.sched.tenant_stats(i),
+                    sched: self.block.tenant_stats(i),
                     replay: self.tenant_jobs[i].iter().find_map(|&j| replays[j].take()),
                 }
             })
@@ -864,7 +802,7 @@ impl Simulator {
                 ));
             }
         }
-        warnings.extend(self.sched.warnings());
+        warnings.extend(self.block.warnings());
         for t in &tenants {
             if let Some(r) = &t.replay {
                 warnings.extend(trace::warnings(&t.name, r));
