@@ -4,10 +4,12 @@
 
 mod fairness;
 mod gc_contribution;
+mod replay;
 mod results;
 
 pub use fairness::*;
 pub use gc_contribution::*;
+pub use replay::*;
 pub use results::*;
 
 use hdrhistogram::Histogram;

@@ -190,7 +190,7 @@ pub struct TenantResult {
     /// per-tenant state).
     pub sched: Option<SchedTenantStats>,
     /// A trace tenant's replay: what was read, skipped and how far it fell behind.
-    pub replay: Option<crate::sim::trace::ReplayStats>,
+    pub replay: Option<super::ReplayStats>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -25,7 +25,7 @@ use crate::metrics::{CmtReport, DeviceResult, Fairness, JobResult, RunResults, S
 use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
 use crate::virt::{Io, Machine, MachineEvent, VirtOutbox};
 use job::{IoReq, JobRt, JobState};
-use trace::ReplayStats;
+use crate::metrics::ReplayStats;
 pub use external::{Export, ExternalDone, ExternalIo};
 use overlap::{Overlap, Window};
 use timeline::Timeline;
@@ -805,7 +805,7 @@ impl Simulator {
         warnings.extend(self.block.warnings());
         for t in &tenants {
             if let Some(r) = &t.replay {
-                warnings.extend(trace::warnings(&t.name, r));
+                warnings.extend(crate::metrics::replay_warnings(&t.name, r));
             }
         }
         if reason == StopReason::Interrupted {
