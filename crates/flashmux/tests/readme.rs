@@ -49,7 +49,7 @@ fn serve_doc_scenario_loads_and_serves() {
     let start = doc.find("```toml\n").expect("SERVE.md has a TOML example") + "```toml\n".len();
     let text = &doc[start..start + doc[start..].find("```").unwrap()];
     let mut s = Scenario::serve_from_toml(text, "docs/SERVE.md", Path::new(".")).unwrap();
-    assert!(s.tenants[0].export && !s.tenants[1].export);
+    assert!(s.tenants[0].is_export() && !s.tenants[1].is_export());
     assert!(Scenario::from_toml(text, "docs/SERVE.md", Path::new(".")).is_err(), "run refuses an export");
     s.precondition.fill = 0.01;
     let mut e: Engine<u32> = Engine::new(s).unwrap();

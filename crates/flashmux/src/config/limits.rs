@@ -65,7 +65,7 @@ pub fn memory_estimate(s: &Scenario) -> MemoryEstimate {
 
 /// Job clones the run will have.
 fn jobs(s: &Scenario) -> u64 {
-    s.tenants.iter().flat_map(|t| &t.jobs).map(|j| u64::from(j.numjobs)).sum()
+    s.tenants.iter().flat_map(|t| t.jobs()).map(|j| u64::from(j.numjobs)).sum()
 }
 
 /// The run-wide bounds (the fio parser enforces the per-file one), and warnings about a run that
@@ -97,7 +97,7 @@ pub fn check(s: &Scenario, file: &str) -> Result<Vec<String>, ConfigError> {
     let mut warnings = Vec::new();
     if s.stop.time.is_none() {
         for t in &s.tenants {
-            for j in &t.jobs {
+            for j in t.jobs() {
                 if let Some((d, why)) = paced_duration(j) {
                     if d > LONG_RUN {
                         warnings.push(format!(

@@ -76,14 +76,45 @@ pub struct TenantSpec {
     /// Proportional-share weight (cgroup `blkio.weight` style, 1..=1000): what fairness is
     /// measured against and what the `cfq`/`mcfq` schedulers divide device time by.
     pub weight: u32,
-    pub jobs: Vec<FioJob>,
+    pub workload: Workload,
     /// Jobs of one job file form a domain: fio's stonewall/new_group order them within it.
     pub domain: usize,
-    /// A trace tenant: its one job replays this instead of generating I/O.
-    pub trace: Option<TraceSpec>,
-    /// A tenant without a workload: an NBD export under `flashmux serve`, whose one job issues
-    /// the requests of the export's clients. `flashmux run` rejects such a tenant.
-    pub export: bool,
+}
+
+impl TenantSpec {
+    /// Its jobs, as fio's outputs report them: a trace's or an export's one job.
+    pub fn jobs(&self) -> &[FioJob] {
+        self.workload.jobs()
+    }
+
+    /// Whether it is an NBD export (no workload of its own).
+    pub fn is_export(&self) -> bool {
+        matches!(self.workload, Workload::Export { .. })
+    }
+}
+
+/// What a tenant runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Workload {
+    /// fio jobs (inline, from a job file or a personality) generate its I/O. None: the tenant is
+    /// idle (as in the baseline run of another tenant alone).
+    Fio(Vec<FioJob>),
+    /// A trace, replayed by one job; `job` is that job as fio's outputs report it (its name, the
+    /// trace's file, the replay's depth and the options given).
+    Trace { spec: TraceSpec, job: FioJob },
+    /// No workload: an NBD export under `flashmux serve`, whose one job (`job`, reported with
+    /// `ioengine=nbd`) issues the requests of the export's clients. `flashmux run` rejects it.
+    Export { job: FioJob },
+}
+
+impl Workload {
+    /// Its jobs, as fio's outputs report them.
+    pub fn jobs(&self) -> &[FioJob] {
+        match self {
+            Workload::Fio(jobs) => jobs,
+            Workload::Trace { job, .. } | Workload::Export { job } => std::slice::from_ref(job),
+        }
+    }
 }
 
 /// A fully resolved, validated scenario.
@@ -136,7 +167,7 @@ impl Scenario {
     /// Every tenant must have a workload.
     pub fn from_toml(text: &str, file: &str, base: &Path) -> Result<Scenario, ConfigError> {
         let s = schema::resolve(text, file, base)?.within_limits(file)?;
-        match s.tenants.iter().enumerate().find(|(_, t)| t.export) {
+        match s.tenants.iter().enumerate().find(|(_, t)| t.is_export()) {
             Some((i, t)) => Err(ConfigError::Invalid {
                 file: file.to_string(),
                 message: format!(
@@ -157,7 +188,7 @@ impl Scenario {
     /// [`Scenario::load_for_serve`] from text.
     pub fn serve_from_toml(text: &str, file: &str, base: &Path) -> Result<Scenario, ConfigError> {
         let s = schema::resolve(text, file, base)?.within_limits(file)?;
-        if !s.tenants.iter().any(|t| t.export) {
+        if !s.tenants.iter().any(|t| t.is_export()) {
             return Err(ConfigError::Invalid {
                 file: file.to_string(),
                 message: "no tenant to export: a tenant without fio, job_file, personality or trace is an NBD export (e.g. [[tenant]] name = \"vm1\" region = { offset = \"0\", size = \"8GiB\" })".into(),
@@ -197,7 +228,7 @@ impl Scenario {
         s.name = format!("{} (alone: {name})", self.name);
         for (i, t) in s.tenants.iter_mut().enumerate() {
             if i != tenant {
-                t.jobs.clear();
+                t.workload = Workload::Fio(Vec::new());
             }
         }
         Some(s)
@@ -231,7 +262,7 @@ impl Scenario {
                     "name": t.name,
                     "region": [t.region.0, t.region.1],
                     "domain": t.domain,
-                    "jobs": t.jobs.iter().map(|j| serde_json::json!({
+                    "jobs": t.jobs().iter().map(|j| serde_json::json!({
                         "name": j.name,
                         "options": j.all_options().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
                     })).collect::<Vec<_>>(),

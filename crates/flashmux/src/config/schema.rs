@@ -2,7 +2,7 @@
 
 use super::presets::{default_gc_threshold, gc_contribution_fit, preset, DeviceKind, PRESET_NAMES};
 use super::{
-    ConfigError, DeviceSpec, OutputSpec, Scenario, StopSpec, TenantSpec, DEFAULT_OUTPUT_DIR, DEFAULT_SEED,
+    ConfigError, DeviceSpec, OutputSpec, Scenario, StopSpec, TenantSpec, Workload, DEFAULT_OUTPUT_DIR, DEFAULT_SEED,
     DEFAULT_WEIGHT, MAX_WEIGHT,
 };
 use crate::device::precondition::{PreconditionSpec, PreconditionState};
@@ -1175,7 +1175,7 @@ fn resolve_tenants(
                 job_options: spec.job_options(),
                 ..FioJob::default()
             };
-            out.push(TenantSpec { name, region, weight, jobs: vec![job], domain: i, trace: Some(spec), export: false });
+            out.push(TenantSpec { name, region, weight, workload: Workload::Trace { spec, job }, domain: i });
             continue;
         }
         if t.fio.is_none() && t.job_file.is_none() && t.personality.is_none() {
@@ -1186,7 +1186,7 @@ fn resolve_tenants(
                 job_options: vec![("ioengine".into(), "nbd".into())],
                 ..FioJob::default()
             };
-            out.push(TenantSpec { name, region, weight, jobs: vec![job], domain: i, trace: None, export: true });
+            out.push(TenantSpec { name, region, weight, workload: Workload::Export { job }, domain: i });
             continue;
         }
         let jf = tenant_workload(ctx, &key, &name, t, base)?;
@@ -1194,7 +1194,7 @@ fn resolve_tenants(
             return Err(ctx.err(format!("{key}: the fio job has no job sections")));
         }
         collect_diagnostics(&jf, collected);
-        out.push(TenantSpec { name, region, weight, jobs: jf.jobs, domain: i, trace: None, export: false });
+        out.push(TenantSpec { name, region, weight, workload: Workload::Fio(jf.jobs), domain: i });
     }
     check_overlaps(ctx, &out, capacity)?;
     Ok(out)
@@ -1326,7 +1326,13 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
             k += 1;
             name = format!("{}#{k}", job.name);
         }
-        tenants.push(TenantSpec { name, region: (0, capacity), weight: DEFAULT_WEIGHT, jobs: vec![job], domain: 0, trace: None, export: false });
+        tenants.push(TenantSpec {
+            name,
+            region: (0, capacity),
+            weight: DEFAULT_WEIGHT,
+            workload: Workload::Fio(vec![job]),
+            domain: 0,
+        });
     }
     Ok(Scenario {
         name: Path::new(file).file_stem().map_or("fio".into(), |s| s.to_string_lossy().into()),

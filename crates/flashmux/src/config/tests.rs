@@ -44,7 +44,7 @@ fn minimal_scenario_gets_defaults() {
     assert_eq!(s.host.queue_depth, 1024);
     assert_eq!(s.output.timeline_interval, Nanos::from_secs(1));
     assert_eq!(s.tenants[0].region, (0, s.device.capacity_bytes()));
-    assert_eq!(s.tenants[0].jobs[0].name, "a");
+    assert_eq!(s.tenants[0].jobs()[0].name, "a");
 }
 
 #[test]
@@ -111,8 +111,8 @@ fio = "[c]\nrw=read\n"
 fn a_personality_is_its_fio_job() {
     let s = load("[device]\npreset = \"paper-c\"\n[[tenant]]\nname = \"mail\"\npersonality = \"varmail\"\n").unwrap();
     let expected = crate::workload::personality::VARMAIL.parse().unwrap().jobs;
-    assert_eq!(s.tenants[0].jobs, expected);
-    assert_eq!(s.tenants[0].jobs[0].file, "<personality varmail>");
+    assert_eq!(s.tenants[0].jobs(), expected);
+    assert_eq!(s.tenants[0].jobs()[0].file, "<personality varmail>");
     // varmail's fsync=1 is modelled (a flush after each write), so it is not among the notes.
     assert!(!s.notes.contains(&"fsync".to_string()), "{:?}", s.notes);
 }

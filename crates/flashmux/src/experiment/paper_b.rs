@@ -297,7 +297,7 @@ mod tests {
             assert_eq!(points.len(), if quick { 6 * 2 * 2 } else { 6 * 2 * 6 });
             for p in &points {
                 assert_eq!(p.scenario.host.cpu.as_ref().map(|c| c.hw_threads()), Some(8));
-                let job = &p.scenario.tenants[0].jobs[0];
+                let job = &p.scenario.tenants[0].jobs()[0];
                 assert_eq!((job.iodepth_batch, job.iodepth_batch_complete_min), (job.iodepth, job.iodepth));
             }
             let configs: Vec<String> = points.iter().map(|p| text(&p.params[0].1)).collect();

@@ -150,7 +150,7 @@ values = ["5ms"]
     .unwrap();
     let points = e.points().unwrap();
     assert_eq!(points.len(), 2);
-    assert_eq!(points[1].scenario.tenants[1].jobs[0].max_block_size(), 65536);
+    assert_eq!(points[1].scenario.tenants[1].jobs()[0].max_block_size(), 65536);
     assert_eq!(points[0].scenario.output.timeline_interval, crate::units::Nanos(5_000_000));
     // The names stand for the values in the results.
     assert_eq!(points[1].describe(), "reader = \"sequential\", timeline_interval = \"5ms\"");

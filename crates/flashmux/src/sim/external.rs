@@ -69,7 +69,7 @@ impl Simulator {
             .tenants
             .iter()
             .enumerate()
-            .filter(|(_, t)| t.export)
+            .filter(|(_, t)| t.is_export())
             .map(|(i, t)| Export { tenant: i, name: t.name.clone(), offset: t.region.0, size: t.region.1 })
             .collect()
     }
@@ -107,7 +107,7 @@ impl Simulator {
         if self.finished.is_some() {
             return Err(ExternalError::Finished);
         }
-        let tenant = self.scenario.tenants.get(io.tenant).filter(|t| t.export).ok_or(ExternalError::NotAnExport(io.tenant))?;
+        let tenant = self.scenario.tenants.get(io.tenant).filter(|t| t.is_export()).ok_or(ExternalError::NotAnExport(io.tenant))?;
         let (base, size) = tenant.region;
         if io.op != IoOp::Flush {
             let sector = self.device.sector_bytes();

@@ -1,5 +1,6 @@
-//! A fio job clone running in simulated time: its generator supplies addresses and sizes; this
-//! decides *when* (iodepth, `rate`/`rate_iops`, `thinktime`, `runtime`, `ramp_time`,
+//! A job running in simulated time: pacing and statistics over a source of requests. The source
+//! ([`Source`]) supplies addresses and sizes — fio's generator, a trace, or an export's clients;
+//! this decides *when* (iodepth, `rate`/`rate_iops`, `thinktime`, `runtime`, `ramp_time`,
 //! `startdelay`), when it syncs (`fsync`, `fdatasync`, `end_fsync`), and keeps its statistics.
 //!
 //! Syncs follow fio's `get_rw_ddir`: right after every `fsync`-th (or `fdatasync`-th) write
@@ -12,7 +13,7 @@
 
 use super::trace::{ReplayStats, TraceIo, TraceSource};
 use super::SimError;
-use crate::config::{Scenario, TenantSpec, TraceTiming};
+use crate::config::{Scenario, TenantSpec, TraceTiming, Workload};
 use crate::device::IoOp;
 use crate::engine::derive_seed;
 use crate::metrics::{IoStats, JobResult, JobSample, Samples};
@@ -71,6 +72,17 @@ pub enum Next {
     Exhausted,
 }
 
+/// Where a job's requests come from.
+enum Source {
+    /// fio's generator, from the job's options; `held` is an I/O generated but held back by the
+    /// rate limit.
+    Fio { gen: Box<JobGen>, held: Option<IoUnit> },
+    /// A trace tenant's replay; `held` is a request read but not yet due.
+    Trace { src: Box<TraceSource>, held: Option<TraceIo> },
+    /// An export's clients (under `serve`): the requests they sent, not yet issued.
+    Export(VecDeque<IoReq>),
+}
+
 pub struct JobRt {
     pub tenant: TenantId,
     pub spec: FioJob,
@@ -81,14 +93,7 @@ pub struct JobRt {
     pub deadline: Option<SimTime>,
     /// A wake-up event is scheduled for then.
     pub wake_at: Option<SimTime>,
-    gen: JobGen,
-    /// A trace tenant's job replays this instead of `gen`'s I/O.
-    trace: Option<Box<TraceSource>>,
-    /// A trace request read but not yet due.
-    trace_pending: Option<TraceIo>,
-    /// An export's job (under `serve`): the requests its clients sent, not yet issued. `None`
-    /// for every other job.
-    external: Option<VecDeque<IoReq>>,
+    source: Source,
     start: SimTime,
     measure_from: SimTime,
     end: Option<SimTime>,
@@ -97,8 +102,6 @@ pub struct JobRt {
     /// issuing again (fio's `wait_for_completions`).
     reaping: bool,
     exhausted: bool,
-    /// An I/O generated but held back by the rate limit.
-    pending: Option<IoUnit>,
     ramp_ended: bool,
     next_allowed: [SimTime; 3],
     think_count: u64,
@@ -139,11 +142,19 @@ impl JobRt {
         // The label names the job, not its position, so adding a tenant or job elsewhere does
         // not change this job's stream.
         let label = format!("job/{}/{}/{}", t.name, spec.name, clone);
-        let gen = JobGen::new(spec, clone, t.region.0, t.region.1, sector, derive_seed(seed, &label))?;
-        let start_delay = gen.start_delay();
-        let trace = match &t.trace {
-            Some(ts) => Some(Box::new(TraceSource::new(t, ts, sector).map_err(SimError::Trace)?)),
-            None => None,
+        let source = match &t.workload {
+            Workload::Fio(_) => {
+                let gen = JobGen::new(spec, clone, t.region.0, t.region.1, sector, derive_seed(seed, &label))?;
+                Source::Fio { gen: Box::new(gen), held: None }
+            }
+            Workload::Trace { spec: ts, .. } => {
+                Source::Trace { src: Box::new(TraceSource::new(t, ts, sector).map_err(SimError::Trace)?), held: None }
+            }
+            Workload::Export { .. } => Source::Export(VecDeque::new()),
+        };
+        let start_delay = match &source {
+            Source::Fio { gen, .. } => gen.start_delay(),
+            Source::Trace { .. } | Source::Export(_) => 0,
         };
         Ok(JobRt {
             tenant,
@@ -154,17 +165,13 @@ impl JobRt {
             start_delay: Nanos(start_delay),
             deadline: None,
             wake_at: None,
-            gen,
-            trace,
-            trace_pending: None,
-            external: t.export.then(VecDeque::new),
+            source,
             start: SimTime::ZERO,
             measure_from: SimTime::ZERO,
             end: None,
             inflight: 0,
             reaping: false,
             exhausted: false,
-            pending: None,
             ramp_ended: false,
             next_allowed: [SimTime::ZERO; 3],
             think_count: 0,
@@ -216,21 +223,29 @@ impl JobRt {
         if !self.ramp_ended && now >= self.measure_from {
             // fio clears its issue-side counts when the ramp ends (number_ios counts from then).
             self.ramp_ended = true;
-            self.gen.end_ramp();
+            if let Source::Fio { gen, .. } = &mut self.source {
+                gen.end_ramp();
+            }
             self.writes_issued = 0;
         }
         if self.sync_due {
             return self.periodic_sync();
         }
-        if self.trace.is_some() {
-            return self.next_trace_io(now);
+        match &mut self.source {
+            Source::Fio { .. } => self.next_fio_io(now),
+            Source::Trace { .. } => self.next_trace_io(now),
+            Source::Export(queue) => {
+                let Some(io) = queue.pop_front() else { return Next::Blocked };
+                self.count_issue();
+                Next::Io(io)
+            }
         }
-        if let Some(queue) = &mut self.external {
-            let Some(io) = queue.pop_front() else { return Next::Blocked };
-            self.count_issue();
-            return Next::Io(io);
-        }
-        let io = match self.pending.take().or_else(|| self.gen.next()) {
+    }
+
+    /// fio's generator's next I/O, within the job's rate limits.
+    fn next_fio_io(&mut self, now: SimTime) -> Next {
+        let Source::Fio { gen, held } = &mut self.source else { unreachable!("a fio job") };
+        let io = match held.take().or_else(|| gen.next()) {
             Some(io) => io,
             None => {
                 self.exhausted = true;
@@ -239,9 +254,8 @@ impl JobRt {
         };
         let d = io.dir.index();
         if now < self.next_allowed[d] {
-            let t = self.next_allowed[d];
-            self.pending = Some(io);
-            return Next::WaitUntil(t);
+            *held = Some(io);
+            return Next::WaitUntil(self.next_allowed[d]);
         }
         // fio's linear rate process: each I/O earns its slot; a job that fell behind catches up.
         let gap = if let Some(iops) = self.spec.rate_iops[io.dir] {
@@ -265,15 +279,15 @@ impl JobRt {
 
     /// The trace's next request once it is due (open loop), or at once (closed loop).
     fn next_trace_io(&mut self, now: SimTime) -> Next {
-        let src = self.trace.as_mut().expect("a trace job");
-        let Some(io) = self.trace_pending.take().or_else(|| src.next_io()) else {
+        let Source::Trace { src, held } = &mut self.source else { unreachable!("a trace job") };
+        let Some(io) = held.take().or_else(|| src.next_io()) else {
             self.exhausted = true;
             return Next::Exhausted;
         };
         if let TraceTiming::OpenLoop { .. } = src.timing() {
             let due = self.start + io.due;
             if now < due {
-                self.trace_pending = Some(io);
+                *held = Some(io);
                 return Next::WaitUntil(due);
             }
             src.stats.record_issue(now.since(due));
@@ -291,17 +305,21 @@ impl JobRt {
 
     /// Whether this is an export's job, fed by [`JobRt::push_external`].
     pub fn is_external(&self) -> bool {
-        self.external.is_some()
+        matches!(self.source, Source::Export(_))
     }
 
     /// An export's client sent `io`: it is issued as soon as the job may issue.
     pub fn push_external(&mut self, io: IoReq) {
-        self.external.as_mut().expect("an export's job").push_back(io);
+        let Source::Export(queue) = &mut self.source else { panic!("job '{}' is not an export's", self.spec.name) };
+        queue.push_back(io);
     }
 
     /// A trace job's replay statistics (once, at the end of the run).
     pub fn take_replay(&mut self) -> Option<ReplayStats> {
-        self.trace.as_mut().map(|t| t.finish())
+        match &mut self.source {
+            Source::Trace { src, .. } => Some(src.finish()),
+            Source::Fio { .. } | Source::Export(_) => None,
+        }
     }
 
     /// fio's `get_rw_ddir`: a sync is due after every `fsync`-th or `fdatasync`-th write.
@@ -316,12 +334,15 @@ impl JobRt {
         if self.inflight > 0 {
             return Next::Blocked;
         }
-        if self.pending.is_none() {
-            self.pending = self.gen.next();
-        }
-        if self.pending.is_none() {
-            self.exhausted = true;
-            return Next::Exhausted;
+        // Only fio's generator can run out here (syncs are fio options).
+        if let Source::Fio { gen, held } = &mut self.source {
+            if held.is_none() {
+                *held = gen.next();
+            }
+            if held.is_none() {
+                self.exhausted = true;
+                return Next::Exhausted;
+            }
         }
         self.sync_due = false;
         Next::Io(self.start_sync(SyncState::Periodic))

@@ -204,7 +204,7 @@ impl Simulator {
         let sector = self.device.sector_bytes();
         let mut domains: Vec<Vec<usize>> = Vec::new();
         for (t, tenant) in self.scenario.tenants.iter().enumerate() {
-            for job in &tenant.jobs {
+            for job in tenant.jobs() {
                 let first = self.jobs.len();
                 for clone in 0..job.numjobs {
                     let rt = JobRt::new(TenantId(t as u16), job, clone, tenant, sector, seed)?;

@@ -301,7 +301,7 @@ pub fn check_results(s: &Scenario, r: &RunResults, capped: bool) -> Result<(), S
     // Every measured I/O and sync is a completed request. Completions in a ramp and the syncs of
     // end_fsync are not measured; without them the counts must be equal.
     let measured: u64 = r.tenants.iter().map(|t| t.io.ios() + t.io.sync.count()).sum();
-    let jobs = || s.tenants.iter().flat_map(|t| t.jobs.iter());
+    let jobs = || s.tenants.iter().flat_map(|t| t.jobs().iter());
     let unmeasured = jobs().any(|j| j.ramp_time > 0 || j.end_fsync);
     if measured > done || (!unmeasured && measured != done) {
         return Err(format!("{measured} I/Os and syncs are in the tenants' statistics, {done} requests completed"));
