@@ -6,17 +6,20 @@
 //! - [`fio_normal`]: fio's default human-readable output.
 //! - [`tenant_table`]: one aligned row per tenant plus the device's summary, for a terminal.
 //! - [`write_timeline_csv`]: the per-interval, per-tenant timeline.
+//! - [`group_reporting`]: fio's merge of a reporting group's job clones into one entry.
 //!
 //! Every report is a pure function of the results: the same run gives byte-identical reports.
 
 mod fio_json;
 mod fio_stats;
+mod group;
 mod normal;
 pub mod plot;
 mod table;
 mod timeline;
 
 pub use fio_json::fio_json;
+pub use group::{group_reporting, GroupKey};
 pub use normal::fio_normal;
 pub use table::tenant_table;
 pub use timeline::{write_timeline_csv, TimelineCsv};

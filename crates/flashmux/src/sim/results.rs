@@ -1,0 +1,250 @@
+//! The run's results, collected from every component when it ends: each job's and tenant's
+//! statistics, the device's report, fairness over the tenants' common measured interval, the
+//! warnings, and the counters the timeline samples each interval.
+
+use super::overlap::Window;
+use super::{timeline, Simulator, KEEP_ROWS};
+use crate::device::precondition::PreconditionState;
+use crate::device::Backend;
+use crate::ftl::MappingConfig;
+use crate::metrics::{CmtReport, DeviceResult, Fairness, JobResult, ReplayStats, RunResults, StopReason, TenantResult};
+use crate::units::{SimTime, TenantId};
+
+impl Simulator {
+    /// Ends the run and collects its results.
+    pub fn finish(mut self) -> RunResults {
+        let reason = self.finished.unwrap_or(StopReason::Interrupted);
+        // The last check, unless the user stopped the run: a whole-drive check takes seconds on
+        // a large drive, and they asked to stop.
+        if self.check_every.is_some() && reason != StopReason::Interrupted {
+            self.check_invariants();
+        }
+        let now = self.now;
+        for j in &mut self.jobs {
+            j.stop(now);
+        }
+        let snap = self.snapshots();
+        self.timeline.close_partial(now, &snap, &self.overlap.periods(now));
+        let jobs: Vec<JobResult> = self.jobs.iter_mut().map(|j| j.take_result(&self.scenario)).collect();
+        let mut replays: Vec<Option<ReplayStats>> = self.jobs.iter_mut().map(|j| j.take_replay()).collect();
+        let tenants: Vec<TenantResult> = self
+            .scenario
+            .tenants
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut io = crate::metrics::IoStats::default();
+                let mut runtime = 0;
+                for &j in &self.tenant_jobs[i] {
+                    io.merge(&jobs[j].io);
+                    runtime = runtime.max(jobs[j].runtime_ns);
+                }
+                let (gc_units_moved, gc_erases, map, dev) = match self.device.backend() {
+                    Backend::Ssd(s) => {
+                        let g = s.ftl().tenant_gc(TenantId(i as u16));
+                        (
+                            g.units_moved,
+                            g.erased_units as f64 / s.ftl().units_per_block() as f64,
+                            s.map_stats(TenantId(i as u16)),
+                            s.tenant_stats(i),
+                        )
+                    }
+                    Backend::Null(_) => (0, 0.0, Default::default(), Default::default()),
+                };
+                TenantResult {
+                    name: t.name.clone(),
+                    index: i,
+                    jobs: self.tenant_jobs[i].clone(),
+                    region: t.region,
+                    weight: t.weight,
+                    share: None,
+                    runtime_ns: runtime,
+                    io,
+                    gc_units_moved,
+                    gc_erases,
+                    map,
+                    device: dev,
+                    sched: self.block.tenant_stats(i),
+                    replay: self.tenant_jobs[i].iter().find_map(|&j| replays[j].take()),
+                }
+            })
+            .collect();
+        let (jobs, mut tenants) = self.apply_group_reporting(jobs, tenants);
+        let window = self.overlap.finish(now);
+        let fairness = measure_fairness(&window, &mut tenants);
+        let device = self.device_result(now);
+        let mut warnings: Vec<String> = self.scenario.warnings.clone();
+        let host_writes = device.ftl.host_units_programmed;
+        if let Backend::Ssd(_) = self.device.backend() {
+            if self.scenario.precondition.state == PreconditionState::Aged && host_writes > 0 && device.ftl.gc_runs == 0 {
+                warnings.push(format!(
+                    "garbage collection never ran during the measured run although the drive was aged ({} units written): \
+                     the run may be too short to fill the free blocks left after preconditioning",
+                    host_writes
+                ));
+            }
+        }
+        warnings.extend(self.block.warnings());
+        for t in &tenants {
+            if let Some(r) = &t.replay {
+                warnings.extend(crate::metrics::replay_warnings(&t.name, r));
+            }
+        }
+        if reason == StopReason::Interrupted {
+            warnings.push("the run was interrupted: results are partial".to_string());
+        }
+        let interval = self.timeline.interval();
+        let (timeline, dropped) = self.timeline.into_rows();
+        if dropped > 0 {
+            warnings.push(format!(
+                "the timeline kept its first {KEEP_ROWS} rows in memory and dropped {dropped} more: \
+                 stream it (as `flashmux run` does into timeline.csv) or lengthen [output] timeline_interval"
+            ));
+        }
+        RunResults {
+            version: crate::VERSION.to_string(),
+            seed: self.scenario.seed,
+            config_hash: self.scenario.config_hash(),
+            scenario: self.scenario.name.clone(),
+            global_options: self.scenario.global_options.clone(),
+            sim_time_ns: now.0,
+            stop_reason: reason,
+            events: self.processed,
+            requests_issued: self.issued,
+            requests_completed: self.completed,
+            requests_in_flight: self.issued - self.completed,
+            jobs,
+            tenants,
+            device,
+            timeline_interval_ns: interval.0,
+            virt: self.machine.as_ref().map(|m| m.result(now)),
+            timeline,
+            fairness,
+            warnings,
+            serve: None,
+        }
+    }
+
+    /// fio's `group_reporting` ([`crate::report::group_reporting`]); a tenant's `jobs` then
+    /// point at the merged entries. Tenant statistics are not affected.
+    fn apply_group_reporting(
+        &self,
+        clones: Vec<JobResult>,
+        mut tenants: Vec<TenantResult>,
+    ) -> (Vec<JobResult>, Vec<TenantResult>) {
+        let keys: Vec<_> =
+            self.jobs.iter().map(|j| (self.scenario.tenants[j.tenant.index()].domain, j.groupid)).collect();
+        let grouped: Vec<bool> = self.jobs.iter().map(|j| j.spec.group_reporting).collect();
+        let (out, entry_of) = crate::report::group_reporting(clones, &keys, &grouped);
+        for t in &mut tenants {
+            let mut entries: Vec<usize> = t.jobs.iter().map(|&j| entry_of[j]).collect();
+            entries.dedup();
+            t.jobs = entries;
+        }
+        (out, tenants)
+    }
+
+    fn device_result(&self, now: SimTime) -> DeviceResult {
+        match self.device.backend() {
+            Backend::Ssd(s) => {
+                let c = s.config();
+                let ftl = s.ftl().stats().clone();
+                let waf = (ftl.host_units_programmed > 0).then(|| {
+                    (ftl.host_units_programmed
+                        + ftl.gc_units_programmed
+                        + ftl.padding_units_programmed
+                        + ftl.map_units_programmed) as f64
+                        / ftl.host_units_programmed as f64
+                });
+                DeviceResult {
+                    kind: "ssd".into(),
+                    preset: self.scenario.device.preset.clone(),
+                    capacity_bytes: s.capacity_bytes(),
+                    physical_bytes: c.geometry.physical_bytes(),
+                    unit_bytes: c.geometry.unit_bytes as u64,
+                    mapping: s.mapping_name(),
+                    ftl,
+                    ssd: s.stats().clone(),
+                    waf,
+                    unowned_gc_units_moved: s.ftl().unowned_gc().units_moved,
+                    precondition: self.precondition.clone(),
+                    channel_utilisation: s.channel_utilisation(now),
+                    write_buffer_hits: (0..self.scenario.tenants.len())
+                        .map(|t| s.tenant_stats(t).write_buffer_hits)
+                        .sum(),
+                    cmt: match &c.mapping {
+                        MappingConfig::Full => None,
+                        MappingConfig::Dftl { cmt, .. } => Some(CmtReport {
+                            policy: cmt.policy.name().into(),
+                            pages: cmt.pages,
+                            page_bytes: c.geometry.page_bytes,
+                            map_pages: s.ftl().map_pages(),
+                            entries_per_page: s.ftl().map_entries_per_page(),
+                            periods: s.map_cache().periods().to_vec(),
+                        }),
+                    },
+                    flushes: self.device.flushes_completed(),
+                }
+            }
+            Backend::Null(n) => DeviceResult {
+                kind: "null".into(),
+                preset: self.scenario.device.preset.clone(),
+                capacity_bytes: n.capacity_bytes,
+                physical_bytes: 0,
+                unit_bytes: 512,
+                mapping: "none".into(),
+                ftl: Default::default(),
+                ssd: Default::default(),
+                waf: None,
+                unowned_gc_units_moved: 0,
+                precondition: self.precondition.clone(),
+                channel_utilisation: 0.0,
+                write_buffer_hits: 0,
+                cmt: None,
+                flushes: self.device.flushes_completed(),
+            },
+        }
+    }
+
+    /// Every tenant's device-side counters now, for the timeline.
+    pub(super) fn snapshots(&self) -> Vec<timeline::Snapshot> {
+        (0..self.scenario.tenants.len())
+            .map(|t| {
+                let sched = self.block.tenant_stats(t);
+                let slice_scale = sched.map_or(1.0, |s| s.scale);
+                let gc_charged_ns = sched.and_then(|s| s.gc_charged_ns);
+                match self.device.backend() {
+                    Backend::Ssd(s) => {
+                        let id = TenantId(t as u16);
+                        let m = s.map_cache();
+                        let c = m.stats(id);
+                        timeline::Snapshot {
+                            totals: timeline::Counters {
+                                gc_moved: s.ftl().tenant_gc(id).units_moved,
+                                map_lookups: c.lookups,
+                                map_misses: c.misses,
+                            },
+                            cmt_pages: m.held(id),
+                            slice_scale,
+                            gc_charged_ns,
+                        }
+                    }
+                    Backend::Null(_) => timeline::Snapshot { slice_scale, gc_charged_ns, ..Default::default() },
+                }
+            })
+            .collect()
+    }
+}
+
+/// Each tenant's bandwidth share over the common measured interval, and the run's fairness.
+fn measure_fairness(window: &Window, tenants: &mut [TenantResult]) -> Fairness {
+    let weights: Vec<u32> = tenants.iter().map(|t| t.weight).collect();
+    let secs = window.common.map_or(0.0, |(s, e)| e.since(s).as_secs_f64());
+    let bw: Vec<Option<f64>> = window.bytes.iter().map(|b| b.map(|b| b as f64 / secs)).collect();
+    let shares = crate::metrics::shares(&bw, &weights);
+    for (t, s) in tenants.iter_mut().zip(&shares) {
+        t.share = *s;
+    }
+    let counted = window.periods.iter().flatten().count();
+    Fairness::of_shares(&shares, &weights, window.common.map(|(s, e)| (s.0, e.0)), counted)
+}
