@@ -118,9 +118,9 @@ impl Simulator {
                 return Err(ExternalError::OutOfRange { offset: io.offset, len: io.len, size });
             }
         }
-        let j = self.tenant_jobs[io.tenant][0];
+        let j = self.work.tenant_jobs[io.tenant][0];
         let (offset, len) = if io.op == IoOp::Flush { (0, 0) } else { (base + io.offset, io.len) };
-        self.jobs[j].push_external(IoReq { op: io.op, offset, len, tag: io.tag });
+        self.work.jobs[j].push_external(IoReq { op: io.op, offset, len, tag: io.tag });
         self.try_issue(JobId(j as u32));
         self.drain_machine();
         Ok(())

@@ -15,6 +15,7 @@ mod overlap;
 mod results;
 mod timeline;
 pub mod trace;
+mod workloads;
 
 use crate::config::{DeviceKind, Scenario};
 use crate::device::precondition::{owner_segments, precondition, PreconditionReport};
@@ -24,7 +25,8 @@ use crate::host::{BlockLayer, BlockReq};
 use crate::metrics::StopReason;
 use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
 use crate::virt::{Io, Machine, MachineEvent, VirtOutbox};
-use job::{IoReq, JobRt, JobState};
+use job::{IoReq, JobState};
+use workloads::Workloads;
 pub use external::{Export, ExternalDone, ExternalIo};
 use overlap::Overlap;
 use timeline::Timeline;
@@ -95,10 +97,8 @@ pub struct Simulator {
     now: SimTime,
     events: EventQueue<Event>,
     processed: u64,
-    jobs: Vec<JobRt>,
-    tenant_jobs: Vec<Vec<usize>>,
-    /// Per domain (indexed by domain id): phases of job indices, and the domain's current phase.
-    phases: Vec<(Vec<Vec<usize>>, usize)>,
+    /// The tenants' jobs and their phases.
+    work: Workloads,
     reqs: Vec<Request>,
     free_reqs: Vec<u32>,
     issued: u64,
@@ -131,13 +131,12 @@ impl Simulator {
     /// ([`StopReason::Interrupted`]), so its results say what was done.
     pub fn new_polling(scenario: Scenario, stop: &dyn Fn() -> bool) -> Result<Simulator, SimError> {
         let device = build_device(&scenario)?;
+        let work = Workloads::build(&scenario, device.sector_bytes())?;
         let mut sim = Simulator {
             now: SimTime::ZERO,
             events: EventQueue::new(),
             processed: 0,
-            jobs: Vec::new(),
-            tenant_jobs: vec![Vec::new(); scenario.tenants.len()],
-            phases: Vec::new(),
+            work,
             reqs: Vec::new(),
             free_reqs: Vec::new(),
             issued: 0,
@@ -164,10 +163,9 @@ impl Simulator {
             external_done: Vec::new(),
             scenario,
         };
-        sim.build_jobs()?;
         if let Some(cpu) = &sim.scenario.host.cpu {
-            let jobs: Vec<usize> = sim.jobs.iter().map(|j| j.tenant.index()).collect();
-            let batches: Vec<u32> = sim.jobs.iter().map(|j| j.spec.iodepth_batch).collect();
+            let jobs: Vec<usize> = sim.work.jobs.iter().map(|j| j.tenant.index()).collect();
+            let batches: Vec<u32> = sim.work.jobs.iter().map(|j| j.spec.iodepth_batch).collect();
             let h = &sim.scenario.host;
             sim.machine = Some(Machine::new(
                 cpu.clone(),
@@ -196,53 +194,6 @@ impl Simulator {
     /// Run every component's invariant check each `every` events (and at the end).
     pub fn check_invariants_every(&mut self, every: u64) {
         self.check_every = Some(every.max(1));
-    }
-
-    fn build_jobs(&mut self) -> Result<(), SimError> {
-        let seed = self.scenario.seed;
-        let sector = self.device.sector_bytes();
-        let mut domains: Vec<Vec<usize>> = Vec::new();
-        for (t, tenant) in self.scenario.tenants.iter().enumerate() {
-            for job in tenant.jobs() {
-                let first = self.jobs.len();
-                for clone in 0..job.numjobs {
-                    let rt = JobRt::new(TenantId(t as u16), job, clone, tenant, sector, seed)?;
-                    self.tenant_jobs[t].push(self.jobs.len());
-                    self.jobs.push(rt);
-                }
-                if domains.len() <= tenant.domain {
-                    domains.resize(tenant.domain + 1, Vec::new());
-                }
-                // One entry per job section: its clones share its phase.
-                domains[tenant.domain].push(first);
-            }
-        }
-        for members in domains {
-            let specs: Vec<_> = members.iter().map(|&j| self.jobs[j].spec.clone()).collect();
-            let phases: Vec<Vec<usize>> = crate::workload::fio::phases(&specs)
-                .into_iter()
-                .map(|sections| {
-                    sections
-                        .into_iter()
-                        .flat_map(|s| {
-                            let first = members[s];
-                            let n = self.jobs[first].spec.numjobs as usize;
-                            first..first + n
-                        })
-                        .collect()
-                })
-                .collect();
-            for (g, phase) in crate::workload::fio::groups(&specs).iter().enumerate() {
-                for &s in phase {
-                    let first = members[s];
-                    for j in first..first + self.jobs[first].spec.numjobs as usize {
-                        self.jobs[j].groupid = g as u32;
-                    }
-                }
-            }
-            self.phases.push((phases, 0));
-        }
-        Ok(())
     }
 
     fn run_precondition(&mut self, stop: &dyn Fn() -> bool) -> PreconditionReport {
@@ -280,25 +231,22 @@ impl Simulator {
             m.start(SimTime::ZERO, &mut self.vout);
             self.drain_machine();
         }
-        for d in 0..self.phases.len() {
+        for d in 0..self.work.domains() {
             self.start_phase(d);
         }
         if let Some(t) = self.scenario.stop.time {
             self.events.push(SimTime::ZERO + t, Event::Stop);
         }
         self.events.push(SimTime::ZERO + self.timeline.interval(), Event::Tick);
-        if self.jobs.is_empty() {
+        if self.work.jobs.is_empty() {
             self.finished = Some(StopReason::AllJobsDone);
         }
     }
 
+    /// `domain`'s current phase begins now.
     fn start_phase(&mut self, domain: usize) {
-        let (phases, current) = &self.phases[domain];
-        let Some(phase) = phases.get(*current) else { return };
-        for &j in phase.clone().iter() {
-            let delay = self.jobs[j].start_delay;
-            self.jobs[j].state = JobState::Starting;
-            self.events.push(self.now + delay, Event::JobStart(JobId(j as u32)));
+        for (j, at) in self.work.start_phase(domain, self.now) {
+            self.events.push(at, Event::JobStart(j));
         }
     }
 
@@ -382,11 +330,11 @@ impl Simulator {
         match ev {
             Event::JobStart(j) => self.job_start(j),
             Event::JobWake(j) => {
-                self.jobs[j.index()].wake_at = None;
+                self.work.jobs[j.index()].wake_at = None;
                 self.try_issue(j);
             }
             Event::JobDeadline(j) => {
-                let job = &mut self.jobs[j.index()];
+                let job = &mut self.work.jobs[j.index()];
                 if job.state == JobState::Running {
                     job.state = JobState::Draining;
                     self.maybe_finish_job(j);
@@ -416,7 +364,7 @@ impl Simulator {
     }
 
     fn job_start(&mut self, j: JobId) {
-        let job = &mut self.jobs[j.index()];
+        let job = &mut self.work.jobs[j.index()];
         job.begin(self.now);
         self.overlap.job_began(job.tenant.index(), job.measure_from());
         if let Some(deadline) = job.deadline {
@@ -429,12 +377,12 @@ impl Simulator {
     fn try_issue(&mut self, j: JobId) {
         loop {
             let now = self.now;
-            let job = &mut self.jobs[j.index()];
+            let job = &mut self.work.jobs[j.index()];
             let tenant = job.tenant;
             match job.next_io(now) {
                 job::Next::Io(io) => self.issue(j, tenant, io),
                 job::Next::WaitUntil(t) => {
-                    let job = &mut self.jobs[j.index()];
+                    let job = &mut self.work.jobs[j.index()];
                     if job.wake_at.is_none() {
                         job.wake_at = Some(t);
                         self.events.push(t, Event::JobWake(j));
@@ -593,10 +541,10 @@ impl Simulator {
             self.timeline.record(req.tenant, req.op, req.app_len, slat + clat);
         }
         let j = req.job;
-        if self.jobs[j.index()].is_external() {
+        if self.work.jobs[j.index()].is_external() {
             self.external_done.push(external::ExternalDone { tag: req.tag, at: self.now });
         }
-        if self.jobs[j.index()].complete(self.now, req.op, req.app_len, slat, clat) {
+        if self.work.jobs[j.index()].complete(self.now, req.op, req.app_len, slat, clat) {
             self.overlap.record(req.tenant.index(), self.now, req.app_len);
         }
         if let Some(limit) = self.scenario.stop.requests {
@@ -610,7 +558,7 @@ impl Simulator {
     }
 
     fn maybe_finish_job(&mut self, j: JobId) {
-        let job = &mut self.jobs[j.index()];
+        let job = &mut self.work.jobs[j.index()];
         if let Some(io) = job.end_sync() {
             let tenant = job.tenant;
             self.issue(j, tenant, io);
@@ -619,19 +567,15 @@ impl Simulator {
         if !job.can_finish() {
             return;
         }
-        job.finish(self.now);
         let t = job.tenant.index();
-        if self.tenant_jobs[t].iter().all(|&k| self.jobs[k].state == JobState::Done) {
+        let ended = self.work.finish(j, self.now, &self.scenario);
+        if ended.tenant_done {
             self.overlap.tenant_done(t, self.now);
         }
-        let d = self.scenario.tenants[t].domain;
-        let (phases, current) = &mut self.phases[d];
-        let phase_done = phases[*current].iter().all(|&k| self.jobs[k].state == JobState::Done);
-        if phase_done {
-            *current += 1;
-            self.start_phase(d);
+        for (k, at) in ended.starting {
+            self.events.push(at, Event::JobStart(k));
         }
-        if self.jobs.iter().all(|k| k.state == JobState::Done) {
+        if ended.all_done {
             self.finished = Some(StopReason::AllJobsDone);
         }
     }
@@ -678,7 +622,7 @@ impl Simulator {
                 self.issued - self.completed
             );
             let cut_off = self.finished == Some(StopReason::RequestLimit);
-            if let Some(j) = self.jobs.iter().find(|j| j.state != JobState::Done && !j.is_external() && !cut_off) {
+            if let Some(j) = self.work.jobs.iter().find(|j| j.state != JobState::Done && !j.is_external() && !cut_off) {
                 panic!(
                     "nothing left to happen at {} but job '{}' (clone {}) of tenant {} is {:?}: it waits for nothing",
                     self.now,
@@ -694,7 +638,7 @@ impl Simulator {
         if let Some(m) = &self.machine {
             m.check_invariants();
         }
-        for j in &self.jobs {
+        for j in &self.work.jobs {
             j.check_invariants();
         }
     }

@@ -20,13 +20,13 @@ impl Simulator {
             self.check_invariants();
         }
         let now = self.now;
-        for j in &mut self.jobs {
+        for j in &mut self.work.jobs {
             j.stop(now);
         }
         let snap = self.snapshots();
         self.timeline.close_partial(now, &snap, &self.overlap.periods(now));
-        let jobs: Vec<JobResult> = self.jobs.iter_mut().map(|j| j.take_result(&self.scenario)).collect();
-        let mut replays: Vec<Option<ReplayStats>> = self.jobs.iter_mut().map(|j| j.take_replay()).collect();
+        let jobs: Vec<JobResult> = self.work.jobs.iter_mut().map(|j| j.take_result(&self.scenario)).collect();
+        let mut replays: Vec<Option<ReplayStats>> = self.work.jobs.iter_mut().map(|j| j.take_replay()).collect();
         let tenants: Vec<TenantResult> = self
             .scenario
             .tenants
@@ -35,7 +35,7 @@ impl Simulator {
             .map(|(i, t)| {
                 let mut io = crate::metrics::IoStats::default();
                 let mut runtime = 0;
-                for &j in &self.tenant_jobs[i] {
+                for &j in &self.work.tenant_jobs[i] {
                     io.merge(&jobs[j].io);
                     runtime = runtime.max(jobs[j].runtime_ns);
                 }
@@ -54,7 +54,7 @@ impl Simulator {
                 TenantResult {
                     name: t.name.clone(),
                     index: i,
-                    jobs: self.tenant_jobs[i].clone(),
+                    jobs: self.work.tenant_jobs[i].clone(),
                     region: t.region,
                     weight: t.weight,
                     share: None,
@@ -65,7 +65,7 @@ impl Simulator {
                     map,
                     device: dev,
                     sched: self.block.tenant_stats(i),
-                    replay: self.tenant_jobs[i].iter().find_map(|&j| replays[j].take()),
+                    replay: self.work.tenant_jobs[i].iter().find_map(|&j| replays[j].take()),
                 }
             })
             .collect();
@@ -133,8 +133,8 @@ impl Simulator {
         mut tenants: Vec<TenantResult>,
     ) -> (Vec<JobResult>, Vec<TenantResult>) {
         let keys: Vec<_> =
-            self.jobs.iter().map(|j| (self.scenario.tenants[j.tenant.index()].domain, j.groupid)).collect();
-        let grouped: Vec<bool> = self.jobs.iter().map(|j| j.spec.group_reporting).collect();
+            self.work.jobs.iter().map(|j| (self.scenario.tenants[j.tenant.index()].domain, j.groupid)).collect();
+        let grouped: Vec<bool> = self.work.jobs.iter().map(|j| j.spec.group_reporting).collect();
         let (out, entry_of) = crate::report::group_reporting(clones, &keys, &grouped);
         for t in &mut tenants {
             let mut entries: Vec<usize> = t.jobs.iter().map(|&j| entry_of[j]).collect();
