@@ -1,0 +1,531 @@
+//! The `[device]` and `[precondition]` sections: a preset, its geometry, timing, FTL, map cache,
+//! write buffer and host interface overridden key by key, the drive sized to a capacity, and
+//! how the drive is aged before the run.
+
+use super::*;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DeviceSection {
+    pub(super) preset: Option<String>,
+    /// `ssd` (the drive runs its FTL) or `open-channel` (the FTL runs on the host, as pblk).
+    pub(super) mode: Option<String>,
+    pub(super) capacity: Option<String>,
+    #[serde(default)]
+    pub(super) geometry: GeometrySection,
+    #[serde(default)]
+    pub(super) timing: TimingSection,
+    #[serde(default)]
+    pub(super) ftl: FtlSection,
+    #[serde(default)]
+    pub(super) buffer: BufferSection,
+    #[serde(default)]
+    pub(super) interface: InterfaceSection,
+    #[serde(default)]
+    pub(super) null: NullSection,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GeometrySection {
+    pub(super) channels: Option<u32>,
+    pub(super) chips_per_channel: Option<u32>,
+    pub(super) dies_per_chip: Option<u32>,
+    pub(super) planes_per_die: Option<u32>,
+    pub(super) blocks_per_plane: Option<u32>,
+    pub(super) pages_per_block: Option<u32>,
+    pub(super) page_size: Option<String>,
+    pub(super) unit_size: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TimingSection {
+    pub(super) read: Option<String>,
+    pub(super) program: Option<String>,
+    pub(super) erase: Option<String>,
+    pub(super) channel_rate: Option<String>,
+    pub(super) command: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FtlSection {
+    pub(super) overprovisioning: Option<f64>,
+    pub(super) mapping: Option<String>,
+    pub(super) gc_victim: Option<String>,
+    pub(super) gc_threshold_blocks: Option<u32>,
+    /// DFTL: bytes per L2P entry in a translation page.
+    pub(super) entry_size: Option<u32>,
+    pub(super) cmt: Option<CmtSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CmtSection {
+    /// Bytes ("256KiB") or a percentage of the whole translation table ("1%").
+    pub(super) size: Option<String>,
+    /// The same in translation pages.
+    pub(super) pages: Option<u32>,
+    pub(super) policy: Option<String>,
+    /// Percent per tenant, summing to 100.
+    pub(super) shares: Option<Vec<f64>>,
+    pub(super) period: Option<String>,
+    pub(super) step: Option<u32>,
+    pub(super) floor: Option<u32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct BufferSection {
+    pub(super) size: Option<String>,
+    pub(super) program_queue_depth: Option<u32>,
+    pub(super) flush: Option<String>,
+    pub(super) high_watermark: Option<f64>,
+    pub(super) low_watermark: Option<f64>,
+    pub(super) volatile_write_cache: Option<bool>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct InterfaceSection {
+    pub(super) queues: Option<u16>,
+    pub(super) queue_depth: Option<u32>,
+    pub(super) controller_cores: Option<u32>,
+    pub(super) command_overhead: Option<String>,
+    pub(super) link_rate: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NullSection {
+    pub(super) latency: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PreconditionSection {
+    pub(super) state: Option<String>,
+    pub(super) fill: Option<f64>,
+}
+
+pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigError> {
+    let name = d.preset.as_deref().unwrap_or(DEFAULT_PRESET);
+    let p = preset(name).ok_or_else(|| {
+        ctx.err(format!("device.preset: unknown preset '{name}': expected one of {}", PRESET_NAMES.join(", ")))
+    })?;
+    let mut nvme = p.nvme;
+    let i = &d.interface;
+    if let Some(q) = i.queues {
+        nvme.queues = ctx.positive("device.interface.queues", q)?;
+    }
+    if let Some(q) = i.queue_depth {
+        nvme.queue_depth = ctx.positive("device.interface.queue_depth", q)?;
+    }
+    if let Some(c) = i.controller_cores {
+        nvme.controller_cores = ctx.positive("device.interface.controller_cores", c)?;
+    }
+    if let Some(o) = &i.command_overhead {
+        nvme.command_overhead = ctx.duration("device.interface.command_overhead", o)?;
+    }
+    let kind = match p.kind {
+        DeviceKind::Null(mut n) => {
+            reject_ssd_keys(ctx, d, name)?;
+            if d.mode.as_deref().is_some_and(|m| m != "ssd") {
+                return Err(ctx.err(format!(
+                    "device.mode: preset '{name}' has no flash, so no FTL to run on the host: open-channel needs a flash preset"
+                )));
+            }
+            if let Some(c) = &d.capacity {
+                n.capacity_bytes = ctx.size("device.capacity", c)?;
+                if n.capacity_bytes < 4096 {
+                    return Err(ctx.err("device.capacity: must be at least 4 KiB"));
+                }
+            }
+            if let Some(l) = &d.null.latency {
+                n.latency = ctx.duration("device.null.latency", l)?;
+            }
+            if i.link_rate.is_some() {
+                return Err(ctx.err("device.interface.link_rate: the null device moves no data"));
+            }
+            DeviceKind::Null(n)
+        }
+        DeviceKind::Ssd(mut c) => {
+            if d.null.latency.is_some() {
+                return Err(ctx.err(format!("device.null.latency: only for the null device, not preset '{name}'")));
+            }
+            let g = &d.geometry;
+            let geo = &mut c.geometry;
+            let bpp_given = g.blocks_per_plane.is_some();
+            for (key, src, dst) in [
+                ("channels", g.channels, &mut geo.channels),
+                ("chips_per_channel", g.chips_per_channel, &mut geo.chips_per_channel),
+                ("dies_per_chip", g.dies_per_chip, &mut geo.dies_per_chip),
+                ("planes_per_die", g.planes_per_die, &mut geo.planes_per_die),
+                ("blocks_per_plane", g.blocks_per_plane, &mut geo.blocks_per_plane),
+                ("pages_per_block", g.pages_per_block, &mut geo.pages_per_block),
+            ] {
+                if let Some(v) = src {
+                    *dst = ctx.positive(&format!("device.geometry.{key}"), v)?;
+                }
+            }
+            for (key, src, dst) in [
+                ("page_size", &g.page_size, &mut geo.page_bytes),
+                ("unit_size", &g.unit_size, &mut geo.unit_bytes),
+            ] {
+                if let Some(v) = src {
+                    let bytes = ctx.size(&format!("device.geometry.{key}"), v)?;
+                    *dst = u32::try_from(bytes)
+                        .map_err(|_| ctx.err(format!("device.geometry.{key}: {bytes} bytes is too large")))?;
+                }
+            }
+            let t = &d.timing;
+            for (key, src, dst) in [
+                ("read", &t.read, &mut c.timing.read),
+                ("program", &t.program, &mut c.timing.program),
+                ("erase", &t.erase, &mut c.timing.erase),
+                ("command", &t.command, &mut c.timing.command),
+            ] {
+                if let Some(v) = src {
+                    *dst = ctx.duration(&format!("device.timing.{key}"), v)?;
+                }
+            }
+            if let Some(r) = &t.channel_rate {
+                c.timing.channel_bytes_per_sec = ctx.rate("device.timing.channel_rate", r)?;
+            }
+            if let Some(r) = &i.link_rate {
+                c.host_link_bytes_per_sec = ctx.rate("device.interface.link_rate", r)?;
+            }
+            let f = &d.ftl;
+            if let Some(op) = f.overprovisioning {
+                if !(op > 0.0 && op <= MAX_OVERPROVISIONING) {
+                    return Err(ctx.err(format!(
+                        "device.ftl.overprovisioning: {op} is out of range: expected a fraction of the logical capacity above 0 and at most {MAX_OVERPROVISIONING} (0.07 is 7% more flash than logical space, 10 is 11 times as much)"
+                    )));
+                }
+                c.overprovisioning = op;
+            }
+            c.mapping = resolve_mapping(ctx, f, &c.geometry)?;
+            c.open_channel = match d.mode.as_deref() {
+                None => c.open_channel,
+                Some("ssd") => false,
+                Some("open-channel") => true,
+                Some(m) => {
+                    return Err(ctx.err(format!("device.mode: unknown mode '{m}': expected one of ssd, open-channel")))
+                }
+            };
+            if c.open_channel && c.mapping != MappingConfig::Full {
+                return Err(ctx.err(
+                    "device.ftl.mapping: an open-channel drive's FTL runs on the host (pblk), which keeps the whole L2P table in host memory: use mapping = \"full\"",
+                ));
+            }
+            if let Some(v) = &f.gc_victim {
+                c.victim_policy = match v.as_str() {
+                    "greedy" => VictimPolicy::Greedy,
+                    "cost-benefit" => VictimPolicy::CostBenefit,
+                    _ => {
+                        return Err(ctx.err(format!(
+                            "device.ftl.gc_victim: unknown policy '{v}': expected one of greedy, cost-benefit"
+                        )))
+                    }
+                };
+            }
+            c.geometry.validate().map_err(|e| ctx.err(format!("device.geometry: {e}")))?;
+            let capacity = match &d.capacity {
+                Some(_) if bpp_given => {
+                    return Err(ctx.err(
+                        "device.capacity and device.geometry.blocks_per_plane both set the drive's size: give one",
+                    ))
+                }
+                Some(cap) => Some((cap.as_str(), ctx.size("device.capacity", cap)?)),
+                None => None,
+            };
+            if let Some(t) = f.gc_threshold_blocks {
+                if t < 2 {
+                    return Err(ctx.err(format!(
+                        "device.ftl.gc_threshold_blocks: {t} is too low: at least 2 free blocks per plane are needed (one for host writes, one for GC)"
+                    )));
+                }
+            }
+            // What the over-provisioning decides (the size for a capacity, the default GC
+            // threshold), kept apart so that a better over-provisioning can be looked for below.
+            let unsized_drive = c.clone();
+            size_drive(ctx, &mut c, capacity, f.gc_threshold_blocks)?;
+            let b = &d.buffer;
+            if let Some(s) = &b.size {
+                let bytes = ctx.size("device.buffer.size", s)?;
+                c.buffer_units = u32::try_from(bytes / c.geometry.unit_bytes as u64)
+                    .map_err(|_| ctx.err("device.buffer.size: too large"))?;
+            }
+            if let Some(q) = b.program_queue_depth {
+                c.program_queue_depth = ctx.positive("device.buffer.program_queue_depth", q)?;
+            }
+            c.flush = resolve_flush(ctx, b, c.flush)?;
+            c.volatile_write_cache = b.volatile_write_cache.unwrap_or(c.volatile_write_cache);
+            let stripe_units = c.geometry.planes() * c.geometry.units_per_page();
+            if c.buffer_units < 2 * stripe_units {
+                return Err(ctx.err(format!(
+                    "device.buffer.size: {} bytes is too small: the write buffer must hold at least two flash pages per plane ({} bytes) so the flusher can always fill a page",
+                    c.buffer_units as u64 * c.geometry.unit_bytes as u64,
+                    2 * stripe_units as u64 * c.geometry.page_bytes as u64 / c.geometry.units_per_page() as u64
+                )));
+            }
+            if c.logical_units() == 0 {
+                return Err(ctx.err(
+                    "device: the drive's capacity is smaller than one flash page per plane after over-provisioning",
+                ));
+            }
+            Ftl::check_params(&c.geometry, &c.ftl_params()).map_err(|e| match e {
+                FtlError::OverprovisioningTooLow { .. } => ctx.err(format!(
+                    "device.ftl: {e}; to fix it: {}",
+                    op_fixes(ctx, &unsized_drive, &c, capacity, f.gc_threshold_blocks).join(", or ")
+                )),
+                e => ctx.err(format!("device.ftl: {e}")),
+            })?;
+            DeviceKind::Ssd(c)
+        }
+    };
+    Ok(DeviceSpec { preset: name.to_string(), kind, nvme })
+}
+
+/// The largest `device.ftl.overprovisioning`: eleven times as much flash as logical space.
+pub(super) const MAX_OVERPROVISIONING: f64 = 10.0;
+
+/// Sizes the drive for `capacity` (the key's text and its bytes), if one is given, and sets the
+/// GC threshold (`threshold`, or the default for the drive's size): the settings that follow from
+/// the over-provisioning.
+pub(super) fn size_drive(ctx: &Ctx, c: &mut SsdConfig, capacity: Option<(&str, u64)>, threshold: Option<u32>) -> Result<(), ConfigError> {
+    if let Some((cap, want)) = capacity {
+        let geo = &c.geometry;
+        let block_bytes = geo.units_per_block() as u64 * geo.unit_bytes as u64;
+        let min = block_bytes * geo.planes() as u64;
+        if want < min {
+            return Err(ctx.err(format!(
+                "device.capacity: {want} bytes is smaller than one block per plane ({min} bytes: {} planes × {block_bytes}-byte blocks)",
+                geo.planes()
+            )));
+        }
+        let raw = (want as f64 * (1.0 + c.overprovisioning)).ceil() as u64;
+        let bpp = raw.div_ceil(block_bytes * geo.planes() as u64);
+        // Rounding the logical space down to whole stripes may cost a little; add blocks until it fits.
+        c.geometry.blocks_per_plane = u32::try_from(bpp.max(1))
+            .map_err(|_| ctx.err(format!("device.capacity: {cap} is too large for this geometry")))?;
+        while c.logical_units() * (c.geometry.unit_bytes as u64) < want {
+            c.geometry.blocks_per_plane += 1;
+        }
+        c.geometry.validate().map_err(|e| ctx.err(format!("device.capacity: {e}")))?;
+    }
+    c.gc_threshold_blocks = threshold.unwrap_or_else(|| default_gc_threshold(c.geometry.blocks_per_plane));
+    Ok(())
+}
+
+/// What would give GC enough spare blocks, of the settings this scenario can change: the least
+/// over-provisioning (in hundredths) that is enough, a larger capacity when the capacity sets
+/// the size or more blocks per plane when the geometry does, and a lower GC threshold when it is
+/// above its minimum of 2.
+pub(super) fn op_fixes(ctx: &Ctx, unsized_drive: &SsdConfig, c: &SsdConfig, capacity: Option<(&str, u64)>, threshold: Option<u32>) -> Vec<String> {
+    let enough = |op: f64| {
+        let mut t = unsized_drive.clone();
+        t.overprovisioning = op;
+        size_drive(ctx, &mut t, capacity, threshold).is_ok()
+            && t.logical_units() > 0
+            && Ftl::check_params(&t.geometry, &t.ftl_params()).is_ok()
+    };
+    let max = (MAX_OVERPROVISIONING * 100.0) as u32;
+    let mut fixes = vec![match (1..=max).map(|k| k as f64 / 100.0).find(|&op| op > c.overprovisioning && enough(op)) {
+        Some(op) => format!("set device.ftl.overprovisioning = {op} or more (it is {})", c.overprovisioning),
+        None => format!("no over-provisioning up to {MAX_OVERPROVISIONING} is enough for this geometry"),
+    }];
+    match capacity {
+        Some((cap, _)) => fixes.push(format!("give a larger device.capacity (it is {cap}; the spare blocks grow with it)")),
+        None => fixes.push(format!("give more device.geometry.blocks_per_plane (it is {})", c.geometry.blocks_per_plane)),
+    }
+    if c.gc_threshold_blocks > 2 {
+        let by_default = if threshold.is_none() { " by default here" } else { "" };
+        fixes.push(format!("lower device.ftl.gc_threshold_blocks ({}{by_default}; the least is 2)", c.gc_threshold_blocks));
+    }
+    fixes
+}
+
+/// Default map-cache size with DFTL: 1% of the translation table.
+pub(super) const DEFAULT_CMT_PERCENT: f64 = 1.0;
+
+pub(super) const DEFAULT_CMT_PERIOD: Nanos = Nanos::from_secs(10);
+
+/// `device.ftl.mapping` and its DFTL keys. The CMT's size in pages is set later, once the
+/// drive's size is known ([`finish_mapping`]); here it holds 0 and `cmt_size` what was asked.
+pub(super) fn resolve_mapping(ctx: &Ctx, f: &FtlSection, geo: &Geometry) -> Result<MappingConfig, ConfigError> {
+    let mode = f.mapping.as_deref().unwrap_or("full");
+    match mode {
+        "full" => {
+            if f.entry_size.is_some() || f.cmt.is_some() {
+                return Err(ctx.err(
+                    "device.ftl: entry_size and [device.ftl.cmt] apply only with mapping = \"dftl\"",
+                ));
+            }
+            Ok(MappingConfig::Full)
+        }
+        "dftl" => {
+            let entry_bytes = f.entry_size.unwrap_or(4);
+            if entry_bytes == 0 || entry_bytes > geo.page_bytes {
+                return Err(ctx.err(format!(
+                    "device.ftl.entry_size: {entry_bytes} bytes: expected 1 to the page size ({} bytes)",
+                    geo.page_bytes
+                )));
+            }
+            let empty = CmtSection::default();
+            let s = f.cmt.as_ref().unwrap_or(&empty);
+            let policy = match s.policy.as_deref() {
+                None => CmtPolicyKind::Shared,
+                Some(p) => CmtPolicyKind::from_name(p).ok_or_else(|| {
+                    ctx.err(format!(
+                        "device.ftl.cmt.policy: unknown policy '{p}': expected one of {}",
+                        CmtPolicyKind::NAMES.join(", ")
+                    ))
+                })?,
+            };
+            let shares = match &s.shares {
+                None => None,
+                Some(v) => {
+                    if let Some(bad) = v.iter().find(|x| !(x.is_finite() && **x > 0.0)) {
+                        return Err(ctx.err(format!("device.ftl.cmt.shares: {bad}: each share must be a percentage above 0")));
+                    }
+                    let sum: f64 = v.iter().sum();
+                    if (sum - 100.0).abs() > 1e-6 {
+                        return Err(ctx.err(format!(
+                            "device.ftl.cmt.shares: the shares sum to {sum}%: expected 100% (one percentage per tenant)"
+                        )));
+                    }
+                    Some(v.iter().map(|x| x / 100.0).collect())
+                }
+            };
+            let period = match &s.period {
+                None => DEFAULT_CMT_PERIOD,
+                Some(p) => match ctx.duration("device.ftl.cmt.period", p)? {
+                    Nanos::ZERO => return Err(ctx.err("device.ftl.cmt.period: must be longer than zero")),
+                    d => d,
+                },
+            };
+            let step = ctx.positive("device.ftl.cmt.step", s.step.unwrap_or(1))?;
+            let floor = ctx.positive("device.ftl.cmt.floor", s.floor.unwrap_or(1))?;
+            // period/step/floor (balanced only) and shares (partitioned, balanced) are accepted
+            // with every policy so one base scenario can sweep the policy.
+            Ok(MappingConfig::Dftl { entry_bytes, cmt: CmtConfig { pages: 0, policy, shares, period, step, floor } })
+        }
+        other => Err(ctx.err(format!(
+            "device.ftl.mapping: unknown mapping '{other}': expected one of {}",
+            MappingConfig::NAMES.join(", ")
+        ))),
+    }
+}
+
+/// Sets the CMT's size in translation pages now that the drive's size is known, and checks it
+/// against the tenants.
+pub(super) fn finish_mapping(ctx: &Ctx, f: &FtlSection, c: &mut SsdConfig, tenants: usize) -> Result<(), ConfigError> {
+    let map_pages = c.ftl_params().map_pages();
+    let page_bytes = c.geometry.page_bytes as u64;
+    let MappingConfig::Dftl { cmt, .. } = &mut c.mapping else { return Ok(()) };
+    let s = f.cmt.as_ref();
+    let (key, pages) = match (s.and_then(|s| s.size.as_deref()), s.and_then(|s| s.pages)) {
+        (Some(_), Some(_)) => return Err(ctx.err("device.ftl.cmt: size and pages both set the cache's size: give one")),
+        (None, Some(p)) => ("device.ftl.cmt.pages", p as u64),
+        (Some(v), None) => {
+            let pages = match v.trim().strip_suffix('%') {
+                Some(p) => {
+                    let pct: f64 = p.trim().parse().map_err(|_| ctx.err(format!("device.ftl.cmt.size: invalid percentage '{v}'")))?;
+                    if !(pct > 0.0 && pct <= 100.0) {
+                        return Err(ctx.err(format!("device.ftl.cmt.size: {pct}% is out of range: expected (0, 100]% of the translation table")));
+                    }
+                    (map_pages as f64 * pct / 100.0).round() as u64
+                }
+                None => ctx.size("device.ftl.cmt.size", v)? / page_bytes,
+            };
+            ("device.ftl.cmt.size", pages)
+        }
+        (None, None) => ("device.ftl.cmt.size", (map_pages as f64 * DEFAULT_CMT_PERCENT / 100.0).round() as u64),
+    };
+    let pages = pages.min(map_pages as u64) as u32;
+    if (pages as usize) < tenants.max(1) {
+        return Err(ctx.err(format!(
+            "{key}: a cache of {pages} translation pages ({} bytes) is smaller than one translation page per tenant ({tenants} tenants, {page_bytes}-byte pages)",
+            pages as u64 * page_bytes
+        )));
+    }
+    if let Some(sh) = &cmt.shares {
+        if sh.len() != tenants {
+            return Err(ctx.err(format!(
+                "device.ftl.cmt.shares: {} shares for {tenants} tenants: expected one per tenant",
+                sh.len()
+            )));
+        }
+    }
+    cmt.pages = pages;
+    crate::ftl::cmt::build(cmt, tenants, map_pages).map_err(|e| ctx.err(format!("device.ftl.cmt: {e}")))?;
+    Ok(())
+}
+
+pub(super) fn resolve_flush(ctx: &Ctx, b: &BufferSection, preset: FlushPolicy) -> Result<FlushPolicy, ConfigError> {
+    let watermarks = b.high_watermark.is_some() || b.low_watermark.is_some();
+    match b.flush.as_deref() {
+        None if !watermarks => Ok(preset),
+        Some("page") if !watermarks => Ok(FlushPolicy::Page),
+        None | Some("page") => Err(ctx.err(
+            "device.buffer: high_watermark and low_watermark apply only with flush = \"watermark\"",
+        )),
+        Some("watermark") => {
+            let high = b.high_watermark.unwrap_or(0.9);
+            let low = b.low_watermark.unwrap_or(0.7);
+            if !(0.0 < low && low < high && high <= 1.0) {
+                return Err(ctx.err(format!(
+                    "device.buffer: watermarks low = {low}, high = {high}: expected 0 < low < high <= 1 (fractions of the buffer)"
+                )));
+            }
+            Ok(FlushPolicy::Watermark { high, low })
+        }
+        Some(other) => Err(ctx.err(format!("device.buffer.flush: unknown policy '{other}': expected one of page, watermark"))),
+    }
+}
+
+pub(super) fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Result<(), ConfigError> {
+    let g = &d.geometry;
+    let t = &d.timing;
+    let f = &d.ftl;
+    let b = &d.buffer;
+    let set = [
+        ("geometry", g.channels.is_some() || g.chips_per_channel.is_some() || g.dies_per_chip.is_some()
+            || g.planes_per_die.is_some() || g.blocks_per_plane.is_some() || g.pages_per_block.is_some()
+            || g.page_size.is_some() || g.unit_size.is_some()),
+        ("timing", t.read.is_some() || t.program.is_some() || t.erase.is_some() || t.channel_rate.is_some() || t.command.is_some()),
+        ("ftl", f.overprovisioning.is_some() || f.mapping.is_some() || f.gc_victim.is_some() || f.gc_threshold_blocks.is_some()
+            || f.entry_size.is_some() || f.cmt.is_some()),
+        ("buffer", b.size.is_some() || b.program_queue_depth.is_some() || b.flush.is_some()
+            || b.high_watermark.is_some() || b.low_watermark.is_some() || b.volatile_write_cache.is_some()),
+    ];
+    match set.iter().find(|(_, s)| *s) {
+        Some((section, _)) => Err(ctx.err(format!("device.{section}: preset '{preset}' has no flash; remove this section"))),
+        None => Ok(()),
+    }
+}
+
+pub(super) fn resolve_precondition(ctx: &Ctx, p: &PreconditionSection) -> Result<PreconditionSpec, ConfigError> {
+    let state = match p.state.as_deref() {
+        None => PreconditionState::Clean,
+        Some(name) => PreconditionState::from_name(name).ok_or_else(|| {
+            ctx.err(format!(
+                "precondition.state: unknown state '{name}': expected one of {}",
+                PreconditionState::NAMES.join(", ")
+            ))
+        })?,
+    };
+    let fill = p.fill.unwrap_or(1.0);
+    if !(fill > 0.0 && fill <= 1.0) {
+        return Err(ctx.err(format!("precondition.fill: {fill} is out of range: expected a fraction in (0, 1], e.g. 0.8")));
+    }
+    if let (Some(f), PreconditionState::Clean) = (p.fill, state) {
+        return Err(ctx.err(format!(
+            "precondition.fill: {f} means nothing on a clean drive (precondition.state is \"clean\"{}): a clean drive holds no data; set state = \"sequential-fill\" or \"aged\", or drop fill",
+            if p.state.is_none() { ", the default" } else { "" }
+        )));
+    }
+    Ok(PreconditionSpec { state, fill })
+}

@@ -1,0 +1,239 @@
+//! The `[host]` section: the host block layer's queue depth and overheads, the I/O scheduler and
+//! its parameters (`[host.cfq]`, `[host.mcfq]`, `[host.fair]`, `[host.hwabc]`), the CPU model
+//! (`[host.cpu]`).
+
+use super::*;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HostSection {
+    pub(super) queue_depth: Option<u32>,
+    pub(super) scheduler: Option<String>,
+    pub(super) submit_overhead: Option<String>,
+    pub(super) completion_overhead: Option<String>,
+    pub(super) cpu: Option<CpuSection>,
+    pub(super) cfq: Option<CfqSection>,
+    pub(super) mcfq: Option<McfqSection>,
+    pub(super) fair: Option<FairSection>,
+    pub(super) hwabc: Option<HwabcSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HwabcSection {
+    pub(super) period: Option<String>,
+    pub(super) window: Option<u32>,
+    pub(super) windows: Option<u32>,
+    /// Smoothing of the update-write run lengths.
+    pub(super) alpha: Option<f64>,
+    /// `G = a·ln(R) + b`.
+    pub(super) a: Option<f64>,
+    pub(super) b: Option<f64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FairSection {
+    /// Budget refill period.
+    pub(super) period: Option<String>,
+    /// Completed requests per regression window.
+    pub(super) window: Option<u32>,
+    /// Windows in each least-squares fit.
+    pub(super) windows: Option<u32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CfqSection {
+    pub(super) slice_sync: Option<String>,
+    pub(super) slice_idle: Option<String>,
+    pub(super) target_latency: Option<String>,
+    pub(super) quantum: Option<u32>,
+    pub(super) fifo_expire_write: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct McfqSection {
+    pub(super) interval: Option<String>,
+    pub(super) window: Option<String>,
+    pub(super) min_scale: Option<f64>,
+    pub(super) max_scale: Option<f64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CpuSection {
+    pub(super) cores: Option<u32>,
+    pub(super) threads_per_core: Option<u32>,
+    pub(super) quantum: Option<String>,
+    pub(super) context_switch: Option<String>,
+    pub(super) wakeup: Option<String>,
+    pub(super) spin: Option<String>,
+    pub(super) syscall: Option<String>,
+    pub(super) app: Option<String>,
+    pub(super) smt_slowdown: Option<f64>,
+}
+
+pub(super) fn resolve_host(ctx: &Ctx, h: &HostSection, device_preset: &str) -> Result<HostConfig, ConfigError> {
+    let scheduler = match &h.scheduler {
+        None => SchedulerKind::None,
+        Some(s) => SchedulerKind::from_name(s).ok_or_else(|| {
+            ctx.err(format!("host.scheduler: unknown scheduler '{s}': expected one of {}", SchedulerKind::NAMES.join(", ")))
+        })?,
+    };
+    let scheduler = resolve_scheduler_params(ctx, h, scheduler, device_preset)?;
+    Ok(HostConfig {
+        queue_depth: ctx.positive("host.queue_depth", h.queue_depth.unwrap_or(DEFAULT_HOST_QUEUE_DEPTH))?,
+        scheduler,
+        submit_overhead: match &h.submit_overhead {
+            Some(v) => ctx.duration("host.submit_overhead", v)?,
+            None => DEFAULT_SUBMIT_OVERHEAD,
+        },
+        completion_overhead: match &h.completion_overhead {
+            Some(v) => ctx.duration("host.completion_overhead", v)?,
+            None => DEFAULT_COMPLETION_OVERHEAD,
+        },
+        cpu: h.cpu.as_ref().map(|c| resolve_cpu(ctx, c)).transpose()?,
+    })
+}
+
+/// `[host.cfq]` and `[host.mcfq]`: each only with a scheduler that uses it.
+pub(super) fn resolve_scheduler_params(ctx: &Ctx, h: &HostSection, kind: SchedulerKind, device_preset: &str) -> Result<SchedulerKind, ConfigError> {
+    let name = kind.name();
+    if h.cfq.is_some() && !matches!(kind, SchedulerKind::Cfq(_) | SchedulerKind::Mcfq(..)) {
+        return Err(ctx.err(format!("host.cfq: applies only with scheduler = \"cfq\" or \"mcfq\" (the scheduler is '{name}')")));
+    }
+    if h.mcfq.is_some() && !matches!(kind, SchedulerKind::Mcfq(..)) {
+        return Err(ctx.err(format!("host.mcfq: applies only with scheduler = \"mcfq\" (the scheduler is '{name}')")));
+    }
+    if h.fair.is_some() && !matches!(kind, SchedulerKind::Fair(..)) {
+        return Err(ctx.err(format!("host.fair: applies only with scheduler = \"fair\" (the scheduler is '{name}')")));
+    }
+    if h.hwabc.is_some() && !matches!(kind, SchedulerKind::Hwabc(..)) {
+        return Err(ctx.err(format!(
+            "host.hwabc: applies only with scheduler = \"hwabc\" or \"hwabc-oracle\" (the scheduler is '{name}')"
+        )));
+    }
+    let cfq = |p: CfqParams| h.cfq.as_ref().map_or(Ok(p), |c| resolve_cfq(ctx, c, p));
+    Ok(match kind {
+        SchedulerKind::None => kind,
+        SchedulerKind::Cfq(p) => SchedulerKind::Cfq(cfq(p)?),
+        SchedulerKind::Mcfq(p, m) => {
+            SchedulerKind::Mcfq(cfq(p)?, h.mcfq.as_ref().map_or(Ok(m), |s| resolve_mots(ctx, s, m))?)
+        }
+        SchedulerKind::Fair(p) => SchedulerKind::Fair(match &h.fair {
+            Some(f) => resolve_budget(ctx, "host.fair", (&f.period, f.window, f.windows), p)?,
+            None => p,
+        }),
+        SchedulerKind::Hwabc(p, mut hw) => {
+            // The drive's profiled G = a·ln(R) + b, unless the scenario gives its own.
+            (hw.a, hw.b) = gc_contribution_fit(device_preset);
+            let Some(s) = &h.hwabc else { return Ok(SchedulerKind::Hwabc(p, hw)) };
+            let p = resolve_budget(ctx, "host.hwabc", (&s.period, s.window, s.windows), p)?;
+            hw.alpha = s.alpha.unwrap_or(hw.alpha);
+            hw.a = s.a.unwrap_or(hw.a);
+            hw.b = s.b.unwrap_or(hw.b);
+            hw.validate().map_err(|e| ctx.err(format!("host.hwabc.{e}")))?;
+            SchedulerKind::Hwabc(p, hw)
+        }
+    })
+}
+
+/// `period`, `window` and `windows` of `[host.fair]` or `[host.hwabc]`.
+pub(super) fn resolve_budget(
+    ctx: &Ctx,
+    section: &str,
+    (period, window, windows): (&Option<String>, Option<u32>, Option<u32>),
+    mut p: BudgetParams,
+) -> Result<BudgetParams, ConfigError> {
+    if let Some(v) = period {
+        p.period = ctx.duration(&format!("{section}.period"), v)?;
+        if p.period < Nanos::from_us(100) {
+            return Err(ctx.err(format!("{section}.period: {v} is too short: expected at least 100us (a refill per request or more)")));
+        }
+    }
+    if let Some(w) = window {
+        p.cost.window_requests = ctx.positive(&format!("{section}.window"), w)?;
+    }
+    if let Some(n) = windows {
+        p.cost.windows = ctx.positive(&format!("{section}.windows"), n)?;
+    }
+    p.cost.validate().map_err(|e| ctx.err(format!("{section}: {e}")))?;
+    Ok(p)
+}
+
+pub(super) fn resolve_cfq(ctx: &Ctx, c: &CfqSection, d: CfqParams) -> Result<CfqParams, ConfigError> {
+    let dur = |key: &str, v: &Option<String>, default: Nanos| -> Result<Nanos, ConfigError> {
+        v.as_deref().map_or(Ok(default), |v| ctx.duration(&format!("host.cfq.{key}"), v))
+    };
+    let p = CfqParams {
+        slice_sync: dur("slice_sync", &c.slice_sync, d.slice_sync)?,
+        slice_idle: dur("slice_idle", &c.slice_idle, d.slice_idle)?,
+        target_latency: dur("target_latency", &c.target_latency, d.target_latency)?,
+        quantum: ctx.positive("host.cfq.quantum", c.quantum.unwrap_or(d.quantum))?,
+        fifo_expire_write: dur("fifo_expire_write", &c.fifo_expire_write, d.fifo_expire_write)?,
+    };
+    for (key, v) in [("slice_sync", p.slice_sync), ("target_latency", p.target_latency)] {
+        if v == Nanos::ZERO {
+            return Err(ctx.err(format!("host.cfq.{key}: must be longer than zero")));
+        }
+    }
+    Ok(p)
+}
+
+pub(super) fn resolve_mots(ctx: &Ctx, m: &McfqSection, d: MotsParams) -> Result<MotsParams, ConfigError> {
+    let interval = match &m.interval {
+        Some(v) => ctx.duration("host.mcfq.interval", v)?,
+        None => d.interval,
+    };
+    if interval < Nanos::from_ms(1) {
+        return Err(ctx.err("host.mcfq.interval: must be at least 1ms"));
+    }
+    let window = match &m.window {
+        None => d.window,
+        Some(v) => {
+            let w = ctx.duration("host.mcfq.window", v)?;
+            if w < interval || w.0 % interval.0 != 0 {
+                return Err(ctx.err(format!(
+                    "host.mcfq.window: {v} is not a whole number of sampling intervals ({interval}): the window is made of samples"
+                )));
+            }
+            u32::try_from(w.0 / interval.0).map_err(|_| ctx.err("host.mcfq.window: too many samples"))?
+        }
+    };
+    let min_scale = m.min_scale.unwrap_or(d.min_scale);
+    let max_scale = m.max_scale.unwrap_or(d.max_scale);
+    if !(min_scale > 0.0 && min_scale <= 1.0 && (1.0..=1000.0).contains(&max_scale)) {
+        return Err(ctx.err(format!(
+            "host.mcfq: min_scale = {min_scale}, max_scale = {max_scale}: expected 0 < min_scale <= 1 <= max_scale <= 1000"
+        )));
+    }
+    Ok(MotsParams { interval, window, min_scale, max_scale })
+}
+
+pub(super) fn resolve_cpu(ctx: &Ctx, c: &CpuSection) -> Result<CpuConfig, ConfigError> {
+    let d = CpuConfig::default();
+    let dur = |key: &str, v: &Option<String>, default: Nanos| -> Result<Nanos, ConfigError> {
+        v.as_deref().map_or(Ok(default), |v| ctx.duration(&format!("host.cpu.{key}"), v))
+    };
+    let quantum = dur("quantum", &c.quantum, d.quantum)?;
+    if quantum == Nanos::ZERO {
+        return Err(ctx.err("host.cpu.quantum: must be longer than zero"));
+    }
+    Ok(CpuConfig {
+        cores: ctx.positive("host.cpu.cores", c.cores.unwrap_or(d.cores))?,
+        threads_per_core: ctx.positive("host.cpu.threads_per_core", c.threads_per_core.unwrap_or(d.threads_per_core))?,
+        quantum,
+        context_switch: dur("context_switch", &c.context_switch, d.context_switch)?,
+        wakeup: dur("wakeup", &c.wakeup, d.wakeup)?,
+        spin: dur("spin", &c.spin, d.spin)?,
+        syscall: dur("syscall", &c.syscall, d.syscall)?,
+        app: dur("app", &c.app, d.app)?,
+        smt_slowdown: match c.smt_slowdown {
+            None => d.smt_slowdown,
+            Some(x) if (1.0..=4.0).contains(&x) => x,
+            Some(x) => return Err(ctx.err(format!("host.cpu.smt_slowdown: {x} is out of range: expected a factor from 1.0 (none) to 4.0"))),
+        },
+    })
+}

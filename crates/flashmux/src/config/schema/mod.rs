@@ -1,0 +1,259 @@
+//! The TOML schema (serde, unknown keys rejected) and its resolution into a [`Scenario`]: this
+//! file holds the scenario file's top level, `[stop]` and `[output]`; each other section has its
+//! own file (device.rs, host.rs, virt.rs, tenants.rs).
+
+use super::presets::{default_gc_threshold, gc_contribution_fit, preset, DeviceKind, PRESET_NAMES};
+use super::{
+    ConfigError, DeviceSpec, OutputSpec, Scenario, StopSpec, TenantSpec, Workload, DEFAULT_OUTPUT_DIR, DEFAULT_SEED,
+    DEFAULT_WEIGHT, MAX_WEIGHT,
+};
+use crate::device::precondition::{PreconditionSpec, PreconditionState};
+use crate::device::FlushPolicy;
+use crate::device::SsdConfig;
+use crate::flash::Geometry;
+use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, FtlError, MappingConfig, VictimPolicy};
+use crate::host::{BudgetParams, CfqParams, HostConfig, MotsParams, SchedulerKind};
+use crate::units::{parse_duration, parse_rate, parse_size, Nanos};
+use crate::virt::{Aio, Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
+use crate::workload::fio::{parse_job_text, read_job_file, FioJob, JobFile};
+use crate::workload::personality;
+use serde::Deserialize;
+use std::path::Path;
+
+mod device;
+mod host;
+mod tenants;
+mod virt;
+
+use device::*;
+use host::*;
+use tenants::*;
+use virt::*;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    name: Option<String>,
+    seed: Option<u64>,
+    #[serde(default)]
+    device: DeviceSection,
+    #[serde(default)]
+    precondition: PreconditionSection,
+    #[serde(default)]
+    host: HostSection,
+    #[serde(default)]
+    virt: VirtSection,
+    #[serde(default)]
+    stop: StopSection,
+    #[serde(default)]
+    output: OutputSection,
+    #[serde(default, rename = "tenant")]
+    tenants: Vec<TenantSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct StopSection {
+    time: Option<String>,
+    requests: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct OutputSection {
+    dir: Option<String>,
+    timeline_interval: Option<String>,
+}
+
+/// Defaults that are not part of a device preset.
+pub const DEFAULT_HOST_QUEUE_DEPTH: u32 = 1024;
+
+pub const DEFAULT_SUBMIT_OVERHEAD: Nanos = Nanos(1_500);
+
+pub const DEFAULT_COMPLETION_OVERHEAD: Nanos = Nanos(1_500);
+
+pub const DEFAULT_TIMELINE_INTERVAL: Nanos = Nanos::from_secs(1);
+
+pub const DEFAULT_PRESET: &str = "tlc-nvme";
+
+/// An export's job depth: no bound of the model's own. Its clients decide how much is in flight
+/// (an NBD client's queue depth is its own), and the host queue depth bounds the device.
+pub const EXPORT_DEPTH: u32 = 1 << 16;
+
+struct Ctx<'a> {
+    file: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, message: impl Into<String>) -> ConfigError {
+        // Values quoted in the message may hold control characters (TOML's "\u0000"): escaped,
+        // line by line (the TOML parser's messages span lines).
+        let message: String = message.into();
+        let message = message.split('\n').map(crate::units::shown).collect::<Vec<_>>().join("\n");
+        ConfigError::Invalid { file: self.file.to_string(), message }
+    }
+    fn size(&self, key: &str, v: &str) -> Result<u64, ConfigError> {
+        parse_size(v).map_err(|e| self.err(format!("{key}: {e}")))
+    }
+    fn duration(&self, key: &str, v: &str) -> Result<Nanos, ConfigError> {
+        parse_duration(v).map_err(|e| self.err(format!("{key}: {e}")))
+    }
+    fn rate(&self, key: &str, v: &str) -> Result<u64, ConfigError> {
+        parse_rate(v).map_err(|e| self.err(format!("{key}: {e}")))
+    }
+    fn positive<T: PartialOrd + Default + Copy + std::fmt::Display>(&self, key: &str, v: T) -> Result<T, ConfigError> {
+        if v > T::default() {
+            Ok(v)
+        } else {
+            Err(self.err(format!("{key}: must be at least 1 (got {v})")))
+        }
+    }
+}
+
+pub(super) fn resolve(text: &str, file: &str, base: &Path) -> Result<Scenario, ConfigError> {
+    let ctx = Ctx { file };
+    let f: ScenarioFile = toml::from_str(text).map_err(|e| ctx.err(e.to_string().trim_end().to_string()))?;
+    let device = resolve_device(&ctx, &f.device)?;
+    let precondition = resolve_precondition(&ctx, &f.precondition)?;
+    let mut host = resolve_host(&ctx, &f.host, &device.preset)?;
+    let open_channel = matches!(&device.kind, DeviceKind::Ssd(c) if c.open_channel);
+    if host.scheduler.needs_host_ftl() && !open_channel {
+        return Err(ctx.err(format!(
+            "host.scheduler: '{}' needs an open-channel drive (device.mode = \"open-channel\", or preset \"cosmos\"): it throttles where the host FTL takes requests (pblk's ring write buffer) and prices them from what that FTL sees; a drive that runs its own FTL shows the host neither",
+            host.scheduler.name()
+        )));
+    }
+    let virt = resolve_virt(&ctx, &f.virt)?;
+    if virt.mode.is_vm() && host.cpu.is_none() {
+        // A VM runs on host threads: the CPU model is on, with paper A's host by default.
+        host.cpu = Some(CpuConfig::default());
+    }
+    let stop = StopSpec {
+        time: f.stop.time.as_deref().map(|t| ctx.duration("stop.time", t)).transpose()?,
+        requests: f.stop.requests.map(|r| ctx.positive("stop.requests", r)).transpose()?,
+    };
+    if stop.time == Some(Nanos::ZERO) {
+        return Err(ctx.err("stop.time: must be longer than zero"));
+    }
+    let output = OutputSpec {
+        dir: f.output.dir.clone().unwrap_or_else(|| DEFAULT_OUTPUT_DIR.into()).into(),
+        timeline_interval: match &f.output.timeline_interval {
+            None => DEFAULT_TIMELINE_INTERVAL,
+            Some(v) => match ctx.duration("output.timeline_interval", v)? {
+                Nanos::ZERO => return Err(ctx.err("output.timeline_interval: must be longer than zero")),
+                d => d,
+            },
+        },
+    };
+    let mut collected = Collected::default();
+    if matches!(device.kind, DeviceKind::Null(_)) && precondition.state != PreconditionState::Clean {
+        collected.warnings.push(format!(
+            "{file}: precondition.state has no effect on the null device (it has no flash to age)"
+        ));
+    }
+    let tenants = resolve_tenants(&ctx, &f.tenants, base, device.capacity_bytes(), &mut collected)?;
+    if let Some(cpu) = &host.cpu {
+        check_threads(&ctx, cpu, &virt, tenants.len(), &mut collected)?;
+    }
+    let mut device = device;
+    if let DeviceKind::Ssd(c) = &mut device.kind {
+        finish_mapping(&ctx, &f.device.ftl, c, tenants.len())?;
+    }
+    Ok(Scenario {
+        name: f.name.unwrap_or_else(|| Path::new(file).file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into())),
+        seed: f.seed.unwrap_or(DEFAULT_SEED),
+        device,
+        precondition,
+        host,
+        virt,
+        stop,
+        output,
+        tenants,
+        warnings: collected.warnings,
+        notes: collected.notes,
+        global_options: collected.globals,
+    })
+}
+
+fn choice<T>(ctx: &Ctx, key: &str, v: &Option<String>, names: &[&str], values: &[T], default: T) -> Result<T, ConfigError>
+where
+    T: Copy,
+{
+    match v.as_deref() {
+        None => Ok(default),
+        Some(s) => match names.iter().position(|n| *n == s) {
+            Some(i) => Ok(values[i]),
+            None => Err(ctx.err(format!("{key}: unknown value '{s}': expected one of {}", names.join(", ")))),
+        },
+    }
+}
+
+/// Gathers what every job file contributes beyond its jobs: warnings, notes of unmodelled
+/// options, and `[global]` options.
+#[derive(Default)]
+struct Collected {
+    warnings: Vec<String>,
+    notes: Vec<String>,
+    globals: Vec<(String, String)>,
+}
+
+fn collect_diagnostics(jf: &JobFile, c: &mut Collected) {
+    let (warnings, notes) = (&mut c.warnings, &mut c.notes);
+    for (k, v) in &jf.global_options {
+        if !c.globals.iter().any(|(gk, _)| gk == k) {
+            c.globals.push((k.clone(), v.clone()));
+        }
+    }
+    warnings.extend(jf.warnings.iter().map(|w| w.to_string()));
+    for j in &jf.jobs {
+        for opt in &j.noted_unmodelled {
+            if !notes.contains(opt) {
+                notes.push(opt.clone());
+            }
+        }
+    }
+}
+
+/// A scenario from a fio job file run as fio would: one tenant per job section, all on the
+/// whole device, one group domain, the device's defaults for everything else.
+pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Result<Scenario, ConfigError> {
+    let ctx = Ctx { file };
+    let device = resolve_device(&ctx, &DeviceSection { preset: Some(device_preset.to_string()), ..Default::default() })?;
+    let capacity = device.capacity_bytes();
+    if jf.jobs.is_empty() {
+        return Err(ctx.err("the job file has no job sections"));
+    }
+    let mut collected = Collected::default();
+    collect_diagnostics(&jf, &mut collected);
+    let mut tenants: Vec<TenantSpec> = Vec::new();
+    for job in jf.jobs {
+        // Job names may repeat in fio files; tenants need unique names.
+        let mut name = job.name.clone();
+        let mut k = 1;
+        while tenants.iter().any(|t| t.name == name) {
+            k += 1;
+            name = format!("{}#{k}", job.name);
+        }
+        tenants.push(TenantSpec {
+            name,
+            region: (0, capacity),
+            weight: DEFAULT_WEIGHT,
+            workload: Workload::Fio(vec![job]),
+            domain: 0,
+        });
+    }
+    Ok(Scenario {
+        name: Path::new(file).file_stem().map_or("fio".into(), |s| s.to_string_lossy().into()),
+        seed: DEFAULT_SEED,
+        device,
+        precondition: PreconditionSpec { state: PreconditionState::Clean, fill: 1.0 },
+        host: resolve_host(&ctx, &HostSection::default(), device_preset)?,
+        virt: VirtConfig::default(),
+        stop: StopSpec { time: None, requests: None },
+        output: OutputSpec { dir: DEFAULT_OUTPUT_DIR.into(), timeline_interval: DEFAULT_TIMELINE_INTERVAL },
+        tenants,
+        warnings: collected.warnings,
+        notes: collected.notes,
+        global_options: collected.globals,
+    })
+}

@@ -1,0 +1,198 @@
+//! The `[[tenant]]` tables: each tenant's workload (inline fio, a job file, a personality, a
+//! trace, or none: an export), its region of the device and its weight.
+
+use super::*;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TenantSection {
+    pub(super) name: Option<String>,
+    pub(super) region: Option<RegionValue>,
+    /// An integer, but read as any TOML value so that 0, negative and fractional weights get a
+    /// clear error rather than a type mismatch.
+    pub(super) weight: Option<toml::Value>,
+    pub(super) fio: Option<String>,
+    pub(super) job_file: Option<String>,
+    /// A built-in workload (`workload::personality`) by name.
+    pub(super) personality: Option<String>,
+    /// A block trace (`config/trace.rs`).
+    pub(super) trace: Option<toml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum RegionValue {
+    Named(String),
+    Range { offset: String, size: String },
+}
+
+/// Partitions made by `region = "auto"` start on this boundary, as partitioning tools align them.
+pub(super) const AUTO_REGION_ALIGN: u64 = 1 << 20;
+
+pub(super) fn resolve_tenants(
+    ctx: &Ctx,
+    ts: &[TenantSection],
+    base: &Path,
+    capacity: u64,
+    collected: &mut Collected,
+) -> Result<Vec<TenantSpec>, ConfigError> {
+    if ts.is_empty() {
+        return Err(ctx.err("no tenants: add at least one [[tenant]] with a workload (fio = \"...\", job_file = \"...\", personality = \"...\" or trace = \"...\")"));
+    }
+    // Before any tenant is resolved (each parses a job file).
+    if ts.len() > crate::config::limits::MAX_TENANTS {
+        return Err(ctx.err(format!("{} tenants: at most {}", ts.len(), crate::config::limits::MAX_TENANTS)));
+    }
+    let n = ts.len() as u64;
+    let mut out: Vec<TenantSpec> = Vec::new();
+    for (i, t) in ts.iter().enumerate() {
+        let name = t.name.clone().unwrap_or_else(|| format!("tenant{i}"));
+        let key = format!("tenant[{i}] ({name})");
+        if name.is_empty() || name.contains(|c: char| c.is_control() || c == ',') {
+            return Err(ctx.err(format!("{key}.name: must be non-empty, without commas or control characters")));
+        }
+        if out.iter().any(|o| o.name == name) {
+            return Err(ctx.err(format!("{key}.name: '{name}' is used by another tenant")));
+        }
+        let region = match &t.region {
+            None => auto_region(i as u64, n, capacity),
+            Some(RegionValue::Named(s)) if s == "auto" => auto_region(i as u64, n, capacity),
+            Some(RegionValue::Named(s)) if s == "whole" => (0, capacity),
+            Some(RegionValue::Named(s)) => {
+                return Err(ctx.err(format!(
+                    "{key}.region: unknown region '{s}': expected \"auto\", \"whole\" or {{ offset = \"...\", size = \"...\" }}"
+                )))
+            }
+            Some(RegionValue::Range { offset, size }) => {
+                let off = size_or_percent(ctx, &format!("{key}.region.offset"), offset, capacity)?;
+                let len = size_or_percent(ctx, &format!("{key}.region.size"), size, capacity)?;
+                if len == 0 || off % 512 != 0 || len % 512 != 0 {
+                    return Err(ctx.err(format!(
+                        "{key}.region: offset and size must be multiples of 512 bytes and the size non-zero"
+                    )));
+                }
+                if off + len > capacity {
+                    return Err(ctx.err(format!(
+                        "{key}.region: {off}+{len} bytes exceeds the device's capacity of {capacity} bytes"
+                    )));
+                }
+                (off, len)
+            }
+        };
+        let weight = resolve_weight(ctx, &key, t.weight.as_ref())?;
+        if let Some(v) = &t.trace {
+            if t.fio.is_some() || t.job_file.is_some() || t.personality.is_some() {
+                return Err(ctx.err(format!("{key}: give only one of fio, job_file, personality and trace")));
+            }
+            let spec = crate::config::trace::resolve_trace(v, &format!("{key}.trace"), base, &|m| ctx.err(m), &|k, v| ctx.duration(k, v))?;
+            let job = FioJob {
+                name: name.clone(),
+                file: spec.paths[0].display().to_string(),
+                iodepth: spec.depth(),
+                job_options: spec.job_options(),
+                ..FioJob::default()
+            };
+            out.push(TenantSpec { name, region, weight, workload: Workload::Trace { spec, job }, domain: i });
+            continue;
+        }
+        if t.fio.is_none() && t.job_file.is_none() && t.personality.is_none() {
+            // No workload: an NBD export. Its one job issues what the export's clients send.
+            let job = FioJob {
+                name: name.clone(),
+                iodepth: EXPORT_DEPTH,
+                job_options: vec![("ioengine".into(), "nbd".into())],
+                ..FioJob::default()
+            };
+            out.push(TenantSpec { name, region, weight, workload: Workload::Export { job }, domain: i });
+            continue;
+        }
+        let jf = tenant_workload(ctx, &key, &name, t, base)?;
+        if jf.jobs.is_empty() {
+            return Err(ctx.err(format!("{key}: the fio job has no job sections")));
+        }
+        collect_diagnostics(&jf, collected);
+        out.push(TenantSpec { name, region, weight, workload: Workload::Fio(jf.jobs), domain: i });
+    }
+    check_overlaps(ctx, &out, capacity)?;
+    Ok(out)
+}
+
+/// A tenant's jobs: from exactly one of `fio`, `job_file` and `personality`.
+pub(super) fn tenant_workload(ctx: &Ctx, key: &str, name: &str, t: &TenantSection, base: &Path) -> Result<JobFile, ConfigError> {
+    match (&t.fio, &t.job_file, &t.personality) {
+        (Some(text), None, None) => {
+            let label = format!("{}[tenant {name}].fio", ctx.file);
+            Ok(parse_job_text(text, &label, &|v| std::env::var(v).ok())?)
+        }
+        (None, Some(path), None) => {
+            let full = base.join(path);
+            let shown = if full == Path::new(path) { format!("'{path}'") } else { format!("'{path}' ({})", full.display()) };
+            let text = read_job_file(&full).map_err(|e| ctx.err(format!("{key}.job_file: cannot read job file {shown}: {e}")))?;
+            Ok(parse_job_text(&text, &full.display().to_string(), &|v| std::env::var(v).ok())?)
+        }
+        (None, None, Some(p)) => match personality::get(p) {
+            Some(p) => Ok(p.parse()?),
+            None => Err(ctx.err(format!(
+                "{key}.personality: unknown personality '{p}': expected one of {} (flashmux personalities)",
+                personality::names()
+            ))),
+        },
+        (None, None, None) => Err(ctx.err(format!(
+            "{key}: no workload: give fio = \"...\", job_file = \"...\", personality = \"...\" or trace = \"...\""
+        ))),
+        _ => Err(ctx.err(format!("{key}: give only one of fio, job_file and personality"))),
+    }
+}
+
+pub(super) fn resolve_weight(ctx: &Ctx, key: &str, v: Option<&toml::Value>) -> Result<u32, ConfigError> {
+    let Some(v) = v else { return Ok(DEFAULT_WEIGHT) };
+    match v.as_integer() {
+        Some(w) if (1..=MAX_WEIGHT as i64).contains(&w) => Ok(w as u32),
+        _ => Err(ctx.err(format!(
+            "{key}.weight: {v} is not a valid weight: expected a whole number from 1 to {MAX_WEIGHT} (default {DEFAULT_WEIGHT})"
+        ))),
+    }
+}
+
+/// The i-th of n equal slices of the device, aligned to 1 MiB where the device is large enough;
+/// a lone tenant gets the whole device.
+pub(super) fn auto_region(i: u64, n: u64, capacity: u64) -> (u64, u64) {
+    if n == 1 {
+        return (0, capacity);
+    }
+    let align = if capacity / n >= 64 * AUTO_REGION_ALIGN { AUTO_REGION_ALIGN } else { 4096 };
+    let slice = capacity / n / align * align;
+    (i * slice, slice)
+}
+
+pub(super) fn size_or_percent(ctx: &Ctx, key: &str, v: &str, capacity: u64) -> Result<u64, ConfigError> {
+    match v.trim().strip_suffix('%') {
+        Some(p) => {
+            let pct: f64 = p.trim().parse().map_err(|_| ctx.err(format!("{key}: invalid percentage '{v}'")))?;
+            if !(0.0..=100.0).contains(&pct) {
+                return Err(ctx.err(format!("{key}: {pct}% is out of range 0-100%")));
+            }
+            // Down to a whole 4 KiB, so percentages give aligned regions.
+            Ok((capacity as f64 * pct / 100.0) as u64 / 4096 * 4096)
+        }
+        None => ctx.size(key, v),
+    }
+}
+
+pub(super) fn check_overlaps(ctx: &Ctx, ts: &[TenantSpec], capacity: u64) -> Result<(), ConfigError> {
+    for (i, a) in ts.iter().enumerate() {
+        for b in &ts[i + 1..] {
+            let whole = |t: &TenantSpec| t.region == (0, capacity);
+            if whole(a) || whole(b) {
+                continue; // "whole" is an explicit choice to share the device
+            }
+            if a.region.0 < b.region.0 + b.region.1 && b.region.0 < a.region.0 + a.region.1 {
+                return Err(ctx.err(format!(
+                    "tenants '{}' and '{}' have overlapping regions ({}+{} and {}+{} bytes); partitions must be disjoint (use region = \"whole\" to share the device)",
+                    a.name, b.name, a.region.0, a.region.1, b.region.0, b.region.1
+                )));
+            }
+        }
+    }
+    Ok(())
+}

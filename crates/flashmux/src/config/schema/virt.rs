@@ -1,0 +1,162 @@
+//! The `[virt]` section: the virtualization mode and the options of its I/O path (notification,
+//! emulation, completion, exits and their costs), and the check that the host has the hardware
+//! threads the VMs' threads need.
+
+use super::*;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct VirtSection {
+    pub(super) mode: Option<String>,
+    pub(super) vcpus: Option<u32>,
+    pub(super) notify: Option<String>,
+    pub(super) emulation: Option<String>,
+    pub(super) completion: Option<String>,
+    pub(super) queue_size: Option<u32>,
+    pub(super) max_merge: Option<String>,
+    pub(super) batch_window: Option<String>,
+    pub(super) pin_vcpus: Option<bool>,
+    pub(super) pin_iothreads: Option<bool>,
+    pub(super) vq_add: Option<String>,
+    pub(super) vq_pop: Option<String>,
+    pub(super) request_cost: Option<String>,
+    pub(super) vq_push: Option<String>,
+    pub(super) userspace_switch: Option<String>,
+    pub(super) aio: Option<String>,
+    pub(super) poll_detect: Option<String>,
+    pub(super) ide_submit_exits: Option<u32>,
+    pub(super) ide_complete_exits: Option<u32>,
+    pub(super) exits: Option<ExitsSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ExitsSection {
+    pub(super) io_inst: Option<ExitCostSection>,
+    pub(super) ext_int: Option<ExitCostSection>,
+    pub(super) msr_write: Option<ExitCostSection>,
+    pub(super) hlt: Option<ExitCostSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ExitCostSection {
+    pub(super) direct: Option<String>,
+    pub(super) indirect: Option<String>,
+    pub(super) sync: Option<String>,
+}
+
+pub(super) fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, ConfigError> {
+    let d = VirtConfig::default();
+    let mode = match &v.mode {
+        None => VirtMode::BareMetal,
+        Some(m) => VirtMode::from_name(m).ok_or_else(|| {
+            ctx.err(format!("virt.mode: unknown mode '{m}': expected one of {}", VirtMode::NAMES.join(", ")))
+        })?,
+    };
+    if !mode.is_vm() {
+        let given = [
+            ("vcpus", v.vcpus.is_some()),
+            ("notify", v.notify.is_some()),
+            ("emulation", v.emulation.is_some()),
+            ("completion", v.completion.is_some()),
+            ("queue_size", v.queue_size.is_some()),
+            ("batch_window", v.batch_window.is_some()),
+            ("pin_vcpus", v.pin_vcpus.is_some()),
+            ("pin_iothreads", v.pin_iothreads.is_some()),
+            ("aio", v.aio.is_some()),
+            ("exits", v.exits.is_some()),
+        ];
+        if let Some((k, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(ctx.err(format!("virt.{k}: only with a VM mode (virt.mode is bare-metal)")));
+        }
+    }
+    if v.batch_window.is_some() && mode != VirtMode::Multiqueue {
+        return Err(ctx.err(format!("virt.batch_window: only for mode multiqueue, not {}", mode.name())));
+    }
+    let dur = |key: &str, x: &Option<String>, default: Nanos| -> Result<Nanos, ConfigError> {
+        x.as_deref().map_or(Ok(default), |x| ctx.duration(&format!("virt.{key}"), x))
+    };
+    let vcpus = v.vcpus.unwrap_or(d.vcpus);
+    if vcpus == 0 {
+        return Err(ctx.err("virt.vcpus: a VM needs at least 1 vCPU (got 0)"));
+    }
+    let mut exits = d.exits;
+    if let Some(e) = &v.exits {
+        for (r, sec) in ExitReason::ALL.iter().zip([&e.io_inst, &e.ext_int, &e.msr_write, &e.hlt]) {
+            let Some(sec) = sec else { continue };
+            let key = ExitReason::KEYS[r.index()];
+            let c = &mut exits[r.index()];
+            c.direct = dur(&format!("exits.{key}.direct"), &sec.direct, c.direct)?;
+            c.indirect = dur(&format!("exits.{key}.indirect"), &sec.indirect, c.indirect)?;
+            c.sync = dur(&format!("exits.{key}.sync"), &sec.sync, c.sync)?;
+        }
+    }
+    let c = VirtConfig {
+        mode,
+        vcpus,
+        notify: choice(ctx, "virt.notify", &v.notify, &["exit", "poll"], &[Notify::Exit, Notify::Poll], d.notify)?,
+        emulation: choice(
+            ctx,
+            "virt.emulation",
+            &v.emulation,
+            &["userspace", "in-hypervisor"],
+            &[Emulation::Userspace, Emulation::InHypervisor],
+            if mode == VirtMode::IdeEmulation { Emulation::Userspace } else { d.emulation },
+        )?,
+        completion: choice(
+            ctx,
+            "virt.completion",
+            &v.completion,
+            &["inject", "exitless"],
+            &[Completion::Inject, Completion::Exitless],
+            d.completion,
+        )?,
+        queue_size: ctx.positive("virt.queue_size", v.queue_size.unwrap_or(d.queue_size))?,
+        max_merge_bytes: v.max_merge.as_deref().map_or(Ok(d.max_merge_bytes), |m| ctx.size("virt.max_merge", m))?,
+        batch_window: dur("batch_window", &v.batch_window, d.batch_window)?,
+        pin_vcpus: v.pin_vcpus.unwrap_or(d.pin_vcpus),
+        pin_iothreads: v.pin_iothreads.unwrap_or(d.pin_iothreads),
+        vq_add: dur("vq_add", &v.vq_add, d.vq_add)?,
+        vq_pop: dur("vq_pop", &v.vq_pop, d.vq_pop)?,
+        request_cost: dur("request_cost", &v.request_cost, d.request_cost)?,
+        vq_push: dur("vq_push", &v.vq_push, d.vq_push)?,
+        userspace_switch: dur("userspace_switch", &v.userspace_switch, d.userspace_switch)?,
+        aio: choice(ctx, "virt.aio", &v.aio, &["native", "threads"], &[Aio::Native, Aio::Threads], d.aio)?,
+        poll_detect: dur("poll_detect", &v.poll_detect, d.poll_detect)?,
+        ide_submit_exits: v.ide_submit_exits.unwrap_or(d.ide_submit_exits),
+        ide_complete_exits: v.ide_complete_exits.unwrap_or(d.ide_complete_exits),
+        exits,
+    };
+    if c.aio == Aio::Threads && c.emulation == Emulation::InHypervisor {
+        return Err(ctx.err("virt.aio = \"threads\": QEMU's thread pool is userspace emulation's; with emulation = \"in-hypervisor\" the hypervisor submits requests itself (drop virt.aio)"));
+    }
+    Ok(c)
+}
+
+/// Polling threads each own a hardware thread: at least one must be left for everything else.
+pub(super) fn check_threads(ctx: &Ctx, cpu: &CpuConfig, virt: &VirtConfig, vms: usize, collected: &mut Collected) -> Result<(), ConfigError> {
+    if !virt.mode.is_vm() || virt.notify != Notify::Poll {
+        return Ok(());
+    }
+    let hw = cpu.hw_threads();
+    let pollers = vms as u32 * virt.iothreads();
+    if pollers >= hw {
+        return Err(ctx.err(format!(
+            "virt.notify = \"poll\": {pollers} polling thread(s) ({vms} VM(s) × {} I/O thread(s) in mode {}) are each pinned to a hardware thread of their own, \
+             but the host has {hw} (host.cpu.cores × threads_per_core): none would be left for the vCPUs; \
+             add hardware threads or use fewer VMs / vCPUs",
+            virt.iothreads(),
+            virt.mode.name()
+        )));
+    }
+    let vcpus = vms as u32 * virt.vcpus;
+    if pollers + vcpus > hw {
+        collected.warnings.push(format!(
+            "{}: {vcpus} vCPU(s) share the {} hardware thread(s) the {pollers} polling thread(s) leave free",
+            ctx.file,
+            hw - pollers
+        ));
+    }
+    Ok(())
+}
