@@ -21,10 +21,18 @@
 //! Paper B's options combine with every VM mode: notification `exit` | `poll`, emulation
 //! `userspace` | `in-hypervisor`, completion `inject` | `exitless`.
 
+mod cpu;
+mod ids;
+mod irq;
+mod lock;
 mod machine;
+mod plug;
 mod report;
+mod roles;
+mod thread;
+mod virtqueue;
 
-pub use machine::{Io, Machine, MachineEvent, VirtOutbox};
+pub use machine::{Io, Machine, MachineEvent, ToHost, VirtOutbox};
 pub use report::{ExitStat, LockStat, ThreadStat, VirtResult, VmResult};
 
 use crate::units::Nanos;
