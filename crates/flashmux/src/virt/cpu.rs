@@ -353,3 +353,6 @@ impl Cpu {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

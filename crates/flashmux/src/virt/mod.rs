@@ -31,6 +31,8 @@ mod report;
 mod roles;
 mod thread;
 mod virtqueue;
+#[cfg(test)]
+mod tests;
 
 pub use machine::{Io, Machine, MachineEvent, ToHost, VirtOutbox};
 pub use report::{ExitStat, LockStat, ThreadStat, VirtResult, VmResult};
