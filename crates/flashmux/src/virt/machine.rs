@@ -66,8 +66,8 @@ pub struct ToHost {
 #[derive(Clone, Copy, Debug)]
 pub struct Io {
     pub req: ReqId,
-    /// The job's index in the simulator (its process, or its guest process's vCPU).
-    pub job: usize,
+    /// The job in the simulator (its process, or its guest process's vCPU).
+    pub job: JobId,
     pub op: IoOp,
     pub offset: u64,
     pub len: u64,
@@ -118,14 +118,14 @@ impl Machine {
     pub fn new(
         cpu: CpuConfig,
         virt: VirtConfig,
-        jobs: &[usize],
+        jobs: &[TenantId],
         batches: &[u32],
         tenants: usize,
         submit: Nanos,
         complete: Nanos,
     ) -> Machine {
         assert_eq!(jobs.len(), batches.len(), "one batch size per job");
-        assert!(jobs.iter().all(|&t| t < tenants), "every job belongs to a tenant");
+        assert!(jobs.iter().all(|t| t.index() < tenants), "every job belongs to a tenant");
         let mut m = Machine {
             cpu: Cpu::new(cpu),
             procs: IdVec::new(),
@@ -154,10 +154,10 @@ impl Machine {
                 m.build_vm(TenantId(t as u16));
             }
             let mut per_vm = vec![0usize; tenants];
-            for (j, &t) in jobs.iter().enumerate() {
-                let vm = &m.vms[VmId(t as u32)];
-                m.job_vcpu[JobId::from_index(j)] = Some(vm.vcpus[per_vm[t] % vm.vcpus.len()]);
-                per_vm[t] += 1;
+            for (j, t) in jobs.iter().enumerate() {
+                let vm = &m.vms[VmId(t.0 as u32)];
+                m.job_vcpu[JobId::from_index(j)] = Some(vm.vcpus[per_vm[t.index()] % vm.vcpus.len()]);
+                per_vm[t.index()] += 1;
             }
         } else {
             for j in 0..jobs.len() {
@@ -223,7 +223,6 @@ impl Machine {
     /// A job issued a request.
     pub fn submit(&mut self, now: SimTime, io: Io, out: &mut VirtOutbox) {
         let Io { req, job, op, offset, len } = io;
-        let job = JobId::from_index(job);
         self.reqs.insert(req, job, op, offset, len);
         let t = match self.job_vcpu[job] {
             None => {

@@ -5,7 +5,7 @@
 use super::*;
 use crate::device::IoOp;
 use crate::engine::EventQueue;
-use crate::units::{Nanos, ReqId, SimTime};
+use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
 use std::collections::BTreeMap;
 
 const US: u64 = 1_000;
@@ -37,7 +37,7 @@ fn cpu() -> CpuConfig {
 impl Harness {
     /// `jobs` jobs of tenant 0, each submitting `batch` requests per call.
     fn new(virt: VirtConfig, jobs: usize, batch: u32) -> Harness {
-        let m = Machine::new(cpu(), virt, &vec![0; jobs], &vec![batch; jobs], 1, Nanos(SUBMIT), Nanos(COMPLETE));
+        let m = Machine::new(cpu(), virt, &vec![TenantId(0); jobs], &vec![batch; jobs], 1, Nanos(SUBMIT), Nanos(COMPLETE));
         let mut h = Harness {
             m,
             q: EventQueue::new(),
@@ -73,8 +73,8 @@ impl Harness {
             self.m.settle(self.now, &mut self.out);
         }
     }
-    fn submit(&mut self, job: usize, req: u32, op: IoOp, offset: u64, len: u64) {
-        let io = Io { req: ReqId(req), job, op, offset, len };
+    fn submit(&mut self, job: u32, req: u32, op: IoOp, offset: u64, len: u64) {
+        let io = Io { req: ReqId(req), job: JobId(job), op, offset, len };
         self.m.submit(self.now, io, &mut self.out);
         self.drain();
     }
