@@ -33,11 +33,11 @@
 //! Linux's virtio_blk driver.
 
 use super::ids::{IoThreadId, ProcId, ThreadId, VcpuId, VmId, VqId};
-use super::machine::{Machine, VirtOutbox};
+use super::machine::{Machine, MachineEvent, VirtOutbox};
 use super::report::ExitStat;
 use super::thread::{Act, Op, Role};
 use super::{Aio, Emulation, ExitReason, VirtMode};
-use crate::units::{Nanos, ReqId, SimTime, TenantId};
+use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
 use std::collections::VecDeque;
 
 /// A bare-metal process (fio job).
@@ -144,7 +144,7 @@ impl Machine {
                 self.push(t, Op::Burst(ns, Act::AppDone(r)));
             }
         } else if !pr.submits.is_empty() {
-            let k = (self.batch[crate::units::JobId(p.0)] as usize).min(pr.submits.len());
+            let k = (self.batch[JobId(p.0)] as usize).min(pr.submits.len());
             let reqs: Vec<ReqId> = pr.submits.drain(..k).collect();
             self.push_submit_call(t, &reqs);
         }
@@ -355,7 +355,7 @@ impl Machine {
                 None => {
                     let end = now + self.virt.batch_window;
                     io.window_end = Some(end);
-                    out.events.push((end, super::machine::MachineEvent::Window(i)));
+                    out.events.push((end, MachineEvent::Window(i)));
                     return;
                 }
                 Some(e) if e > now => return,
