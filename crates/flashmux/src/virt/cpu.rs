@@ -21,9 +21,10 @@
 //! # Example (default costs: quantum 3 ms, context switch 1.5 us, wake-up 4 us, spin 1 us)
 //! One hardware thread, thread A running a 5 ms burst from t = 0, thread B woken at t = 0:
 //! B is runnable at 4 us and waits; A's burst ends at 1.5 us + 5 ms, past its quantum, so A
-//! yields at its next op and B runs `context_switch` later: at 5.003 ms. A mutex released 3 us
-//! after a waiter started spinning reaches it spinning (no sleep); released at 10 us, the waiter
-//! slept at 1 us and runs again at 10 + 4 us, wake-up plus the switch-in 1.5 us later.
+//! yields at its next op and B runs `context_switch` later: at 5.003 ms. A waiter that starts
+//! spinning at t = 0 on a mutex released at 0.7 us has it at once, still spinning; released at
+//! 10 us, the mutex finds the waiter asleep since 1 us: it owns the mutex from 10 us but runs
+//! only at 15.5 us (wake-up 4 us, switch-in 1.5 us).
 //!
 //! Parameters (`[host.cpu]`): `cores`, `threads_per_core`, `quantum`, `context_switch`, `wakeup`,
 //! `spin` (ns), `smt_slowdown` (a factor).

@@ -24,7 +24,8 @@
 //!
 //! # Example (bare metal, `iodepth_batch_submit` = 4, default costs, `submit` = 1 us)
 //! A call of 4 requests is 4 bursts: 0.5 + 0.4 + 1 = 1.9 us, then 1.4 us three times: 6.1 us
-//! of CPU, the plug unplugging at its end. Reaping 4 completions is 0.5 us + 4 × `complete`.
+//! of CPU, the plug unplugging at its end. Reaping 4 completions (none merged) is
+//! 0.5 us + 4 × `complete`.
 //!
 //! Parameters: `CpuConfig::{syscall, app}`, `VirtConfig::{vq_add, vq_pop, vq_push,
 //! request_cost, userspace_switch, aio, batch_window, queue_size, ide_submit_exits}` and the
