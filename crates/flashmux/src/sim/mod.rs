@@ -164,7 +164,7 @@ impl Simulator {
             scenario,
         };
         if let Some(cpu) = &sim.scenario.host.cpu {
-            let jobs: Vec<usize> = sim.work.jobs.iter().map(|j| j.tenant.index()).collect();
+            let jobs: Vec<TenantId> = sim.work.jobs.iter().map(|j| j.tenant).collect();
             let batches: Vec<u32> = sim.work.jobs.iter().map(|j| j.spec.iodepth_batch).collect();
             let h = &sim.scenario.host;
             sim.machine = Some(Machine::new(
@@ -421,7 +421,7 @@ impl Simulator {
         }
         match &mut self.machine {
             Some(m) => {
-                let io = Io { req: id, job: j.index(), op: io.op, offset: io.offset, len: io.len };
+                let io = Io { req: id, job: j, op: io.op, offset: io.offset, len: io.len };
                 m.submit(now, io, &mut self.vout)
             }
             None => {

@@ -21,10 +21,20 @@
 //! Paper B's options combine with every VM mode: notification `exit` | `poll`, emulation
 //! `userspace` | `in-hypervisor`, completion `inject` | `exitless`.
 
+mod cpu;
+mod ids;
+mod irq;
+mod lock;
 mod machine;
+mod plug;
 mod report;
+mod roles;
+mod thread;
+mod virtqueue;
+#[cfg(test)]
+mod tests;
 
-pub use machine::{Io, Machine, MachineEvent, VirtOutbox};
+pub use machine::{Io, Machine, MachineEvent, ToHost, VirtOutbox};
 pub use report::{ExitStat, LockStat, ThreadStat, VirtResult, VmResult};
 
 use crate::units::Nanos;

@@ -1,7 +1,15 @@
 //! What the host machine reports: CPU use and context switches per kind of thread, VM exits by
 //! reason with their costs, virtqueue mutex waits, kicks, interrupts and guest merges.
+//!
+//! CPU time is a thread's time on a hardware thread (spinning and polling included), up to the
+//! report's time; a fraction of 1.0 is one hardware thread busy all the time. Example: two vCPU
+//! threads that ran 3 ms and 1 ms of a 10 ms run report `cpu_ns` 4 ms, `cpu_fraction` 0.4.
 
-use super::{Completion, Emulation, Notify, VirtMode};
+use super::ids::VmId;
+use super::machine::Machine;
+use super::thread::{Role, Thread};
+use super::{Completion, Emulation, ExitReason, Notify, VirtMode};
+use crate::units::SimTime;
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -101,4 +109,79 @@ pub struct VirtResult {
     /// guest merges are in `vms`).
     pub host_merges: u64,
     pub vms: Vec<VmResult>,
+}
+
+impl Machine {
+    pub fn result(&self, now: SimTime) -> VirtResult {
+        let elapsed = now.0.max(1) as f64;
+        let threads = self.cpu.threads();
+        let processes = self.thread_stat(now, "process", &|th| matches!(th.role, Role::Process(_)));
+        let total_switches: u64 = threads.iter().map(|t| t.voluntary + t.involuntary).sum();
+        let busy = self.cpu.busy_ns(now);
+        let vms = self.vms.ids().map(|vm| self.vm_result(now, vm)).collect();
+        let hw = self.cpu.hw_threads();
+        VirtResult {
+            mode: self.virt.mode,
+            notify: self.virt.mode.is_vm().then_some(self.virt.notify),
+            emulation: self.virt.mode.is_vm().then_some(self.virt.emulation),
+            completion: self.virt.mode.is_vm().then_some(self.virt.completion),
+            hw_threads: hw as u32,
+            cpu_utilisation: busy as f64 / (elapsed * hw as f64),
+            context_switches: total_switches,
+            context_switches_per_sec: total_switches as f64 * 1e9 / elapsed,
+            processes: (processes.threads > 0).then_some(processes),
+            host_merges: self.host_merges,
+            vms,
+        }
+    }
+
+    /// The threads `filter` picks, summed up as one kind.
+    fn thread_stat(&self, now: SimTime, role: &str, filter: &dyn Fn(&Thread) -> bool) -> ThreadStat {
+        let mut s = ThreadStat { role: role.to_string(), ..Default::default() };
+        for th in self.cpu.threads().iter().filter(|th| filter(th)) {
+            s.threads += 1;
+            s.cpu_ns += th.oncpu_ns(now);
+            s.voluntary_switches += th.voluntary;
+            s.involuntary_switches += th.involuntary;
+        }
+        s.cpu_fraction = s.cpu_ns as f64 / now.0.max(1) as f64;
+        s
+    }
+
+    fn vm_result(&self, now: SimTime, id: VmId) -> VmResult {
+        let elapsed = now.0.max(1) as f64;
+        let vm = &self.vms[id];
+        let vcpu = self.thread_stat(now, "vcpu", &|th| matches!(th.role, Role::Vcpu(v) if self.vcpus[v].vm == id));
+        let poll = self.virt.notify == Notify::Poll;
+        let io = self.thread_stat(
+            now,
+            if poll { "poll" } else { "iothread" },
+            &|th| matches!(th.role, Role::IoThread(k) if self.iots[k].vm == id),
+        );
+        let mut locks = LockStat::default();
+        for vq in self.vqs.iter().filter(|q| q.vm == id) {
+            locks.absorb(&self.cpu.lock(vq.lock).stat);
+        }
+        let mut exits: Vec<ExitStat> = vm.exits.to_vec();
+        for (e, r) in exits.iter_mut().zip(ExitReason::ALL) {
+            e.reason = r.name().to_string();
+            e.per_sec = e.count as f64 * 1e9 / elapsed;
+        }
+        let switches =
+            vcpu.voluntary_switches + vcpu.involuntary_switches + io.voluntary_switches + io.involuntary_switches;
+        VmResult {
+            tenant: vm.tenant.index(),
+            exits_total: exits.iter().map(|e| e.count).sum(),
+            exits,
+            kicks: vm.kicks,
+            interrupts: vm.interrupts,
+            ipis: vm.ipis,
+            merges: vm.merges,
+            locks,
+            context_switches: switches,
+            context_switches_per_sec: switches as f64 * 1e9 / elapsed,
+            poll_cpu_ns: if poll { io.cpu_ns } else { 0 },
+            threads: vec![vcpu, io],
+        }
+    }
 }
