@@ -13,7 +13,7 @@ mod buffer;
 pub mod precondition;
 mod ssd;
 
-pub use ssd::{FlushPolicy, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats};
+pub use ssd::{FlushPolicy, GcMode, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats};
 
 use crate::units::{Nanos, QueueId, ReqId, SimTime, TenantId};
 use serde::Serialize;
@@ -148,7 +148,7 @@ impl Device {
     /// The host-side FTL of an open-channel drive; `None` for a drive with its own FTL.
     pub fn host_ftl(&self) -> Option<&dyn crate::host::HostFtl> {
         match &self.backend {
-            Backend::Ssd(s) if s.config().open_channel => Some(s.as_ref()),
+            Backend::Ssd(s) if s.gc_mode() == GcMode::HostIo => Some(s.as_ref()),
             _ => None,
         }
     }
