@@ -11,8 +11,10 @@
 
 mod buffer;
 pub mod precondition;
+mod report;
 mod ssd;
 
+pub use report::{TenantDeviceCounters, TenantDeviceReport};
 pub use ssd::{FlushPolicy, GcMode, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats};
 
 use crate::units::{Nanos, QueueId, ReqId, SimTime, TenantId};

@@ -195,6 +195,8 @@ pub struct Ssd {
     map: MapPath,
     /// GC jobs under way and their counters.
     gc: GcBook,
+    /// Tenants the drive was built for, and their data-path counters (grown on first use).
+    tenant_count: usize,
     tenants: Vec<TenantDeviceStats>,
     pages_scratch: Vec<(u32, u32)>,
 }
@@ -224,6 +226,7 @@ impl Ssd {
             map,
             geo,
             cfg,
+            tenant_count: tenants,
             tenants: Vec::new(),
             pages_scratch: Vec::new(),
         })
@@ -277,6 +280,10 @@ impl Ssd {
     }
     pub fn config(&self) -> &SsdConfig {
         &self.cfg
+    }
+    /// Tenants the drive was built for.
+    pub fn tenant_count(&self) -> usize {
+        self.tenant_count
     }
     pub fn tenant_stats(&self, tenant: usize) -> TenantDeviceStats {
         self.tenants.get(tenant).cloned().unwrap_or_default()
