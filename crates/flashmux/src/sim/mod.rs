@@ -16,12 +16,11 @@ mod timeline;
 pub mod trace;
 
 use crate::config::{DeviceKind, Scenario};
-use crate::device::precondition::{owner_segments, precondition, PreconditionReport, PreconditionState};
-use crate::device::{Backend, Command, Device, DeviceEvent, IoOp, Outbox, Ssd};
-use crate::engine::{rng_for, EventQueue};
+use crate::device::precondition::{PreconditionReport, PreconditionState};
+use crate::device::{Backend, Command, Device, DeviceEvent, IoOp, Outbox, Ssd, TenantDeviceReport};
+use crate::engine::EventQueue;
 use crate::host::{SchedReq, Scheduler};
-use crate::ftl::MappingConfig;
-use crate::metrics::{CmtReport, DeviceResult, Fairness, JobResult, RunResults, StopReason, TenantResult};
+use crate::metrics::{DeviceResult, Fairness, JobResult, RunResults, StopReason, TenantResult};
 use crate::units::{JobId, Nanos, QueueId, ReqId, SimTime, TenantId};
 use crate::virt::{Io, Machine, MachineEvent, VirtOutbox};
 use job::{IoReq, JobRt, JobState};
@@ -259,33 +258,8 @@ impl Simulator {
     }
 
     fn run_precondition(&mut self, stop: &dyn Fn() -> bool) -> PreconditionReport {
-        let spec = self.scenario.precondition.clone();
-        let Backend::Ssd(ssd) = self.device.backend_mut() else {
-            return PreconditionReport::default();
-        };
-        let unit = ssd.config().geometry.unit_bytes as u64;
-        let logical = ssd.ftl().logical_units() as u32;
-        let regions: Vec<(u32, u32, u16)> = self
-            .scenario
-            .tenants
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let start = t.region.0.div_ceil(unit);
-                let end = (t.region.0 + t.region.1) / unit;
-                (start as u32, end.saturating_sub(start) as u32, i as u16)
-            })
-            .collect();
-        let segments = owner_segments(logical, &regions);
-        let mut rng = rng_for(self.scenario.seed, "precondition");
-        let report = precondition(ssd.ftl_mut(), &spec, &segments, &mut rng, stop);
-        let planes = ssd.config().geometry.planes();
-        for p in 0..planes {
-            ssd.ftl_mut().pad_host_page(p);
-        }
-        ssd.ftl_mut().reset_stats();
-        ssd.reset_map_stats();
-        report
+        let regions: Vec<(u64, u64)> = self.scenario.tenants.iter().map(|t| t.region).collect();
+        self.device.precondition(&self.scenario.precondition, &regions, self.scenario.seed, stop)
     }
 
     fn start(&mut self) {
@@ -819,18 +793,8 @@ impl Simulator {
                     io.merge(&jobs[j].io);
                     runtime = runtime.max(jobs[j].runtime_ns);
                 }
-                let (gc_units_moved, gc_erases, map, dev) = match self.device.backend() {
-                    Backend::Ssd(s) => {
-                        let g = s.ftl().tenant_gc(TenantId(i as u16));
-                        (
-                            g.units_moved,
-                            g.erased_units as f64 / s.ftl().units_per_block() as f64,
-                            s.map_stats(TenantId(i as u16)),
-                            s.tenant_stats(i),
-                        )
-                    }
-                    Backend::Null(_) => (0, 0.0, Default::default(), Default::default()),
-                };
+                let TenantDeviceReport { gc_units_moved, gc_erases, map, device: dev } =
+                    self.device.tenant_report(TenantId(i as u16));
                 TenantResult {
                     name: t.name.clone(),
                     index: i,
@@ -953,65 +917,7 @@ impl Simulator {
     }
 
     fn device_result(&self, now: SimTime) -> DeviceResult {
-        match self.device.backend() {
-            Backend::Ssd(s) => {
-                let c = s.config();
-                let ftl = s.ftl().stats().clone();
-                let waf = (ftl.host_units_programmed > 0).then(|| {
-                    (ftl.host_units_programmed
-                        + ftl.gc_units_programmed
-                        + ftl.padding_units_programmed
-                        + ftl.map_units_programmed) as f64
-                        / ftl.host_units_programmed as f64
-                });
-                DeviceResult {
-                    kind: "ssd".into(),
-                    preset: self.scenario.device.preset.clone(),
-                    capacity_bytes: s.capacity_bytes(),
-                    physical_bytes: c.geometry.physical_bytes(),
-                    unit_bytes: c.geometry.unit_bytes as u64,
-                    mapping: s.mapping_name(),
-                    ftl,
-                    ssd: s.stats().clone(),
-                    waf,
-                    unowned_gc_units_moved: s.ftl().unowned_gc().units_moved,
-                    precondition: self.precondition.clone(),
-                    channel_utilisation: s.channel_utilisation(now),
-                    write_buffer_hits: (0..self.scenario.tenants.len())
-                        .map(|t| s.tenant_stats(t).write_buffer_hits)
-                        .sum(),
-                    cmt: match &c.mapping {
-                        MappingConfig::Full => None,
-                        MappingConfig::Dftl { cmt, .. } => Some(CmtReport {
-                            policy: cmt.policy.name().into(),
-                            pages: cmt.pages,
-                            page_bytes: c.geometry.page_bytes,
-                            map_pages: s.ftl().map_pages(),
-                            entries_per_page: s.ftl().map_entries_per_page(),
-                            periods: s.map_cache().periods().to_vec(),
-                        }),
-                    },
-                    flushes: self.device.flushes_completed(),
-                }
-            }
-            Backend::Null(n) => DeviceResult {
-                kind: "null".into(),
-                preset: self.scenario.device.preset.clone(),
-                capacity_bytes: n.capacity_bytes,
-                physical_bytes: 0,
-                unit_bytes: 512,
-                mapping: "none".into(),
-                ftl: Default::default(),
-                ssd: Default::default(),
-                waf: None,
-                unowned_gc_units_moved: 0,
-                precondition: self.precondition.clone(),
-                channel_utilisation: 0.0,
-                write_buffer_hits: 0,
-                cmt: None,
-                flushes: self.device.flushes_completed(),
-            },
-        }
+        self.device.report(now, &self.scenario.device.preset, &self.precondition)
     }
 }
 
