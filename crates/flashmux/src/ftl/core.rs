@@ -129,6 +129,7 @@ struct Plane {
     erasing: u32,
 }
 
+/// Which open block of a plane a write goes to (see [`Ftl::open_block`], the placement seam).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Stream {
     Host,
@@ -450,7 +451,7 @@ impl Ftl {
     /// the block's remaining room, as whole translation pages do).
     fn alloc_units(&mut self, plane: u32, stream: Stream, n: u32) -> Ppa {
         let upb = self.units_per_block;
-        let current = *self.active_mut(plane, stream);
+        let current = *self.open_block(plane, stream);
         // A block that fills is closed below, so an open block always has room.
         let block = match current {
             Some(b) => b,
@@ -466,7 +467,7 @@ impl Ftl {
                     }
                 );
                 let b = p.free.pop_front().expect("checked above");
-                *self.active_mut(plane, stream) = Some(b);
+                *self.open_block(plane, stream) = Some(b);
                 let blk = &mut self.blocks[b as usize];
                 blk.state = BlockState::Active;
                 blk.map = matches!(stream, Stream::Map | Stream::MapGc);
@@ -496,10 +497,18 @@ impl Ftl {
         blk.state = BlockState::Full;
         let valid = blk.valid;
         self.buckets.insert(block, valid);
-        *self.active_mut(plane, stream) = None;
+        *self.open_block(plane, stream) = None;
     }
 
-    fn active_mut(&mut self, plane: u32, stream: Stream) -> &mut Option<u32> {
+    /// The placement seam: the open block of `plane` that a write of `stream` goes to (`None`:
+    /// the next write opens a free block). Every unit the FTL writes — host data
+    /// ([`Ftl::program_host`]), padding, GC copies, translation pages — gets its block here, and
+    /// the plane itself comes from static striping ([`Ftl::plane_of`]). Today each plane has one
+    /// open block per [`Stream`]. Data placement plugs in at this function and that enum: NVMe
+    /// FDP makes a stream per reclaim unit handle (each handle its own open reclaim unit, GC
+    /// copying per handle type), Streams a stream per stream id (each its own open block), and
+    /// ZNS a zone's block with its write pointer as `written` (no device GC stream).
+    fn open_block(&mut self, plane: u32, stream: Stream) -> &mut Option<u32> {
         let p = &mut self.planes[plane as usize];
         match stream {
             Stream::Host => &mut p.user_active,
