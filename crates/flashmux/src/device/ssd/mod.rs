@@ -444,3 +444,6 @@ impl HostFtl for Ssd {
         self.geo.unit_bytes as u64
     }
 }
+
+#[cfg(test)]
+mod tests;
