@@ -17,7 +17,7 @@ mod ssd;
 pub use report::{TenantDeviceCounters, TenantDeviceReport};
 pub use ssd::{FlushPolicy, GcMode, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats};
 
-use crate::units::{Nanos, QueueId, ReqId, SimTime, TenantId};
+use crate::units::{DieId, Nanos, QueueId, ReqId, SimTime, TenantId};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -67,10 +67,10 @@ pub enum DeviceEvent {
     Fetched(u32),
     /// Command slot n is complete; its completion entry is posted.
     Complete(u32),
-    /// The oldest program on die n finished.
-    ProgramDone(u32),
-    /// Garbage collection on die n may have finished a job.
-    GcCheck(u32),
+    /// The oldest program on the die finished.
+    ProgramDone(DieId),
+    /// Garbage collection on the die may have finished a job.
+    GcCheck(DieId),
 }
 
 /// What a device call produced: events to schedule and requests completed.

@@ -239,7 +239,7 @@ impl super::Device {
         let mut rng = crate::engine::rng_for(seed, "precondition");
         let report = precondition(ssd.ftl_mut(), spec, &segments, &mut rng, stop);
         let planes = ssd.config().geometry.planes();
-        for p in 0..planes {
+        for p in (0..planes).map(crate::units::PlaneId) {
             ssd.ftl_mut().pad_host_page(p);
         }
         ssd.ftl_mut().reset_stats();

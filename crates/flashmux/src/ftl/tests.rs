@@ -191,7 +191,7 @@ fn greedy_picks_the_emptiest_block_and_moves_only_valid_data() {
     assert_eq!(before.gc_units_programmed, 0, "no GC on a first fill");
     // Overwriting a whole block's worth of one plane's pages makes that block fully invalid:
     // GC then frees it without copying anything.
-    let plane0: Vec<u32> = (0..logical).filter(|&l| f.plane_of(Lpn(l)) == 0).collect();
+    let plane0: Vec<u32> = (0..logical).filter(|&l| f.plane_of(Lpn(l)) == crate::units::PlaneId(0)).collect();
     for &l in plane0.iter().take(4) {
         f.write_untimed(Lpn(l), 1);
     }

@@ -33,7 +33,7 @@
 use super::gc::{GcMode, GcQueue};
 use crate::flash::{Geometry, Timeline, Timing};
 use crate::ftl::GcJob;
-use crate::units::{Nanos, SimTime};
+use crate::units::{DieId, Nanos, PlaneId, SimTime};
 use std::collections::VecDeque;
 
 #[derive(Default)]
@@ -88,10 +88,10 @@ impl FlashArray {
     }
 
     /// The die that holds global flash page `page`.
-    pub(super) fn die_of_page(&self, page: u32) -> u32 {
+    pub(super) fn die_of_page(&self, page: u32) -> DieId {
         let block = page / self.geo.pages_per_block;
         let plane = block / self.geo.blocks_per_plane;
-        self.geo.die_of_plane(plane)
+        self.geo.die_of_plane(PlaneId(plane))
     }
 
     /// Time to move `bytes` over a channel, with the command that starts the transfer.
@@ -106,13 +106,13 @@ impl FlashArray {
         let die = self.die_of_page(page);
         self.catch_up_gc(die, now);
         self.gc_turn(die);
-        let start = ready.max(self.dies[die as usize].busy_until);
+        let start = ready.max(self.dies[die.index()].busy_until);
         let array_done = start + self.timing.command + self.timing.read;
         let xfer = self.channel_time(bytes);
-        let ch = self.geo.channel_of_die(die) as usize;
+        let ch = self.geo.channel_of_die(die).index();
         let (_, end) = self.channels[ch].reserve(now, array_done, xfer);
         // The page register holds the data until it has left over the channel.
-        self.dies[die as usize].busy_until = end;
+        self.dies[die.index()].busy_until = end;
         self.stats.flash_page_reads += 1;
         debug_assert!(end >= start + self.timing.read + xfer);
         end
@@ -121,15 +121,15 @@ impl FlashArray {
     /// One (multi-plane) host program of `pages` flash pages holding `units` buffered units on
     /// `die`: the data crosses the channel from `now` (a padded page crosses whole), then tPROG.
     /// The program joins the die's queue until [`FlashArray::finish_program`]; returns its end.
-    pub(super) fn reserve_program(&mut self, now: SimTime, die: u32, pages: u64, units: u32) -> SimTime {
+    pub(super) fn reserve_program(&mut self, now: SimTime, die: DieId, pages: u64, units: u32) -> SimTime {
         assert!(pages >= 1 && pages <= self.geo.planes_per_die as u64, "a program of {pages} pages");
         let xfer = self.channel_time(pages * self.geo.page_bytes as u64);
-        let ch = self.geo.channel_of_die(die) as usize;
+        let ch = self.geo.channel_of_die(die).index();
         let (_, loaded) = self.channels[ch].reserve(now, now, xfer);
         // GC steps of other planes that start while the data is loading go first.
         self.catch_up_gc(die, loaded);
         self.gc_turn(die);
-        let d = &mut self.dies[die as usize];
+        let d = &mut self.dies[die.index()];
         let start = loaded.max(d.busy_until);
         let end = start + self.timing.program;
         d.busy_until = end;
@@ -140,25 +140,25 @@ impl FlashArray {
 
     /// Programs a translation page on `die` once its contents are ready in the controller at
     /// `ready`: channel transfer, then tPROG. Not a host program: not queued, not counted.
-    pub(super) fn reserve_map_program(&mut self, now: SimTime, ready: SimTime, die: u32) {
+    pub(super) fn reserve_map_program(&mut self, now: SimTime, ready: SimTime, die: DieId) {
         let xfer = self.channel_time(self.geo.page_bytes as u64);
-        let ch = self.geo.channel_of_die(die) as usize;
+        let ch = self.geo.channel_of_die(die).index();
         let (_, loaded) = self.channels[ch].reserve(now, ready, xfer);
         self.catch_up_gc(die, loaded);
-        let d = &mut self.dies[die as usize];
+        let d = &mut self.dies[die.index()];
         d.busy_until = loaded.max(d.busy_until) + self.timing.program;
     }
 
     /// The oldest host program of `die` has ended: its (end, units).
-    pub(super) fn finish_program(&mut self, now: SimTime, die: u32) -> (SimTime, u32) {
-        let (end, units) = self.dies[die as usize].programs.pop_front().expect("program completion without a program");
+    pub(super) fn finish_program(&mut self, now: SimTime, die: DieId) -> (SimTime, u32) {
+        let (end, units) = self.dies[die.index()].programs.pop_front().expect("program completion without a program");
         debug_assert!(end <= now);
         (end, units)
     }
 
     /// Host programs queued or running on `die`.
-    pub(super) fn programs_queued(&self, die: u32) -> u32 {
-        self.dies[die as usize].programs.len() as u32
+    pub(super) fn programs_queued(&self, die: DieId) -> u32 {
+        self.dies[die.index()].programs.len() as u32
     }
 
     /// Time for `bytes` on one direction of the host link.
@@ -180,14 +180,14 @@ impl FlashArray {
     }
 
     /// Puts a GC job the FTL started in its die's background queue.
-    pub(super) fn enqueue_gc(&mut self, die: u32, job: GcJob) {
+    pub(super) fn enqueue_gc(&mut self, die: DieId, job: GcJob) {
         debug_assert_eq!(self.geo.die_of_plane(job.plane), die);
-        self.dies[die as usize].gc.push(job);
+        self.dies[die.index()].gc.push(job);
     }
 
     /// Commits the GC steps of `die` that start before `t`: the die was free then, so GC ran.
-    pub(super) fn catch_up_gc(&mut self, die: u32, t: SimTime) {
-        while self.dies[die as usize].busy_until < t {
+    pub(super) fn catch_up_gc(&mut self, die: DieId, t: SimTime) {
+        while self.dies[die.index()].busy_until < t {
             if !self.commit_gc_step(die) {
                 break;
             }
@@ -198,15 +198,15 @@ impl FlashArray {
     /// back through the RWB), queued at the LUN with the users' I/O rather than run in the
     /// die's idle time. A user operation on a die with GC under way therefore waits for one GC
     /// step first: the two streams take turns, as two FIFO submitters do.
-    fn gc_turn(&mut self, die: u32) {
+    fn gc_turn(&mut self, die: DieId) {
         if self.gc_mode.takes_turns() {
             self.commit_gc_step(die);
         }
     }
 
     /// Runs the next step of `die`'s GC gang from `busy_until`; false if the die has no GC step.
-    fn commit_gc_step(&mut self, die: u32) -> bool {
-        let d = &mut self.dies[die as usize];
+    fn commit_gc_step(&mut self, die: DieId) -> bool {
+        let d = &mut self.dies[die.index()];
         match d.gc.commit_step(&mut d.busy_until, &self.timing) {
             Some(dur) => {
                 self.stats.gc_busy_ns += dur.0;
@@ -217,19 +217,19 @@ impl FlashArray {
     }
 
     /// When `die`'s next GC check is due, if it needs one that is not scheduled yet.
-    pub(super) fn next_gc_check(&mut self, now: SimTime, die: u32) -> Option<SimTime> {
-        let d = &mut self.dies[die as usize];
+    pub(super) fn next_gc_check(&mut self, now: SimTime, die: DieId) -> Option<SimTime> {
+        let d = &mut self.dies[die.index()];
         let start = now.max(d.busy_until);
         d.gc.next_check(start, &self.timing)
     }
 
     /// `die`'s GC check has come: commits the steps that start by `now` and hands over the jobs
     /// whose erase has ended, in order.
-    pub(super) fn gc_check_arrived(&mut self, now: SimTime, die: u32, ended: impl FnMut(GcJob)) {
-        self.dies[die as usize].gc.check_arrived();
+    pub(super) fn gc_check_arrived(&mut self, now: SimTime, die: DieId, ended: impl FnMut(GcJob)) {
+        self.dies[die.index()].gc.check_arrived();
         // Steps starting exactly now run too: nothing else claimed the die first.
         self.catch_up_gc(die, now + Nanos(1));
-        self.dies[die as usize].gc.take_ended(now, ended);
+        self.dies[die.index()].gc.take_ended(now, ended);
     }
 
     /// Mean fraction of time the channels were busy until `now`.
@@ -248,7 +248,7 @@ impl FlashArray {
         let mut units = 0;
         for d in &self.dies {
             for j in d.gc.jobs() {
-                jobs[j.plane as usize] += 1;
+                jobs[j.plane.index()] += 1;
             }
             d.gc.check_invariants();
             assert!(d.programs.len() as u32 <= program_queue_depth);

@@ -37,7 +37,7 @@ use super::{FlushPolicy, Ssd, SsdConfig};
 use crate::device::buffer::WriteBuffer;
 use crate::device::{CmdState, DeviceEvent, Outbox};
 use crate::ftl::Loc;
-use crate::units::{Lpn, SimTime};
+use crate::units::{DieId, Lpn, PlaneId, SimTime};
 use std::collections::VecDeque;
 
 /// A flush waiting for the data the buffer held when it arrived to be programmed.
@@ -67,7 +67,7 @@ pub(super) struct Flusher {
     /// Writes waiting for buffer space, oldest first (command slots).
     waiting: VecDeque<u32>,
     /// Dies that may be able to start a program, and whether each is in that queue.
-    ready: VecDeque<u32>,
+    ready: VecDeque<DieId>,
     in_ready: Vec<bool>,
     /// Buffer slots of each die's programs in flight, oldest first.
     inflight: Vec<VecDeque<u32>>,
@@ -98,8 +98,8 @@ impl Flusher {
     }
 
     /// Puts `die` in the ready queue (once).
-    pub(super) fn mark_die(&mut self, die: u32) {
-        let r = &mut self.in_ready[die as usize];
+    pub(super) fn mark_die(&mut self, die: DieId) {
+        let r = &mut self.in_ready[die.index()];
         if !*r {
             *r = true;
             self.ready.push_back(die);
@@ -108,9 +108,9 @@ impl Flusher {
 
     /// Puts every die with dirty data in the ready queue.
     fn mark_dirty_dies(&mut self) {
-        for plane in 0..self.buf_planes() {
+        for plane in (0..self.buf_planes()).map(PlaneId) {
             if self.buf.dirty_in_plane(plane) > 0 {
-                self.mark_die(plane / self.planes_per_die);
+                self.mark_die(DieId(plane.0 / self.planes_per_die));
             }
         }
     }
@@ -134,7 +134,7 @@ impl Flusher {
     }
 
     /// Whether a waiting flush needs `plane`'s oldest dirty unit on flash.
-    fn flush_needs(&self, plane: u32) -> bool {
+    fn flush_needs(&self, plane: PlaneId) -> bool {
         let Some(f) = self.flush_cmds.back() else { return false };
         self.buf.oldest_dirty_born(plane).is_some_and(|b| b < f.before)
     }
@@ -174,9 +174,9 @@ impl Flusher {
     }
 
     /// Frees the buffer slots of `units` units of `die`'s oldest program, which has ended.
-    fn release_program(&mut self, now: SimTime, die: u32, units: u32, out: &mut Outbox) {
+    fn release_program(&mut self, now: SimTime, die: DieId, units: u32, out: &mut Outbox) {
         for _ in 0..units {
-            let slot = self.inflight[die as usize].pop_front().expect("slot of a finished program");
+            let slot = self.inflight[die.index()].pop_front().expect("slot of a finished program");
             let born = self.buf.born(slot);
             self.buf.release(slot);
             self.data_left(now, born, out);
@@ -277,7 +277,7 @@ impl Ssd {
     /// A plane takes host programs when it has a flash page of dirty units and the flush policy
     /// wants them (`policy`) — or a waiting flush needs its dirty data, however little —, room
     /// for a page, and no GC job of its own pending when GC holds writes back.
-    fn plane_ready(&self, plane: u32, policy: bool) -> bool {
+    fn plane_ready(&self, plane: PlaneId, policy: bool) -> bool {
         let upp = self.geo.units_per_page();
         let dirty = self.flusher.buf.dirty_in_plane(plane);
         (!self.gc.mode.holds_writes() || !self.gc.plane_busy(plane))
@@ -286,10 +286,9 @@ impl Ssd {
             && self.ftl.can_program_host(plane, upp)
     }
 
-    fn die_can_program(&self, die: u32, policy: bool) -> bool {
-        let ppd = self.geo.planes_per_die;
+    fn die_can_program(&self, die: DieId, policy: bool) -> bool {
         self.array.programs_queued(die) < self.flusher.depth
-            && (die * ppd..(die + 1) * ppd).any(|p| self.plane_ready(p, policy))
+            && self.geo.planes_of_die(die).any(|p| self.plane_ready(p, policy))
     }
 
     /// Starts programs on every die that can take one, round-robin, while the flush policy or a
@@ -301,7 +300,7 @@ impl Ssd {
                 break;
             }
             let Some(die) = self.flusher.ready.pop_front() else { break };
-            self.flusher.in_ready[die as usize] = false;
+            self.flusher.in_ready[die.index()] = false;
             if !self.die_can_program(die, policy) {
                 continue;
             }
@@ -313,10 +312,9 @@ impl Ssd {
     }
 
     /// One (multi-plane) program of a flash page per ready plane of `die`.
-    fn program(&mut self, now: SimTime, die: u32, policy: bool, out: &mut Outbox) {
-        let ppd = self.geo.planes_per_die;
+    fn program(&mut self, now: SimTime, die: DieId, policy: bool, out: &mut Outbox) {
         let (mut units, mut pages) = (0u32, 0u64);
-        for plane in die * ppd..(die + 1) * ppd {
+        for plane in self.geo.planes_of_die(die) {
             if self.plane_ready(plane, policy) {
                 units += self.take_page(die, plane);
                 pages += 1;
@@ -332,13 +330,13 @@ impl Ssd {
     ///
     /// Which open block (and so which physical page) the units go to is the FTL's placement
     /// decision ([`crate::ftl::Ftl::program_host`]).
-    fn take_page(&mut self, die: u32, plane: u32) -> u32 {
+    fn take_page(&mut self, die: DieId, plane: PlaneId) -> u32 {
         let upp = self.geo.units_per_page();
         let mut taken = 0;
         while taken < upp {
             let Some(u) = self.flusher.buf.take_dirty(plane) else { break };
             self.ftl.program_host(plane, u.lpn, u.owner);
-            self.flusher.inflight[die as usize].push_back(u.slot);
+            self.flusher.inflight[die.index()].push_back(u.slot);
             taken += 1;
         }
         if taken < upp {
@@ -349,7 +347,7 @@ impl Ssd {
     }
 
     /// A program finished: its buffer slots are free; waiting writes may now fit.
-    pub fn program_done(&mut self, now: SimTime, die: u32, cmds: &mut [CmdState], out: &mut Outbox) {
+    pub fn program_done(&mut self, now: SimTime, die: DieId, cmds: &mut [CmdState], out: &mut Outbox) {
         let (_, units) = self.array.finish_program(now, die);
         self.flusher.release_program(now, die, units, out);
         self.flusher.mark_die(die);

@@ -37,7 +37,7 @@ use super::{Ssd, SsdConfig};
 use crate::device::{CmdState, DeviceEvent, Outbox};
 use crate::flash::Timing;
 use crate::ftl::GcJob;
-use crate::units::{Nanos, SimTime};
+use crate::units::{DieId, Nanos, PlaneId, SimTime};
 use std::collections::VecDeque;
 
 /// Where garbage collection runs, decided once when the drive is built.
@@ -240,8 +240,8 @@ impl GcBook {
         }
     }
     /// Whether `plane` has GC jobs queued or running.
-    pub(super) fn plane_busy(&self, plane: u32) -> bool {
-        self.plane_jobs[plane as usize] > 0
+    pub(super) fn plane_busy(&self, plane: PlaneId) -> bool {
+        self.plane_jobs[plane.index()] > 0
     }
 }
 
@@ -266,7 +266,7 @@ impl Ssd {
         while let Some(job) = self.ftl.take_gc_job() {
             let die = self.geo.die_of_plane(job.plane);
             self.gc.serial_ns += job_time(&job, self.array.timing()).0;
-            self.gc.plane_jobs[job.plane as usize] += 1;
+            self.gc.plane_jobs[job.plane.index()] += 1;
             self.gc.jobs += 1;
             self.gc.page_reads += job.read_pages as u64;
             self.gc.page_programs += job.program_pages as u64;
@@ -275,17 +275,17 @@ impl Ssd {
         }
     }
 
-    pub(super) fn schedule_gc_check(&mut self, now: SimTime, die: u32, out: &mut Outbox) {
+    pub(super) fn schedule_gc_check(&mut self, now: SimTime, die: DieId, out: &mut Outbox) {
         if let Some(at) = self.array.next_gc_check(now, die) {
             out.events.push((at, DeviceEvent::GcCheck(die)));
         }
     }
 
     /// The estimated end of a GC job on `die` has come: finish what is done, re-check the rest.
-    pub fn gc_check(&mut self, now: SimTime, die: u32, cmds: &mut [CmdState], out: &mut Outbox) {
+    pub fn gc_check(&mut self, now: SimTime, die: DieId, cmds: &mut [CmdState], out: &mut Outbox) {
         let (gc, ftl) = (&mut self.gc, &mut self.ftl);
         self.array.gc_check_arrived(now, die, |job| {
-            gc.plane_jobs[job.plane as usize] -= 1;
+            gc.plane_jobs[job.plane.index()] -= 1;
             gc.jobs -= 1;
             gc.jobs_done += 1;
             ftl.finish_erase(job.victim);

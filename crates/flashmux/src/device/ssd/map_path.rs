@@ -30,7 +30,7 @@
 use super::Ssd;
 use crate::device::Outbox;
 use crate::ftl::{cmt, CmtPolicy, Eviction, Ftl, FullMap, MapStats, MappingConfig};
-use crate::units::{SimTime, TenantId};
+use crate::units::{PlaneId, SimTime, TenantId};
 use std::collections::VecDeque;
 
 /// Per-tenant translation counters the map cache does not keep itself.
@@ -235,7 +235,7 @@ impl Ssd {
         let plane = self.ftl.map_plane(mp);
         if !self.ftl.can_program_map(plane) {
             self.map.stats.map_programs_deferred += 1;
-            self.map.pending[plane as usize].push_back(mp);
+            self.map.pending[plane.index()].push_back(mp);
             return;
         }
         self.ftl.program_map(plane, mp);
@@ -246,7 +246,7 @@ impl Ssd {
     pub(super) fn retry_map_programs(&mut self, now: SimTime) {
         for plane in 0..self.map.pending.len() {
             while let Some(&mp) = self.map.pending[plane].front() {
-                if !self.ftl.can_program_map(plane as u32) {
+                if !self.ftl.can_program_map(PlaneId(plane as u32)) {
                     break;
                 }
                 self.map.pending[plane].pop_front();

@@ -7,7 +7,7 @@ use super::*;
 use crate::device::{Command, DeviceEvent, IoOp, Outbox};
 use crate::flash::{Geometry, Timing};
 use crate::ftl::{CmtConfig, CmtPolicyKind, GcJob, MappingConfig, VictimPolicy};
-use crate::units::{Nanos, QueueId, ReqId, SimTime, TenantId};
+use crate::units::{DieId, Nanos, PlaneId, QueueId, ReqId, SimTime, TenantId};
 
 const US: u64 = 1_000;
 
@@ -87,14 +87,14 @@ fn a_read_on_a_busy_die_starts_when_it_is_free_and_transfers_for_page_bytes_over
 #[test]
 fn a_program_loads_over_the_channel_then_waits_for_its_die() {
     let mut a = array(GcMode::Background);
-    let first = a.reserve_program(SimTime::ZERO, 0, 1, 4);
+    let first = a.reserve_program(SimTime::ZERO, DieId(0), 1, 4);
     assert_eq!(first, SimTime(40_960 + 500 * US), "16 KiB over the channel, then tPROG");
     // The second loads while the first programs and starts when the die is free.
-    let second = a.reserve_program(SimTime::ZERO, 0, 1, 4);
+    let second = a.reserve_program(SimTime::ZERO, DieId(0), 1, 4);
     assert_eq!(second, first + Nanos::from_us(500));
-    assert_eq!(a.programs_queued(0), 2);
-    assert_eq!(a.finish_program(first, 0), (first, 4));
-    assert_eq!(a.programs_queued(0), 1);
+    assert_eq!(a.programs_queued(DieId(0)), 2);
+    assert_eq!(a.finish_program(first, DieId(0)), (first, 4));
+    assert_eq!(a.programs_queued(DieId(0)), 1);
     // A read arriving meanwhile waits behind both programs.
     let read = a.reserve_read(SimTime(10 * US), SimTime(10 * US), page_on_die(0), 4096);
     assert_eq!(read, second + Nanos::from_us(50) + Nanos(10_240));
@@ -109,13 +109,19 @@ fn the_host_link_is_reserved_per_direction() {
 }
 
 fn job(plane: u32, reads: u32, programs: u32) -> GcJob {
-    GcJob { plane, victim: plane * 32, read_pages: reads, program_pages: programs, moved_units: programs * 4 }
+    GcJob {
+        plane: PlaneId(plane),
+        victim: plane * 32,
+        read_pages: reads,
+        program_pages: programs,
+        moved_units: programs * 4,
+    }
 }
 
 #[test]
 fn a_gc_step_yields_to_a_user_read() {
     let mut a = array(GcMode::Background);
-    a.enqueue_gc(0, job(0, 2, 2));
+    a.enqueue_gc(DieId(0), job(0, 2, 2));
     // At t = 0 the die is idle and no GC step has started: the read goes first.
     let read = a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), 4096);
     assert_eq!(read, SimTime(50 * US + 10_240));
@@ -131,7 +137,7 @@ fn a_gc_step_yields_to_a_user_read() {
 #[test]
 fn open_channel_gc_takes_a_turn_before_each_user_operation() {
     let mut a = array(GcMode::HostIo);
-    a.enqueue_gc(0, job(0, 2, 2));
+    a.enqueue_gc(DieId(0), job(0, 2, 2));
     // The same read at t = 0 now waits for one GC step (a page read, 50 µs).
     let read = a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), 4096);
     assert_eq!(read, SimTime(50 * US + 50 * US + 10_240));
@@ -153,9 +159,9 @@ fn gc_jobs_of_two_planes_step_together_as_multi_plane_operations() {
     assert_eq!(steps, [50, 500, 3_000, 500, 3_000]);
     assert_eq!(busy, SimTime(7_050 * US));
     let mut ended = Vec::new();
-    q.take_ended(SimTime(3_550 * US), |j| ended.push(j.plane));
+    q.take_ended(SimTime(3_550 * US), |j| ended.push(j.plane.0));
     assert_eq!(ended, [1], "only plane 1's erase has ended at 3.55 ms");
-    q.take_ended(busy, |j| ended.push(j.plane));
+    q.take_ended(busy, |j| ended.push(j.plane.0));
     assert_eq!(ended, [1, 0]);
     assert_eq!(super::gc::job_time(&job(0, 2, 2), &t) + super::gc::job_time(&job(1, 1, 1), &t), Nanos(7_650 * US));
 }
@@ -182,11 +188,15 @@ impl Rig {
         self.out.events.iter().find(|e| e.1 == DeviceEvent::Complete(slot)).map(|e| e.0)
     }
     fn programs_done(&self, die: u32) -> Vec<SimTime> {
-        self.out.events.iter().filter(|e| e.1 == DeviceEvent::ProgramDone(die)).map(|e| e.0).collect()
+        self.out.events.iter().filter(|e| e.1 == DeviceEvent::ProgramDone(DieId(die))).map(|e| e.0).collect()
     }
     /// Logical units of plane 0 (on die 0), in order.
     fn units_of_plane0(&self, n: usize) -> Vec<u64> {
-        (0u32..).filter(|&l| self.ssd.ftl().plane_of(crate::units::Lpn(l)) == 0).take(n).map(u64::from).collect()
+        (0u32..)
+            .filter(|&l| self.ssd.ftl().plane_of(crate::units::Lpn(l)) == PlaneId(0))
+            .take(n)
+            .map(u64::from)
+            .collect()
     }
 }
 
@@ -200,7 +210,7 @@ fn a_program_beyond_the_die_queue_depth_waits_for_the_first_to_finish() {
     let first = SimTime(10_240 + 500 * US);
     assert_eq!(r.programs_done(0), [first, first + Nanos::from_us(500)], "the third waits");
     assert_eq!(r.ssd.buffered_dirty_units(), 1);
-    r.ssd.program_done(first, 0, &mut r.cmds, &mut r.out);
+    r.ssd.program_done(first, DieId(0), &mut r.cmds, &mut r.out);
     // It loads at `first` and programs once the second has finished.
     assert_eq!(r.programs_done(0)[2], first + Nanos::from_us(1_000));
     assert_eq!(r.ssd.buffered_dirty_units(), 0);
@@ -220,7 +230,7 @@ fn the_flusher_pads_a_partial_page_for_a_flush_on_a_volatile_buffer() {
     let (die, _) = (0..4).map(|d| (d, r.programs_done(d))).find(|(_, p)| !p.is_empty()).expect("a program");
     let end = t + Nanos(40_960) + Nanos::from_us(500);
     assert_eq!(r.programs_done(die), [end]);
-    r.ssd.program_done(end, die, &mut r.cmds, &mut r.out);
+    r.ssd.program_done(end, DieId(die), &mut r.cmds, &mut r.out);
     assert_eq!(r.completed(f), Some(end));
     let s = r.ssd.stats();
     assert_eq!((s.flush_padded_pages, s.flush_wait_ns), (1, end.since(t).0));
