@@ -150,6 +150,9 @@ id_type!(
     /// An NVMe submission/completion queue pair.
     QueueId, u16);
 id_type!(
+    /// A slot of the device's DRAM write buffer (one mapping unit).
+    BufferSlot, u32);
+id_type!(
     /// A die (LUN) of the flash array: what reads, programs and erases. Dies are numbered
     /// channel-major: (channel × chips per channel + chip) × dies per chip + die in chip.
     DieId, u32);

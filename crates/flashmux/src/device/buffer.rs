@@ -9,7 +9,7 @@
 //! Every insertion gets the next number of one sequence (`born`), so a flush can tell the data
 //! that arrived before it from what came later: a plane's FIFO is in `born` order.
 
-use crate::units::{Lpn, PlaneId};
+use crate::units::{BufferSlot, Lpn, PlaneId};
 use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,7 +45,7 @@ pub struct WriteBuffer {
 /// A dirty unit taken for programming.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DirtyUnit {
-    pub slot: u32,
+    pub slot: BufferSlot,
     pub lpn: Lpn,
     pub owner: u16,
 }
@@ -87,8 +87,8 @@ impl WriteBuffer {
     pub fn next_born(&self) -> u64 {
         self.inserted
     }
-    pub fn born(&self, slot: u32) -> u64 {
-        self.slots[slot as usize].born
+    pub fn born(&self, slot: BufferSlot) -> u64 {
+        self.slots[slot.index()].born
     }
 
     /// When the oldest dirty unit of `plane` was inserted.
@@ -105,7 +105,7 @@ impl WriteBuffer {
     }
 
     /// Takes a free slot for new data of `lpn`; None if the buffer is full.
-    pub fn insert(&mut self, lpn: Lpn, owner: u16, plane: PlaneId) -> Option<u32> {
+    pub fn insert(&mut self, lpn: Lpn, owner: u16, plane: PlaneId) -> Option<BufferSlot> {
         let slot = self.free.pop()?;
         let s = &mut self.slots[slot as usize];
         s.lpn = lpn.0;
@@ -118,24 +118,24 @@ impl WriteBuffer {
         self.fifo[plane.index()].push_back((slot, s.epoch));
         self.dirty_per_plane[plane.index()] += 1;
         self.dirty += 1;
-        Some(slot)
+        Some(BufferSlot(slot))
     }
 
     /// A rewrite of data still dirty in `slot`: only the owner changes.
-    pub fn rewrite(&mut self, slot: u32, owner: u16) {
-        let s = &mut self.slots[slot as usize];
+    pub fn rewrite(&mut self, slot: BufferSlot, owner: u16) {
+        let s = &mut self.slots[slot.index()];
         debug_assert_eq!(s.state, SlotState::Dirty);
         s.owner = owner;
     }
 
     /// The unit in a dirty slot was trimmed: the slot is free again without being programmed.
-    pub fn discard(&mut self, slot: u32) {
-        let s = &mut self.slots[slot as usize];
-        assert_eq!(s.state, SlotState::Dirty, "discarding slot {slot} that is not dirty");
+    pub fn discard(&mut self, slot: BufferSlot) {
+        let s = &mut self.slots[slot.index()];
+        assert_eq!(s.state, SlotState::Dirty, "discarding slot {} that is not dirty", slot.0);
         s.state = SlotState::Free;
         self.dirty_per_plane[s.plane.index()] -= 1;
         self.dirty -= 1;
-        self.free.push(slot);
+        self.free.push(slot.0);
     }
 
     /// The oldest dirty unit of `plane`, now being programmed.
@@ -149,27 +149,27 @@ impl WriteBuffer {
             self.dirty_per_plane[plane.index()] -= 1;
             self.dirty -= 1;
             self.programming += 1;
-            return Some(DirtyUnit { slot, lpn: Lpn(s.lpn), owner: s.owner });
+            return Some(DirtyUnit { slot: BufferSlot(slot), lpn: Lpn(s.lpn), owner: s.owner });
         }
         None
     }
 
     /// The program holding `slot` finished: the slot is free.
-    pub fn release(&mut self, slot: u32) {
-        let s = &mut self.slots[slot as usize];
-        assert_eq!(s.state, SlotState::Programming, "releasing slot {slot} that is not being programmed");
+    pub fn release(&mut self, slot: BufferSlot) {
+        let s = &mut self.slots[slot.index()];
+        assert_eq!(s.state, SlotState::Programming, "releasing slot {} that is not being programmed", slot.0);
         s.state = SlotState::Free;
         self.programming -= 1;
-        self.free.push(slot);
+        self.free.push(slot.0);
     }
 
     /// Dirty slot's logical page (for invariant checks by the owner of the L2P table).
-    pub fn dirty_lpns(&self) -> impl Iterator<Item = (u32, Lpn)> + '_ {
+    pub fn dirty_lpns(&self) -> impl Iterator<Item = (BufferSlot, Lpn)> + '_ {
         self.slots
             .iter()
             .enumerate()
             .filter(|(_, s)| s.state == SlotState::Dirty)
-            .map(|(i, s)| (i as u32, Lpn(s.lpn)))
+            .map(|(i, s)| (BufferSlot(i as u32), Lpn(s.lpn)))
     }
 
     pub fn check_invariants(&self) {

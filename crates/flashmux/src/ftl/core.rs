@@ -1,7 +1,7 @@
 use super::buckets::ValidBuckets;
 use crate::engine::prefetch;
 use crate::flash::Geometry;
-use crate::units::{Lpn, PlaneId, Ppa, TenantId};
+use crate::units::{BufferSlot, Lpn, PlaneId, Ppa, TenantId};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -24,7 +24,7 @@ const MAP_BIT: u32 = 1 << 31;
 pub enum Loc {
     Unmapped,
     /// In the device's DRAM write buffer, slot n.
-    Buffer(u32),
+    Buffer(BufferSlot),
     Flash(Ppa),
 }
 
@@ -350,7 +350,7 @@ impl Ftl {
     pub fn lookup(&self, lpn: Lpn) -> Loc {
         match self.l2p[lpn.index()] {
             UNMAPPED => Loc::Unmapped,
-            v if v & BUF_FLAG != 0 => Loc::Buffer(v & !BUF_FLAG),
+            v if v & BUF_FLAG != 0 => Loc::Buffer(BufferSlot(v & !BUF_FLAG)),
             v => Loc::Flash(Ppa(v)),
         }
     }
@@ -361,7 +361,8 @@ impl Ftl {
     }
 
     /// New data for `lpn` now lives in write-buffer slot `slot`; any copy on flash is stale.
-    pub fn set_buffered(&mut self, lpn: Lpn, slot: u32) {
+    pub fn set_buffered(&mut self, lpn: Lpn, slot: BufferSlot) {
+        let slot = slot.0;
         debug_assert!(slot & BUF_FLAG == 0);
         self.invalidate_flash_copy(lpn);
         self.l2p[lpn.index()] = slot | BUF_FLAG;

@@ -256,16 +256,16 @@ fn rejects_overprovisioning_too_low_for_gc() {
 fn trim_and_buffer_states() {
     let mut f = ftl(1, VictimPolicy::Greedy);
     assert_eq!(f.lookup(Lpn(3)), Loc::Unmapped);
-    f.set_buffered(Lpn(3), 17);
-    assert_eq!(f.lookup(Lpn(3)), Loc::Buffer(17));
+    f.set_buffered(Lpn(3), crate::units::BufferSlot(17));
+    assert_eq!(f.lookup(Lpn(3)), Loc::Buffer(crate::units::BufferSlot(17)));
     let plane = f.plane_of(Lpn(3));
     let ppa = f.program_host(plane, Lpn(3), 2);
     assert_eq!(f.lookup(Lpn(3)), Loc::Flash(ppa));
     assert_eq!(f.owner_of(ppa), 2);
     // Rewriting into the buffer invalidates the flash copy.
-    f.set_buffered(Lpn(3), 4);
+    f.set_buffered(Lpn(3), crate::units::BufferSlot(4));
     f.check_invariants();
-    assert_eq!(f.unmap(Lpn(3)), Loc::Buffer(4));
+    assert_eq!(f.unmap(Lpn(3)), Loc::Buffer(crate::units::BufferSlot(4)));
     assert_eq!(f.lookup(Lpn(3)), Loc::Unmapped);
     f.check_invariants();
 }

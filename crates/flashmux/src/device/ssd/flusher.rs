@@ -37,7 +37,7 @@ use super::{FlushPolicy, Ssd, SsdConfig};
 use crate::device::buffer::WriteBuffer;
 use crate::device::{CmdState, DeviceEvent, Outbox};
 use crate::ftl::Loc;
-use crate::units::{DieId, Lpn, PlaneId, SimTime};
+use crate::units::{BufferSlot, DieId, Lpn, PlaneId, SimTime};
 use std::collections::VecDeque;
 
 /// A flush waiting for the data the buffer held when it arrived to be programmed.
@@ -70,7 +70,7 @@ pub(super) struct Flusher {
     ready: VecDeque<DieId>,
     in_ready: Vec<bool>,
     /// Buffer slots of each die's programs in flight, oldest first.
-    inflight: Vec<VecDeque<u32>>,
+    inflight: Vec<VecDeque<BufferSlot>>,
     /// Whether the flusher is draining the buffer (always, under `FlushPolicy::Page`).
     draining: bool,
     /// Flushes waiting for buffered data, in arrival order.

@@ -412,7 +412,7 @@ impl Ssd {
         self.ftl.check_invariants();
         self.map.check_invariants();
         for (lpn_slot, lpn) in self.flusher.buf.dirty_lpns() {
-            assert_eq!(self.ftl.lookup(lpn), Loc::Buffer(lpn_slot), "dirty slot {lpn_slot} not mapped from its LPN");
+            assert_eq!(self.ftl.lookup(lpn), Loc::Buffer(lpn_slot), "dirty slot {} not mapped from its LPN", lpn_slot.0);
         }
         let (jobs, program_units) = self.array.check_invariants(self.cfg.program_queue_depth);
         self.flusher.check_invariants(program_units);
