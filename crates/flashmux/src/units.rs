@@ -150,6 +150,9 @@ id_type!(
     /// An NVMe submission/completion queue pair.
     QueueId, u16);
 id_type!(
+    /// A translation page of DFTL's on-flash L2P table: the entries of consecutive logical pages.
+    MapPage, u32);
+id_type!(
     /// A slot of the device's DRAM write buffer (one mapping unit).
     BufferSlot, u32);
 id_type!(

@@ -1,7 +1,7 @@
 use super::buckets::ValidBuckets;
 use crate::engine::prefetch;
 use crate::flash::Geometry;
-use crate::units::{BufferSlot, Lpn, PlaneId, Ppa, TenantId};
+use crate::units::{BufferSlot, Lpn, MapPage, PlaneId, Ppa, TenantId};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -184,7 +184,7 @@ pub struct Ftl {
     gtd: Vec<u32>,
     /// Translation pages whose entries GC changed by moving data, with the data's owner, in the
     /// order GC moved them (one per page per victim); the device turns them into map updates.
-    gc_map_updates: Vec<(u32, u16)>,
+    gc_map_updates: Vec<(MapPage, u16)>,
     /// Per translation page, the number of the last relocation that reported it (dedup without
     /// sorting), and the count of relocations.
     map_update_stamp: Vec<u64>,
@@ -289,7 +289,7 @@ impl Ftl {
             params,
         };
         // A formatted drive holds its whole (empty) translation table on flash.
-        for mp in 0..map_pages {
+        for mp in (0..map_pages).map(MapPage) {
             let plane = ftl.map_plane(mp);
             ftl.program_map(plane, mp);
         }
@@ -533,18 +533,18 @@ impl Ftl {
         self.map_entries
     }
     /// The translation page holding `lpn`'s entry (DFTL only).
-    pub fn map_page_of(&self, lpn: Lpn) -> u32 {
+    pub fn map_page_of(&self, lpn: Lpn) -> MapPage {
         debug_assert!(self.map_entries > 0, "no translation pages without DFTL");
-        lpn.0 / self.map_entries
+        MapPage(lpn.0 / self.map_entries)
     }
     /// The plane that stores translation page `mp` (striped like data, by page).
-    pub fn map_plane(&self, mp: u32) -> PlaneId {
-        self.stripe_to_plane[mp as usize % self.stripe_to_plane.len()]
+    pub fn map_plane(&self, mp: MapPage) -> PlaneId {
+        self.stripe_to_plane[mp.index() % self.stripe_to_plane.len()]
     }
     /// The global flash page that holds translation page `mp` now.
-    pub fn map_location(&self, mp: u32) -> u32 {
-        let first = self.gtd[mp as usize];
-        debug_assert_ne!(first, UNMAPPED, "translation page {mp} was never written");
+    pub fn map_location(&self, mp: MapPage) -> u32 {
+        let first = self.gtd[mp.index()];
+        debug_assert_ne!(first, UNMAPPED, "translation page {} was never written", mp.0);
         self.page_of(Ppa(first))
     }
 
@@ -556,7 +556,7 @@ impl Ftl {
 
     /// Programs translation page `mp` (a whole flash page) into `plane`'s open map block and
     /// points the translation directory at it; the old copy becomes invalid. May start GC.
-    pub fn program_map(&mut self, plane: PlaneId, mp: u32) -> Ppa {
+    pub fn program_map(&mut self, plane: PlaneId, mp: MapPage) -> Ppa {
         debug_assert_eq!(self.map_plane(mp), plane);
         self.invalidate_map_copy(mp);
         let first = self.place_map_page(plane, mp, Stream::Map);
@@ -565,24 +565,24 @@ impl Ftl {
     }
 
     /// Writes translation page `mp` as one flash page of `stream`'s open block.
-    fn place_map_page(&mut self, plane: PlaneId, mp: u32, stream: Stream) -> Ppa {
+    fn place_map_page(&mut self, plane: PlaneId, mp: MapPage, stream: Stream) -> Ppa {
         let upp = self.units_per_page;
         let first = self.alloc_units(plane, stream, upp);
         debug_assert_eq!(first.0 % upp, 0, "translation pages start on a page boundary");
         for k in 0..upp {
             let ppa = first.0 + k;
-            self.p2l[ppa as usize] = MAP_BIT | (mp * upp + k);
+            self.p2l[ppa as usize] = MAP_BIT | (mp.0 * upp + k);
             self.owner[ppa as usize] = MAP_OWNER;
         }
         let b = self.block_of(first) as usize;
         self.blocks[b].valid += upp;
         self.close_if_full(plane, stream, Ppa(first.0 + upp - 1));
-        self.gtd[mp as usize] = first.0;
+        self.gtd[mp.index()] = first.0;
         first
     }
 
-    fn invalidate_map_copy(&mut self, mp: u32) {
-        let first = self.gtd[mp as usize];
+    fn invalidate_map_copy(&mut self, mp: MapPage) {
+        let first = self.gtd[mp.index()];
         if first == UNMAPPED {
             return;
         }
@@ -595,12 +595,12 @@ impl Ftl {
             self.buckets.insert(b, blk.valid - upp);
         }
         blk.valid -= upp;
-        self.gtd[mp as usize] = UNMAPPED;
+        self.gtd[mp.index()] = UNMAPPED;
     }
 
     /// Translation pages whose entries GC changed since the last call, with the owner of the
     /// moved data (one entry per page per victim block).
-    pub fn take_gc_map_updates(&mut self, into: &mut Vec<(u32, u16)>) {
+    pub fn take_gc_map_updates(&mut self, into: &mut Vec<(MapPage, u16)>) {
         into.append(&mut self.gc_map_updates);
     }
 
@@ -739,7 +739,7 @@ impl Ftl {
                     // One map update per translation page per victim (DFTL's batched update).
                     if self.map_update_stamp[mp as usize] != self.relocations {
                         self.map_update_stamp[mp as usize] = self.relocations;
-                        self.gc_map_updates.push((mp, owner));
+                        self.gc_map_updates.push((MapPage(mp), owner));
                     }
                 }
             }

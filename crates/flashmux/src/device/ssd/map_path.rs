@@ -30,7 +30,7 @@
 use super::Ssd;
 use crate::device::Outbox;
 use crate::ftl::{cmt, CmtPolicy, Eviction, Ftl, FullMap, MapStats, MappingConfig};
-use crate::units::{PlaneId, SimTime, TenantId};
+use crate::units::{MapPage, PlaneId, SimTime, TenantId};
 use std::collections::VecDeque;
 
 /// Per-tenant translation counters the map cache does not keep itself.
@@ -66,9 +66,9 @@ pub(super) struct MapPath {
     ready: Vec<SimTime>,
     tenants: Vec<TenantMap>,
     /// Map programs waiting for room in their plane, per plane.
-    pending: Vec<VecDeque<u32>>,
+    pending: Vec<VecDeque<MapPage>>,
     evicted: Vec<Eviction>,
-    gc_updates: Vec<(u32, u16)>,
+    gc_updates: Vec<(MapPage, u16)>,
     pub(super) stats: MapPathStats,
 }
 
@@ -148,9 +148,9 @@ impl MapPath {
     }
 
     /// Marks translation page `mp` as looked up by `tenant`.
-    fn touch(&mut self, tenant: TenantId, mp: u32) {
+    fn touch(&mut self, tenant: TenantId, mp: MapPage) {
         if let Some(w) = self.tenants.get_mut(tenant.index()) {
-            let (word, bit) = (mp as usize / 64, 1u64 << (mp % 64));
+            let (word, bit) = (mp.index() / 64, 1u64 << (mp.0 % 64));
             if w.touched[word] & bit == 0 {
                 w.touched[word] |= bit;
                 w.pages_touched += 1;
@@ -184,7 +184,7 @@ impl Ssd {
         assert!(first <= last, "translation of an empty range {first}..={last}");
         let mut ready = now;
         let entries = self.map.map_entries;
-        for mp in first / entries..=last / entries {
+        for mp in (first / entries..=last / entries).map(MapPage) {
             let m = &mut self.map;
             let hit = m.map.access(now, tenant, mp, dirty, &mut m.evicted);
             m.touch(tenant, mp);
@@ -193,12 +193,12 @@ impl Ssd {
             }
             if hit {
                 // Still arriving for an earlier command?
-                ready = ready.max(m.ready[mp as usize]);
+                ready = ready.max(m.ready[mp.index()]);
             } else {
                 let page = self.ftl.map_location(mp);
                 let end = self.array.reserve_read(now, now, page, self.geo.page_bytes as u64);
                 self.map.stats.map_reads += 1;
-                self.map.ready[mp as usize] = end;
+                self.map.ready[mp.index()] = end;
                 ready = ready.max(end);
             }
             self.flush_evicted(now);
@@ -231,7 +231,7 @@ impl Ssd {
     /// Writes translation page `mp` to flash once `ready` (its contents are in the controller):
     /// channel transfer, then tPROG on its die. Without a free block in its plane it waits
     /// (in the controller's SRAM) for GC to free one. The caller schedules any GC it starts.
-    fn program_map_page(&mut self, now: SimTime, ready: SimTime, mp: u32) {
+    fn program_map_page(&mut self, now: SimTime, ready: SimTime, mp: MapPage) {
         let plane = self.ftl.map_plane(mp);
         if !self.ftl.can_program_map(plane) {
             self.map.stats.map_programs_deferred += 1;
