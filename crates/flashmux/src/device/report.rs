@@ -74,6 +74,23 @@ impl Device {
         }
     }
 
+    /// Bytes the FTL's state takes in the simulator's memory: (the L2P table, everything else);
+    /// zeros for a device without an FTL.
+    pub fn ftl_memory_bytes(&self) -> (u64, u64) {
+        match self.backend() {
+            Backend::Ssd(s) => s.ftl().memory_bytes(),
+            Backend::Null(_) => (0, 0),
+        }
+    }
+
+    /// Logical pages (mapping units) the FTL exports; 0 for a device without an FTL.
+    pub fn logical_units(&self) -> u64 {
+        match self.backend() {
+            Backend::Ssd(s) => s.ftl().logical_units(),
+            Backend::Null(_) => 0,
+        }
+    }
+
     /// `tenant`'s running counters now, for the timeline.
     pub fn tenant_counters(&self, tenant: TenantId) -> TenantDeviceCounters {
         match self.backend() {

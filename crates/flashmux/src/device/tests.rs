@@ -566,11 +566,14 @@ fn the_device_reports_itself_and_each_tenant() {
     assert_eq!((t1.device.write_units, t1.map.lookups, t1.gc_units_moved), (4, 1, 0));
     assert_eq!(h.dev.tenant_report(TenantId(0)).device, TenantDeviceStats::default());
     assert_eq!(h.dev.tenant_counters(TenantId(1)).map_lookups, 1);
+    assert_eq!(h.dev.ftl_memory_bytes(), h.ssd().ftl().memory_bytes());
+    assert_eq!(h.dev.logical_units(), 6544);
 
     let null = Device::new(nvme(), Backend::Null(NullConfig { capacity_bytes: 1 << 20, latency: Nanos(1) }));
     let r = null.report(SimTime(5), "null", &PreconditionReport::default());
     assert_eq!((r.kind.as_str(), r.capacity_bytes, r.unit_bytes, r.waf), ("null", 1 << 20, 512, None));
     assert_eq!(null.tenant_report(TenantId(0)), TenantDeviceReport::default());
+    assert_eq!((null.ftl_memory_bytes(), null.logical_units()), ((0, 0), 0));
 }
 
 #[test]
