@@ -4,7 +4,6 @@
 
 use anyhow::Context;
 use flashmux::config::Scenario;
-use flashmux::device::Backend;
 use flashmux::sim::{Progress, Simulator};
 use std::path::Path;
 use std::process::ExitCode;
@@ -156,14 +155,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let t0 = Instant::now();
     let mut sim = Simulator::new(scenario).context("building the bench scenario")?;
     let precondition_s = t0.elapsed().as_secs_f64();
-    let (l2p, other) = match sim.device().backend() {
-        Backend::Ssd(s) => s.ftl().memory_bytes(),
-        Backend::Null(_) => (0, 0),
-    };
-    let logical_units = match sim.device().backend() {
-        Backend::Ssd(s) => s.ftl().logical_units(),
-        Backend::Null(_) => 0,
-    };
+    let (l2p, other) = sim.device().ftl_memory_bytes();
+    let logical_units = sim.device().logical_units();
     let pre = sim.precondition_report().clone();
     println!(
         "drive: {} {} logical, {} units; preconditioned in {:.2} s ({} overwrites, steady WAF {:.2}, steady state {})",

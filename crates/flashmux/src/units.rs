@@ -149,6 +149,22 @@ id_type!(
 id_type!(
     /// An NVMe submission/completion queue pair.
     QueueId, u16);
+id_type!(
+    /// A translation page of DFTL's on-flash L2P table: the entries of consecutive logical pages.
+    MapPage, u32);
+id_type!(
+    /// A slot of the device's DRAM write buffer (one mapping unit).
+    BufferSlot, u32);
+id_type!(
+    /// A die (LUN) of the flash array: what reads, programs and erases. Dies are numbered
+    /// channel-major: (channel × chips per channel + chip) × dies per chip + die in chip.
+    DieId, u32);
+id_type!(
+    /// A plane of the flash array, numbered die-major: die × planes per die + plane in die.
+    PlaneId, u32);
+id_type!(
+    /// A channel: the bus the dies on it share.
+    ChannelId, u32);
 
 /// `s` as it is shown in a message: control characters escaped (`\0`, `\t`, `\u{1b}`), so that
 /// a NUL or an escape sequence in a value is seen rather than hidden (or acted on) by the terminal.

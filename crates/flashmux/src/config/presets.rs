@@ -5,12 +5,7 @@ use crate::flash::{Geometry, Timing};
 use crate::ftl::{MappingConfig, VictimPolicy};
 use crate::units::Nanos;
 
-/// A device as a preset describes it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum DeviceKind {
-    Ssd(SsdConfig),
-    Null(NullConfig),
-}
+pub use crate::device::DeviceKind;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Preset {

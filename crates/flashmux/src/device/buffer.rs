@@ -9,7 +9,7 @@
 //! Every insertion gets the next number of one sequence (`born`), so a flush can tell the data
 //! that arrived before it from what came later: a plane's FIFO is in `born` order.
 
-use crate::units::Lpn;
+use crate::units::{BufferSlot, Lpn, PlaneId};
 use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,7 +23,7 @@ enum SlotState {
 struct Slot {
     lpn: u32,
     owner: u16,
-    plane: u32,
+    plane: PlaneId,
     state: SlotState,
     /// Bumped on every allocation, so stale FIFO entries (of a trimmed slot) are recognised.
     epoch: u32,
@@ -45,7 +45,7 @@ pub struct WriteBuffer {
 /// A dirty unit taken for programming.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DirtyUnit {
-    pub slot: u32,
+    pub slot: BufferSlot,
     pub lpn: Lpn,
     pub owner: u16,
 }
@@ -53,7 +53,10 @@ pub struct DirtyUnit {
 impl WriteBuffer {
     pub fn new(slots: u32, planes: u32) -> Self {
         WriteBuffer {
-            slots: vec![Slot { lpn: 0, owner: 0, plane: 0, state: SlotState::Free, epoch: 0, born: 0 }; slots as usize],
+            slots: vec![
+                Slot { lpn: 0, owner: 0, plane: PlaneId(0), state: SlotState::Free, epoch: 0, born: 0 };
+                slots as usize
+            ],
             // Pop from the end: lowest slot numbers first, for readable traces.
             free: (0..slots).rev().collect(),
             fifo: vec![VecDeque::new(); planes as usize],
@@ -70,8 +73,8 @@ impl WriteBuffer {
     pub fn free_slots(&self) -> u32 {
         self.free.len() as u32
     }
-    pub fn dirty_in_plane(&self, plane: u32) -> u32 {
-        self.dirty_per_plane[plane as usize]
+    pub fn dirty_in_plane(&self, plane: PlaneId) -> u32 {
+        self.dirty_per_plane[plane.index()]
     }
     pub fn dirty(&self) -> u32 {
         self.dirty
@@ -84,13 +87,13 @@ impl WriteBuffer {
     pub fn next_born(&self) -> u64 {
         self.inserted
     }
-    pub fn born(&self, slot: u32) -> u64 {
-        self.slots[slot as usize].born
+    pub fn born(&self, slot: BufferSlot) -> u64 {
+        self.slots[slot.index()].born
     }
 
     /// When the oldest dirty unit of `plane` was inserted.
-    pub fn oldest_dirty_born(&self, plane: u32) -> Option<u64> {
-        self.fifo[plane as usize].iter().find_map(|&(slot, epoch)| {
+    pub fn oldest_dirty_born(&self, plane: PlaneId) -> Option<u64> {
+        self.fifo[plane.index()].iter().find_map(|&(slot, epoch)| {
             let s = &self.slots[slot as usize];
             (s.epoch == epoch && s.state == SlotState::Dirty).then_some(s.born)
         })
@@ -102,7 +105,7 @@ impl WriteBuffer {
     }
 
     /// Takes a free slot for new data of `lpn`; None if the buffer is full.
-    pub fn insert(&mut self, lpn: Lpn, owner: u16, plane: u32) -> Option<u32> {
+    pub fn insert(&mut self, lpn: Lpn, owner: u16, plane: PlaneId) -> Option<BufferSlot> {
         let slot = self.free.pop()?;
         let s = &mut self.slots[slot as usize];
         s.lpn = lpn.0;
@@ -112,61 +115,61 @@ impl WriteBuffer {
         s.epoch = s.epoch.wrapping_add(1);
         s.born = self.inserted;
         self.inserted += 1;
-        self.fifo[plane as usize].push_back((slot, s.epoch));
-        self.dirty_per_plane[plane as usize] += 1;
+        self.fifo[plane.index()].push_back((slot, s.epoch));
+        self.dirty_per_plane[plane.index()] += 1;
         self.dirty += 1;
-        Some(slot)
+        Some(BufferSlot(slot))
     }
 
     /// A rewrite of data still dirty in `slot`: only the owner changes.
-    pub fn rewrite(&mut self, slot: u32, owner: u16) {
-        let s = &mut self.slots[slot as usize];
+    pub fn rewrite(&mut self, slot: BufferSlot, owner: u16) {
+        let s = &mut self.slots[slot.index()];
         debug_assert_eq!(s.state, SlotState::Dirty);
         s.owner = owner;
     }
 
     /// The unit in a dirty slot was trimmed: the slot is free again without being programmed.
-    pub fn discard(&mut self, slot: u32) {
-        let s = &mut self.slots[slot as usize];
-        assert_eq!(s.state, SlotState::Dirty, "discarding slot {slot} that is not dirty");
+    pub fn discard(&mut self, slot: BufferSlot) {
+        let s = &mut self.slots[slot.index()];
+        assert_eq!(s.state, SlotState::Dirty, "discarding slot {} that is not dirty", slot.0);
         s.state = SlotState::Free;
-        self.dirty_per_plane[s.plane as usize] -= 1;
+        self.dirty_per_plane[s.plane.index()] -= 1;
         self.dirty -= 1;
-        self.free.push(slot);
+        self.free.push(slot.0);
     }
 
     /// The oldest dirty unit of `plane`, now being programmed.
-    pub fn take_dirty(&mut self, plane: u32) -> Option<DirtyUnit> {
-        while let Some((slot, epoch)) = self.fifo[plane as usize].pop_front() {
+    pub fn take_dirty(&mut self, plane: PlaneId) -> Option<DirtyUnit> {
+        while let Some((slot, epoch)) = self.fifo[plane.index()].pop_front() {
             let s = &mut self.slots[slot as usize];
             if s.epoch != epoch || s.state != SlotState::Dirty {
                 continue; // discarded (and perhaps reused) since it was queued
             }
             s.state = SlotState::Programming;
-            self.dirty_per_plane[plane as usize] -= 1;
+            self.dirty_per_plane[plane.index()] -= 1;
             self.dirty -= 1;
             self.programming += 1;
-            return Some(DirtyUnit { slot, lpn: Lpn(s.lpn), owner: s.owner });
+            return Some(DirtyUnit { slot: BufferSlot(slot), lpn: Lpn(s.lpn), owner: s.owner });
         }
         None
     }
 
     /// The program holding `slot` finished: the slot is free.
-    pub fn release(&mut self, slot: u32) {
-        let s = &mut self.slots[slot as usize];
-        assert_eq!(s.state, SlotState::Programming, "releasing slot {slot} that is not being programmed");
+    pub fn release(&mut self, slot: BufferSlot) {
+        let s = &mut self.slots[slot.index()];
+        assert_eq!(s.state, SlotState::Programming, "releasing slot {} that is not being programmed", slot.0);
         s.state = SlotState::Free;
         self.programming -= 1;
-        self.free.push(slot);
+        self.free.push(slot.0);
     }
 
     /// Dirty slot's logical page (for invariant checks by the owner of the L2P table).
-    pub fn dirty_lpns(&self) -> impl Iterator<Item = (u32, Lpn)> + '_ {
+    pub fn dirty_lpns(&self) -> impl Iterator<Item = (BufferSlot, Lpn)> + '_ {
         self.slots
             .iter()
             .enumerate()
             .filter(|(_, s)| s.state == SlotState::Dirty)
-            .map(|(i, s)| (i as u32, Lpn(s.lpn)))
+            .map(|(i, s)| (BufferSlot(i as u32), Lpn(s.lpn)))
     }
 
     pub fn check_invariants(&self) {
@@ -175,7 +178,7 @@ impl WriteBuffer {
         assert_eq!(count(SlotState::Dirty), self.dirty, "dirty count out of sync");
         assert_eq!(count(SlotState::Programming), self.programming, "programming count out of sync");
         for (p, &n) in self.dirty_per_plane.iter().enumerate() {
-            let live = self.slots.iter().filter(|s| s.state == SlotState::Dirty && s.plane == p as u32).count();
+            let live = self.slots.iter().filter(|s| s.state == SlotState::Dirty && s.plane.index() == p).count();
             assert_eq!(live as u32, n, "plane {p} dirty count out of sync");
             let queued = self.fifo[p]
                 .iter()
@@ -196,21 +199,21 @@ mod tests {
     #[test]
     fn lifecycle_and_fifo_order() {
         let mut b = WriteBuffer::new(3, 2);
-        let a = b.insert(Lpn(10), 0, 1).unwrap();
-        let c = b.insert(Lpn(11), 1, 1).unwrap();
-        let d = b.insert(Lpn(12), 1, 0).unwrap();
-        assert!(b.insert(Lpn(13), 0, 0).is_none(), "full");
-        assert_eq!(b.dirty_in_plane(1), 2);
+        let a = b.insert(Lpn(10), 0, PlaneId(1)).unwrap();
+        let c = b.insert(Lpn(11), 1, PlaneId(1)).unwrap();
+        let d = b.insert(Lpn(12), 1, PlaneId(0)).unwrap();
+        assert!(b.insert(Lpn(13), 0, PlaneId(0)).is_none(), "full");
+        assert_eq!(b.dirty_in_plane(PlaneId(1)), 2);
         b.rewrite(a, 7);
         b.discard(c);
         b.check_invariants();
         // Slot c is reused for plane 0; its stale plane-1 FIFO entry must be skipped.
-        let e = b.insert(Lpn(14), 0, 0).unwrap();
+        let e = b.insert(Lpn(14), 0, PlaneId(0)).unwrap();
         assert_eq!(e, c);
-        assert_eq!(b.take_dirty(1), Some(DirtyUnit { slot: a, lpn: Lpn(10), owner: 7 }));
-        assert_eq!(b.take_dirty(1), None);
-        assert_eq!(b.take_dirty(0).unwrap().lpn, Lpn(12));
-        assert_eq!(b.take_dirty(0).unwrap().lpn, Lpn(14));
+        assert_eq!(b.take_dirty(PlaneId(1)), Some(DirtyUnit { slot: a, lpn: Lpn(10), owner: 7 }));
+        assert_eq!(b.take_dirty(PlaneId(1)), None);
+        assert_eq!(b.take_dirty(PlaneId(0)).unwrap().lpn, Lpn(12));
+        assert_eq!(b.take_dirty(PlaneId(0)).unwrap().lpn, Lpn(14));
         b.check_invariants();
         assert_eq!(b.free_slots(), 0);
         b.release(a);
@@ -224,8 +227,8 @@ mod tests {
     #[should_panic(expected = "not being programmed")]
     fn double_release_is_a_bug() {
         let mut b = WriteBuffer::new(1, 1);
-        let s = b.insert(Lpn(1), 0, 0).unwrap();
-        b.take_dirty(0);
+        let s = b.insert(Lpn(1), 0, PlaneId(0)).unwrap();
+        b.take_dirty(PlaneId(0));
         b.release(s);
         b.release(s);
     }

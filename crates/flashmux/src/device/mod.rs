@@ -11,11 +11,13 @@
 
 mod buffer;
 pub mod precondition;
+mod report;
 mod ssd;
 
-pub use ssd::{FlushPolicy, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats};
+pub use report::{TenantDeviceCounters, TenantDeviceReport};
+pub use ssd::{FlushPolicy, GcMode, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats};
 
-use crate::units::{Nanos, QueueId, ReqId, SimTime, TenantId};
+use crate::units::{DieId, Nanos, QueueId, ReqId, SimTime, TenantId};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -65,10 +67,10 @@ pub enum DeviceEvent {
     Fetched(u32),
     /// Command slot n is complete; its completion entry is posted.
     Complete(u32),
-    /// The oldest program on die n finished.
-    ProgramDone(u32),
-    /// Garbage collection on die n may have finished a job.
-    GcCheck(u32),
+    /// The oldest program on the die finished.
+    ProgramDone(DieId),
+    /// Garbage collection on the die may have finished a job.
+    GcCheck(DieId),
 }
 
 /// What a device call produced: events to schedule and requests completed.
@@ -119,7 +121,28 @@ pub struct Device {
     flushes_completed: u64,
 }
 
+/// A device as a preset or a scenario describes it: which back end, with its configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeviceKind {
+    Ssd(SsdConfig),
+    Null(NullConfig),
+}
+
 impl Device {
+    /// The device `kind` describes behind an NVMe front end of `nvme`, for `tenants` tenants.
+    pub fn build(nvme: NvmeConfig, kind: &DeviceKind, tenants: usize) -> Result<Device, SsdError> {
+        let backend = match kind {
+            DeviceKind::Ssd(c) => Backend::Ssd(Box::new(Ssd::new(c.clone(), tenants)?)),
+            DeviceKind::Null(n) => Backend::Null(n.clone()),
+        };
+        Ok(Device::new(nvme, backend))
+    }
+
+    /// Whether it has flash behind an FTL (and so garbage collection).
+    pub fn has_flash(&self) -> bool {
+        matches!(self.backend, Backend::Ssd(_))
+    }
+
     pub fn new(nvme: NvmeConfig, backend: Backend) -> Device {
         let q = nvme.queues as usize;
         Device {
@@ -148,7 +171,7 @@ impl Device {
     /// The host-side FTL of an open-channel drive; `None` for a drive with its own FTL.
     pub fn host_ftl(&self) -> Option<&dyn crate::host::HostFtl> {
         match &self.backend {
-            Backend::Ssd(s) if s.config().open_channel => Some(s.as_ref()),
+            Backend::Ssd(s) if s.gc_mode() == GcMode::HostIo => Some(s.as_ref()),
             _ => None,
         }
     }

@@ -206,6 +206,48 @@ pub fn owner_segments(logical_units: u32, regions: &[(u32, u32, u16)]) -> Vec<Se
     out
 }
 
+/// Preconditioning the device (the drive's own part of a run's set-up).
+impl super::Device {
+    /// Puts the drive into `spec`'s state before the measured run: each tenant's region
+    /// (`regions`, (offset, length) in bytes, by tenant index) is written as that tenant's data,
+    /// with the random stream derived from `seed` and the label `"precondition"`. Afterwards
+    /// every open host page is padded to a page boundary and the FTL's and map cache's counters
+    /// are zeroed, so the measured run counts only its own work. A device without an FTL
+    /// (`null`) reports nothing done.
+    pub fn precondition(
+        &mut self,
+        spec: &PreconditionSpec,
+        regions: &[(u64, u64)],
+        seed: u64,
+        stop: &dyn Fn() -> bool,
+    ) -> PreconditionReport {
+        let super::Backend::Ssd(ssd) = self.backend_mut() else {
+            return PreconditionReport::default();
+        };
+        let unit = ssd.config().geometry.unit_bytes as u64;
+        let logical = ssd.ftl().logical_units() as u32;
+        let regions: Vec<(u32, u32, u16)> = regions
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let start = r.0.div_ceil(unit);
+                let end = (r.0 + r.1) / unit;
+                (start as u32, end.saturating_sub(start) as u32, i as u16)
+            })
+            .collect();
+        let segments = owner_segments(logical, &regions);
+        let mut rng = crate::engine::rng_for(seed, "precondition");
+        let report = precondition(ssd.ftl_mut(), spec, &segments, &mut rng, stop);
+        let planes = ssd.config().geometry.planes();
+        for p in (0..planes).map(crate::units::PlaneId) {
+            ssd.ftl_mut().pad_host_page(p);
+        }
+        ssd.ftl_mut().reset_stats();
+        ssd.reset_map_stats();
+        report
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -549,3 +549,54 @@ fn open_channel_gc_is_host_io_that_reads_queue_behind() {
     assert!(drive_gc > 0 && open_gc > 0, "GC ran in both: {drive_gc}, {open_gc}");
     assert!(open > 1.3 * drive, "reads wait for GC turns in open-channel mode: {open:.0} ns vs {drive:.0} ns");
 }
+
+#[test]
+fn the_device_reports_itself_and_each_tenant() {
+    use super::precondition::PreconditionReport;
+    let mut h = Harness::new_ssd(ssd_config(4, 1, 64));
+    // A whole flash page of one plane (4 units) from tenant 1, programmed at once.
+    h.submit(IoOp::Write, 0, 4 * 4096, 1);
+    h.run_all();
+    let r = h.dev.report(h.now, "tiny", &PreconditionReport::default());
+    assert_eq!((r.kind.as_str(), r.preset.as_str(), r.mapping.as_str()), ("ssd", "tiny", "full"));
+    assert_eq!((r.ftl.host_units_programmed, r.ssd.flash_programs, r.waf), (4, 1, Some(1.0)));
+    assert_eq!(r.capacity_bytes, h.ssd().capacity_bytes());
+    assert_eq!((r.write_buffer_hits, r.flushes, r.cmt.is_none()), (0, 0, true));
+    let t1 = h.dev.tenant_report(TenantId(1));
+    assert_eq!((t1.device.write_units, t1.map.lookups, t1.gc_units_moved), (4, 1, 0));
+    assert_eq!(h.dev.tenant_report(TenantId(0)).device, TenantDeviceStats::default());
+    assert_eq!(h.dev.tenant_counters(TenantId(1)).map_lookups, 1);
+    assert_eq!(h.dev.ftl_memory_bytes(), h.ssd().ftl().memory_bytes());
+    assert_eq!(h.dev.logical_units(), 6544);
+
+    let null = Device::new(nvme(), Backend::Null(NullConfig { capacity_bytes: 1 << 20, latency: Nanos(1) }));
+    let r = null.report(SimTime(5), "null", &PreconditionReport::default());
+    assert_eq!((r.kind.as_str(), r.capacity_bytes, r.unit_bytes, r.waf), ("null", 1 << 20, 512, None));
+    assert_eq!(null.tenant_report(TenantId(0)), TenantDeviceReport::default());
+    assert_eq!((null.ftl_memory_bytes(), null.logical_units()), ((0, 0), 0));
+}
+
+#[test]
+fn the_device_preconditions_itself_by_tenant_region_and_starts_counting_afresh() {
+    use super::precondition::{PreconditionSpec, PreconditionState};
+    let mut h = Harness::new_ssd(ssd_config(4, 1, 64));
+    let cap = h.dev.capacity_bytes();
+    let half = cap / 2;
+    let spec = PreconditionSpec { state: PreconditionState::SequentialFill, fill: 0.5 };
+    let r = h.dev.precondition(&spec, &[(0, half), (half, half)], 7, &|| false);
+    // 6,544 logical units: each tenant's 3,272-unit region is half filled.
+    assert_eq!(cap / 4096, 6544);
+    assert_eq!((r.state, r.units_filled, r.interrupted), (Some(PreconditionState::SequentialFill), 3272, false));
+    let ftl = h.ssd().ftl();
+    let owner = |lpn: u32| match ftl.lookup(Lpn(lpn)) {
+        Loc::Flash(ppa) => Some(ftl.owner_of(ppa)),
+        _ => None,
+    };
+    assert_eq!((owner(0), owner(1635), owner(1636)), (Some(0), Some(0), None));
+    assert_eq!((owner(3272), owner(3272 + 1636)), (Some(1), None));
+    assert_eq!(ftl.stats().host_units_programmed, 0, "the measured run counts afresh");
+    h.dev.check_invariants();
+
+    let mut null = Device::new(nvme(), Backend::Null(NullConfig { capacity_bytes: 1 << 20, latency: Nanos(1) }));
+    assert_eq!(null.precondition(&spec, &[(0, 1 << 20)], 7, &|| false), Default::default());
+}

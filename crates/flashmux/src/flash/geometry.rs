@@ -1,4 +1,4 @@
-use crate::units::Nanos;
+use crate::units::{ChannelId, DieId, Nanos, PlaneId};
 use serde::Serialize;
 
 /// The physical organisation of the flash array.
@@ -110,17 +110,28 @@ impl Geometry {
         self.blocks_per_plane as u64 * self.units_per_block() as u64
     }
     /// The channel a die sits on. Dies are numbered channel-major: die = (channel × chips + chip) × dies_per_chip + die.
-    pub fn channel_of_die(&self, die: u32) -> u32 {
-        die / (self.chips_per_channel * self.dies_per_chip)
+    pub fn channel_of_die(&self, die: DieId) -> ChannelId {
+        debug_assert!(die.0 < self.dies(), "die {} of {}", die.0, self.dies());
+        ChannelId(die.0 / (self.chips_per_channel * self.dies_per_chip))
     }
-    pub fn die_of_plane(&self, plane: u32) -> u32 {
-        plane / self.planes_per_die
+    pub fn die_of_plane(&self, plane: PlaneId) -> DieId {
+        debug_assert!(plane.0 < self.planes(), "plane {} of {}", plane.0, self.planes());
+        DieId(plane.0 / self.planes_per_die)
+    }
+    /// The planes of `die`, in order.
+    pub fn planes_of_die(&self, die: DieId) -> impl Iterator<Item = PlaneId> {
+        let ppd = self.planes_per_die;
+        (die.0 * ppd..(die.0 + 1) * ppd).map(PlaneId)
+    }
+    /// Every plane of the drive, in order.
+    pub fn all_planes(&self) -> impl Iterator<Item = PlaneId> {
+        (0..self.planes()).map(PlaneId)
     }
 
     /// Plane index for the n-th stripe position. Consecutive stripes go to consecutive channels
     /// first, then chips, then dies, then planes, so that sequential data is spread over every
     /// channel before any channel is used twice (channel-way-die-plane striping).
-    pub fn plane_for_stripe(&self, stripe: u64) -> u32 {
+    pub fn plane_for_stripe(&self, stripe: u64) -> PlaneId {
         let planes = self.planes() as u64;
         let mut s = stripe % planes;
         let channel = s % self.channels as u64;
@@ -131,7 +142,7 @@ impl Geometry {
         s /= self.dies_per_chip as u64;
         let plane_in_die = s;
         let die = (channel * self.chips_per_channel as u64 + chip) * self.dies_per_chip as u64 + die_in_chip;
-        (die * self.planes_per_die as u64 + plane_in_die) as u32
+        PlaneId((die * self.planes_per_die as u64 + plane_in_die) as u32)
     }
 }
 
@@ -161,22 +172,22 @@ pub(crate) mod tests {
         assert_eq!(g.units_per_page(), 2);
         assert_eq!(g.units_per_block(), 16);
         assert_eq!(g.total_units(), 8 * 16 * 16);
-        assert_eq!(g.channel_of_die(0), 0);
-        assert_eq!(g.channel_of_die(1), 0);
-        assert_eq!(g.channel_of_die(2), 1);
+        assert_eq!(g.channel_of_die(DieId(0)), ChannelId(0));
+        assert_eq!(g.channel_of_die(DieId(1)), ChannelId(0));
+        assert_eq!(g.channel_of_die(DieId(2)), ChannelId(1));
     }
 
     #[test]
     fn striping_is_channel_first_and_a_bijection() {
         let g = tiny();
-        let order: Vec<u32> = (0..8).map(|s| g.plane_for_stripe(s)).collect();
+        let order: Vec<PlaneId> = (0..8).map(|s| g.plane_for_stripe(s)).collect();
         // stripe 0 -> ch0 chip0 plane0 (plane 0), stripe 1 -> ch1 chip0 (die 2, plane 4), ...
-        assert_eq!(g.channel_of_die(g.die_of_plane(order[0])), 0);
-        assert_eq!(g.channel_of_die(g.die_of_plane(order[1])), 1);
-        assert_eq!(order, vec![0, 4, 2, 6, 1, 5, 3, 7]);
+        assert_eq!(g.channel_of_die(g.die_of_plane(order[0])), ChannelId(0));
+        assert_eq!(g.channel_of_die(g.die_of_plane(order[1])), ChannelId(1));
+        assert_eq!(order, [0, 4, 2, 6, 1, 5, 3, 7].map(PlaneId));
         let mut sorted = order.clone();
         sorted.sort();
-        assert_eq!(sorted, (0..8).collect::<Vec<_>>());
+        assert_eq!(sorted, (0..8).map(PlaneId).collect::<Vec<_>>());
         assert_eq!(g.plane_for_stripe(8), order[0]);
     }
 

@@ -37,7 +37,7 @@
 //! recorded in [`CmtPolicy::periods`]. The history is capped at [`MAX_PERIOD_RECORDS`] records;
 //! beyond that balancing continues without recording.
 
-use crate::units::{Nanos, SimTime, TenantId};
+use crate::units::{MapPage, Nanos, SimTime, TenantId};
 use serde::Serialize;
 
 const NIL: u32 = u32::MAX;
@@ -101,7 +101,7 @@ impl CmtConfig {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Eviction {
-    pub page: u32,
+    pub page: MapPage,
     pub dirty: bool,
     pub holder: TenantId,
 }
@@ -160,14 +160,21 @@ pub trait CmtPolicy: Send {
     /// One access to map `page` by `tenant` at `now` (`dirty`: the access updates entries, e.g. a write).
     /// Returns true on a hit. Pages evicted to make room — and, for `balanced`, pages evicted because a
     /// period boundary shrank a tenant's allocation — are appended to `evicted`.
-    fn access(&mut self, now: SimTime, tenant: TenantId, page: u32, dirty: bool, evicted: &mut Vec<Eviction>) -> bool;
+    fn access(
+        &mut self,
+        now: SimTime,
+        tenant: TenantId,
+        page: MapPage,
+        dirty: bool,
+        evicted: &mut Vec<Eviction>,
+    ) -> bool;
     /// Closes every balancing period that ended at or before `now` (no-op for shared/partitioned).
     /// `access` calls this first.
     fn advance(&mut self, now: SimTime, evicted: &mut Vec<Eviction>);
     /// Garbage collection moved data whose entries live in `page`: if the page is cached, mark it
     /// dirty and return true (no lookup is counted, recency unchanged); else false.
-    fn update_if_cached(&mut self, page: u32) -> bool;
-    fn contains(&self, page: u32) -> bool;
+    fn update_if_cached(&mut self, page: MapPage) -> bool;
+    fn contains(&self, page: MapPage) -> bool;
     /// Zero for unknown tenants.
     fn stats(&self, tenant: TenantId) -> CmtStats;
     /// Pages currently cached on the tenant's behalf.
@@ -417,7 +424,7 @@ impl Cmt {
         let s = &mut self.stats[holder.index()];
         s.evictions += 1;
         s.dirty_evictions += dirty as u64;
-        evicted.push(Eviction { page, dirty, holder });
+        evicted.push(Eviction { page: MapPage(page), dirty, holder });
     }
 
     /// Closes the open balancing period, which ends at `end`.
@@ -467,7 +474,15 @@ impl CmtPolicy for Cmt {
         self.kind.name()
     }
 
-    fn access(&mut self, now: SimTime, tenant: TenantId, page: u32, dirty: bool, evicted: &mut Vec<Eviction>) -> bool {
+    fn access(
+        &mut self,
+        now: SimTime,
+        tenant: TenantId,
+        page: MapPage,
+        dirty: bool,
+        evicted: &mut Vec<Eviction>,
+    ) -> bool {
+        let page = page.0;
         let t = tenant.index();
         assert!(t < self.tenants, "CMT access by tenant {t}, but there are only {} tenants", self.tenants);
         assert!(page < self.map_pages, "CMT access to map page {page} of {}", self.map_pages);
@@ -515,15 +530,16 @@ impl CmtPolicy for Cmt {
         }
     }
 
-    fn update_if_cached(&mut self, page: u32) -> bool {
+    fn update_if_cached(&mut self, page: MapPage) -> bool {
         let cached = self.contains(page);
         if cached {
-            self.dirty[page as usize] = true;
+            self.dirty[page.index()] = true;
         }
         cached
     }
 
-    fn contains(&self, page: u32) -> bool {
+    fn contains(&self, page: MapPage) -> bool {
+        let page = page.0;
         self.list_of.get(page as usize).is_some_and(|&l| l != NIL)
     }
 
@@ -614,7 +630,7 @@ mod tests {
     /// Runs (tenant, page) reads at time 0 and returns the hit flags.
     fn run(c: &mut dyn CmtPolicy, seq: &[(u16, u32)]) -> Vec<bool> {
         let mut ev = Vec::new();
-        seq.iter().map(|&(t, p)| c.access(SimTime::ZERO, TenantId(t), p, false, &mut ev)).collect()
+        seq.iter().map(|&(t, p)| c.access(SimTime::ZERO, TenantId(t), MapPage(p), false, &mut ev)).collect()
     }
 
     const FIG1: [(u16, u32); 12] =
@@ -653,19 +669,21 @@ mod tests {
         let mut c = build(&cfg(4, CmtPolicyKind::Partitioned), 2, 16).unwrap();
         let mut ev = Vec::new();
         let t = |i| TenantId(i);
-        assert!(!c.access(SimTime(0), t(0), 1, false, &mut ev));
-        assert!(!c.access(SimTime(0), t(0), 2, false, &mut ev));
-        assert!(c.access(SimTime(0), t(1), 1, false, &mut ev), "hit on tenant 0's page");
+        assert!(!c.access(SimTime(0), t(0), MapPage(1), false, &mut ev));
+        assert!(!c.access(SimTime(0), t(0), MapPage(2), false, &mut ev));
+        assert!(c.access(SimTime(0), t(1), MapPage(1), false, &mut ev), "hit on tenant 0's page");
         assert_eq!((c.held(t(0)), c.held(t(1))), (2, 0));
-        assert!(c.update_if_cached(2) && !c.update_if_cached(3));
+        assert!(c.update_if_cached(MapPage(2)) && !c.update_if_cached(MapPage(3)));
         assert_eq!(c.stats(t(0)).lookups, 2);
-        assert!(!c.access(SimTime(0), t(0), 3, false, &mut ev));
-        assert_eq!(ev, vec![Eviction { page: 2, dirty: true, holder: t(0) }], "page 1 was refreshed by tenant 1");
+        assert!(!c.access(SimTime(0), t(0), MapPage(3), false, &mut ev));
+        let expect = vec![Eviction { page: MapPage(2), dirty: true, holder: t(0) }];
+        assert_eq!(ev, expect, "page 1 was refreshed by tenant 1");
         assert_eq!(c.stats(t(0)).dirty_evictions, 1);
         assert_eq!(c.stats(t(9)), CmtStats::default());
         c.reset_stats();
         assert_eq!(c.stats(t(0)), CmtStats::default());
-        assert!(c.contains(1) && c.contains(3) && !c.contains(2) && !c.contains(99));
+        assert!(c.contains(MapPage(1)) && c.contains(MapPage(3)));
+        assert!(!c.contains(MapPage(2)) && !c.contains(MapPage(99)));
         c.check_invariants();
     }
 
@@ -768,8 +786,8 @@ mod tests {
         let (mut rng, mut ev, mut now) = (Rng(0x9e37_79b9_7f4a_7c15), Vec::new(), 0u64);
         let mut drive = |c: &mut dyn CmtPolicy, periods: u64| {
             for _ in 0..periods * 100 {
-                c.access(SimTime(now), TenantId(0), (now / 10 % w as u64) as u32, false, &mut ev);
-                c.access(SimTime(now + 5), TenantId(1), 100 + rng.below(1000), true, &mut ev);
+                c.access(SimTime(now), TenantId(0), MapPage((now / 10 % w as u64) as u32), false, &mut ev);
+                c.access(SimTime(now + 5), TenantId(1), MapPage(100 + rng.below(1000)), true, &mut ev);
                 now += 10;
                 c.check_invariants();
             }
@@ -796,21 +814,24 @@ mod tests {
         let mut c = build(&c, 2, 64).unwrap();
         let mut ev = Vec::new();
         for p in 0..4 {
-            c.access(SimTime(p as u64), TenantId(0), p, p == 0, &mut ev);
+            c.access(SimTime(p as u64), TenantId(0), MapPage(p), p == 0, &mut ev);
         }
         for (i, p) in (10..20).enumerate() {
-            c.access(SimTime(10 + i as u64), TenantId(1), p, false, &mut ev);
+            c.access(SimTime(10 + i as u64), TenantId(1), MapPage(p), false, &mut ev);
         }
         // Period 1: tenant 0 touches only page 3; GC dirties page 1.
-        c.access(SimTime(100), TenantId(0), 3, false, &mut ev);
-        assert!(c.update_if_cached(1));
+        c.access(SimTime(100), TenantId(0), MapPage(3), false, &mut ev);
+        assert!(c.update_if_cached(MapPage(1)));
         for (i, p) in (10..20).enumerate() {
-            c.access(SimTime(110 + i as u64), TenantId(1), p, false, &mut ev);
+            c.access(SimTime(110 + i as u64), TenantId(1), MapPage(p), false, &mut ev);
         }
         ev.clear();
         c.advance(SimTime(200), &mut ev);
         let t0 = TenantId(0);
-        let expect = vec![Eviction { page: 0, dirty: true, holder: t0 }, Eviction { page: 1, dirty: true, holder: t0 }];
+        let expect = vec![
+            Eviction { page: MapPage(0), dirty: true, holder: t0 },
+            Eviction { page: MapPage(1), dirty: true, holder: t0 },
+        ];
         assert_eq!(ev, expect);
         assert_eq!((c.allocation(t0), c.allocation(TenantId(1))), (Some(2), Some(6)));
         assert_eq!((c.stats(t0).evictions, c.stats(t0).dirty_evictions), (2, 2));
@@ -818,7 +839,7 @@ mod tests {
         assert_eq!((r.end, &r.distinct, &r.allocation_after), (SimTime(200), &vec![1, 10], &vec![2, 6]));
         assert_eq!(r.delta_recs, vec![0.25 - 1.0, 0.0]);
         assert_eq!(c.periods()[0].delta_recs, vec![0.0, 0.0]);
-        assert!(c.contains(2) && c.contains(3) && !c.contains(0));
+        assert!(c.contains(MapPage(2)) && c.contains(MapPage(3)) && !c.contains(MapPage(0)));
         c.check_invariants();
     }
 
@@ -828,7 +849,7 @@ mod tests {
         let mut c = build(&c, 2, 64).unwrap();
         let mut ev = Vec::new();
         for p in 0..8 {
-            c.access(SimTime(p), TenantId(1), p as u32, false, &mut ev);
+            c.access(SimTime(p), TenantId(1), MapPage(p as u32), false, &mut ev);
         }
         ev.clear();
         let far = 1000u64 * 1_000_000_000_000 + 17;
@@ -841,7 +862,7 @@ mod tests {
         assert!(recs.iter().skip(1).all(|r| r.allocation_before == r.allocation_after));
         assert_eq!((c.allocation(TenantId(0)), c.allocation(TenantId(1))), (Some(3), Some(5)));
         // The next access falls in the period containing `far`, which closes at the next boundary.
-        c.access(SimTime(far), TenantId(0), 1, false, &mut ev);
+        c.access(SimTime(far), TenantId(0), MapPage(1), false, &mut ev);
         c.advance(SimTime(far + 1000), &mut ev);
         let last = c.periods().last().unwrap();
         assert_eq!((last.end, &last.distinct), (SimTime(far - 17 + 1000), &vec![1, 0]));
@@ -855,7 +876,7 @@ mod tests {
         let mut c = build(&c, 2, 500).unwrap();
         let (mut rng, mut ev) = (Rng(7), Vec::new());
         for i in 0..5000u64 {
-            c.access(SimTime(i), TenantId(1), rng.below(500), false, &mut ev);
+            c.access(SimTime(i), TenantId(1), MapPage(rng.below(500)), false, &mut ev);
         }
         assert_eq!((c.allocation(TenantId(0)), c.allocation(TenantId(1))), (Some(3), Some(17)));
         check_records(c.as_ref(), 20, 2, 3);
@@ -888,7 +909,7 @@ mod tests {
                 let (p, d, h) = self.lists[li].remove(0);
                 self.stats[h as usize].evictions += 1;
                 self.stats[h as usize].dirty_evictions += d as u64;
-                ev.push(Eviction { page: p, dirty: d, holder: TenantId(h) });
+                ev.push(Eviction { page: MapPage(p), dirty: d, holder: TenantId(h) });
             }
             self.lists[li].push((page, dirty, t));
             false
@@ -945,10 +966,10 @@ mod tests {
                 let (mut ev, mut rev) = (Vec::new(), Vec::new());
                 match op {
                     Op::Access(t, p, d) => {
-                        let hit = c.access(SimTime(i as u64), TenantId(t), p, d, &mut ev);
+                        let hit = c.access(SimTime(i as u64), TenantId(t), MapPage(p), d, &mut ev);
                         prop_assert_eq!(hit, r.access(t, p, d, &mut rev), "access {} {:?}", i, op);
                     }
-                    Op::Gc(p) => prop_assert_eq!(c.update_if_cached(p), r.gc(p)),
+                    Op::Gc(p) => prop_assert_eq!(c.update_if_cached(MapPage(p)), r.gc(p)),
                 }
                 prop_assert_eq!(&ev, &rev);
                 c.check_invariants();
@@ -961,7 +982,7 @@ mod tests {
                 prop_assert!(c.periods().is_empty());
             }
             for p in 0..map_pages {
-                prop_assert_eq!(c.contains(p), r.lists.iter().flatten().any(|e| e.0 == p));
+                prop_assert_eq!(c.contains(MapPage(p)), r.lists.iter().flatten().any(|e| e.0 == p));
             }
         }
 
@@ -980,7 +1001,7 @@ mod tests {
                 let t = rng.below(3);
                 let p = if t == 0 { rng.below(hot.min(64)) } else { rng.below(64) };
                 now += rng.below(20) as u64 + if rng.below(500) == 0 { 10_000 } else { 0 };
-                c.access(SimTime(now), TenantId(t as u16), p, rng.below(2) == 0, &mut ev);
+                c.access(SimTime(now), TenantId(t as u16), MapPage(p), rng.below(2) == 0, &mut ev);
                 c.check_invariants();
             }
             check_records(c.as_ref(), 24, step, floor);

@@ -1,7 +1,7 @@
 use super::buckets::ValidBuckets;
 use crate::engine::prefetch;
 use crate::flash::Geometry;
-use crate::units::{Lpn, Ppa, TenantId};
+use crate::units::{BufferSlot, Lpn, MapPage, PlaneId, Ppa, TenantId};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -24,7 +24,7 @@ const MAP_BIT: u32 = 1 << 31;
 pub enum Loc {
     Unmapped,
     /// In the device's DRAM write buffer, slot n.
-    Buffer(u32),
+    Buffer(BufferSlot),
     Flash(Ppa),
 }
 
@@ -63,7 +63,7 @@ impl FtlParams {
 /// still hold valid data, program them elsewhere in the same plane, erase the victim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GcJob {
-    pub plane: u32,
+    pub plane: PlaneId,
     pub victim: u32,
     pub read_pages: u32,
     pub program_pages: u32,
@@ -129,6 +129,7 @@ struct Plane {
     erasing: u32,
 }
 
+/// Which open block of a plane a write goes to (see [`Ftl::open_block`], the placement seam).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Stream {
     Host,
@@ -162,7 +163,7 @@ pub struct Ftl {
     upb_shift: Option<u32>,
     planes_per_die: u32,
     blocks_per_plane: u32,
-    stripe_to_plane: Vec<u32>,
+    stripe_to_plane: Vec<PlaneId>,
     l2p: Vec<u32>,
     p2l: Vec<u32>,
     owner: Vec<u16>,
@@ -183,7 +184,7 @@ pub struct Ftl {
     gtd: Vec<u32>,
     /// Translation pages whose entries GC changed by moving data, with the data's owner, in the
     /// order GC moved them (one per page per victim); the device turns them into map updates.
-    gc_map_updates: Vec<(u32, u16)>,
+    gc_map_updates: Vec<(MapPage, u16)>,
     /// Per translation page, the number of the last relocation that reported it (dedup without
     /// sorting), and the count of relocations.
     map_update_stamp: Vec<u64>,
@@ -245,7 +246,7 @@ impl Ftl {
         let planes = geo.planes();
         let upp = geo.units_per_page();
         let upb = geo.units_per_block();
-        let stripe_to_plane: Vec<u32> = (0..planes as u64).map(|s| geo.plane_for_stripe(s)).collect();
+        let stripe_to_plane: Vec<PlaneId> = (0..planes as u64).map(|s| geo.plane_for_stripe(s)).collect();
         let total_units = geo.total_units() as usize;
         let nblocks = geo.blocks() as usize;
         let blocks = vec![
@@ -288,7 +289,7 @@ impl Ftl {
             params,
         };
         // A formatted drive holds its whole (empty) translation table on flash.
-        for mp in 0..map_pages {
+        for mp in (0..map_pages).map(MapPage) {
             let plane = ftl.map_plane(mp);
             ftl.program_map(plane, mp);
         }
@@ -334,7 +335,7 @@ impl Ftl {
     }
 
     /// The plane that stores `lpn` (static channel-first striping by flash page).
-    pub fn plane_of(&self, lpn: Lpn) -> u32 {
+    pub fn plane_of(&self, lpn: Lpn) -> PlaneId {
         let stripe = lpn.0 >> self.upp_shift;
         self.stripe_to_plane[stripe as usize % self.stripe_to_plane.len()]
     }
@@ -342,14 +343,14 @@ impl Ftl {
     pub fn page_of(&self, ppa: Ppa) -> u32 {
         ppa.0 >> self.upp_shift
     }
-    pub fn plane_of_ppa(&self, ppa: Ppa) -> u32 {
-        self.block_of(ppa) / self.blocks_per_plane
+    pub fn plane_of_ppa(&self, ppa: Ppa) -> PlaneId {
+        PlaneId(self.block_of(ppa) / self.blocks_per_plane)
     }
 
     pub fn lookup(&self, lpn: Lpn) -> Loc {
         match self.l2p[lpn.index()] {
             UNMAPPED => Loc::Unmapped,
-            v if v & BUF_FLAG != 0 => Loc::Buffer(v & !BUF_FLAG),
+            v if v & BUF_FLAG != 0 => Loc::Buffer(BufferSlot(v & !BUF_FLAG)),
             v => Loc::Flash(Ppa(v)),
         }
     }
@@ -360,7 +361,8 @@ impl Ftl {
     }
 
     /// New data for `lpn` now lives in write-buffer slot `slot`; any copy on flash is stale.
-    pub fn set_buffered(&mut self, lpn: Lpn, slot: u32) {
+    pub fn set_buffered(&mut self, lpn: Lpn, slot: BufferSlot) {
+        let slot = slot.0;
         debug_assert!(slot & BUF_FLAG == 0);
         self.invalidate_flash_copy(lpn);
         self.l2p[lpn.index()] = slot | BUF_FLAG;
@@ -395,15 +397,15 @@ impl Ftl {
     }
 
     /// Whether `plane` can take `units` more host units now without eating into GC's reserve.
-    pub fn can_program_host(&self, plane: u32, units: u32) -> bool {
-        let p = &self.planes[plane as usize];
+    pub fn can_program_host(&self, plane: PlaneId, units: u32) -> bool {
+        let p = &self.planes[plane.index()];
         let room = p.user_active.map_or(0, |b| self.units_per_block - self.blocks[b as usize].written);
         room >= units || p.free.len() > GC_RESERVE_BLOCKS
     }
 
     /// Programs host data for `lpn` (written by `owner`) into `plane`'s open host block and maps it.
     /// May start garbage collection, whose jobs the caller collects with [`Ftl::take_gc_job`].
-    pub fn program_host(&mut self, plane: u32, lpn: Lpn, owner: u16) -> Ppa {
+    pub fn program_host(&mut self, plane: PlaneId, lpn: Lpn, owner: u16) -> Ppa {
         debug_assert_eq!(self.plane_of(lpn), plane);
         // Invalidate first, so that GC started by this allocation does not copy the stale data.
         self.invalidate_flash_copy(lpn);
@@ -417,8 +419,8 @@ impl Ftl {
 
     /// Fills the rest of the open host block's current flash page with padding, so the next
     /// program starts on a page boundary (used after unit-by-unit preconditioning).
-    pub fn pad_host_page(&mut self, plane: u32) {
-        while let Some(b) = self.planes[plane as usize].user_active {
+    pub fn pad_host_page(&mut self, plane: PlaneId) {
+        while let Some(b) = self.planes[plane.index()].user_active {
             if self.blocks[b as usize].written % self.units_per_page == 0 {
                 break;
             }
@@ -442,23 +444,24 @@ impl Ftl {
     }
 
     /// Next free unit of `plane`'s open block for `stream`, opening a block when needed.
-    fn alloc(&mut self, plane: u32, stream: Stream) -> Ppa {
+    fn alloc(&mut self, plane: PlaneId, stream: Stream) -> Ppa {
         self.alloc_units(plane, stream, 1)
     }
 
     /// `n` consecutive units of `plane`'s open block for `stream` (the caller keeps `n` dividing
     /// the block's remaining room, as whole translation pages do).
-    fn alloc_units(&mut self, plane: u32, stream: Stream, n: u32) -> Ppa {
+    fn alloc_units(&mut self, plane: PlaneId, stream: Stream, n: u32) -> Ppa {
         let upb = self.units_per_block;
-        let current = *self.active_mut(plane, stream);
+        let current = *self.open_block(plane, stream);
         // A block that fills is closed below, so an open block always has room.
         let block = match current {
             Some(b) => b,
             None => {
-                let p = &mut self.planes[plane as usize];
+                let p = &mut self.planes[plane.index()];
                 assert!(
                     p.free.len() > stream.reserve(),
-                    "plane {plane}: no free block for {} writes (caller must check can_program_host/can_program_map)",
+                    "plane {}: no free block for {} writes (caller must check can_program_host/can_program_map)",
+                    plane.0,
                     match stream {
                         Stream::Host => "host",
                         Stream::Gc => "GC",
@@ -466,7 +469,7 @@ impl Ftl {
                     }
                 );
                 let b = p.free.pop_front().expect("checked above");
-                *self.active_mut(plane, stream) = Some(b);
+                *self.open_block(plane, stream) = Some(b);
                 let blk = &mut self.blocks[b as usize];
                 blk.state = BlockState::Active;
                 blk.map = matches!(stream, Stream::Map | Stream::MapGc);
@@ -487,7 +490,7 @@ impl Ftl {
 
     /// Closes `stream`'s open block once its last unit is written (after the unit is placed, so
     /// the block enters the victim pool with its true valid count).
-    fn close_if_full(&mut self, plane: u32, stream: Stream, ppa: Ppa) {
+    fn close_if_full(&mut self, plane: PlaneId, stream: Stream, ppa: Ppa) {
         let block = self.block_of(ppa);
         let blk = &mut self.blocks[block as usize];
         if blk.written < self.units_per_block {
@@ -496,11 +499,19 @@ impl Ftl {
         blk.state = BlockState::Full;
         let valid = blk.valid;
         self.buckets.insert(block, valid);
-        *self.active_mut(plane, stream) = None;
+        *self.open_block(plane, stream) = None;
     }
 
-    fn active_mut(&mut self, plane: u32, stream: Stream) -> &mut Option<u32> {
-        let p = &mut self.planes[plane as usize];
+    /// The placement seam: the open block of `plane` that a write of `stream` goes to (`None`:
+    /// the next write opens a free block). Every unit the FTL writes — host data
+    /// ([`Ftl::program_host`]), padding, GC copies, translation pages — gets its block here, and
+    /// the plane itself comes from static striping ([`Ftl::plane_of`]). Today each plane has one
+    /// open block per [`Stream`]. Data placement plugs in at this function and that enum: NVMe
+    /// FDP makes a stream per reclaim unit handle (each handle its own open reclaim unit, GC
+    /// copying per handle type), Streams a stream per stream id (each its own open block), and
+    /// ZNS a zone's block with its write pointer as `written` (no device GC stream).
+    fn open_block(&mut self, plane: PlaneId, stream: Stream) -> &mut Option<u32> {
+        let p = &mut self.planes[plane.index()];
         match stream {
             Stream::Host => &mut p.user_active,
             Stream::Gc => &mut p.gc_active,
@@ -522,30 +533,30 @@ impl Ftl {
         self.map_entries
     }
     /// The translation page holding `lpn`'s entry (DFTL only).
-    pub fn map_page_of(&self, lpn: Lpn) -> u32 {
+    pub fn map_page_of(&self, lpn: Lpn) -> MapPage {
         debug_assert!(self.map_entries > 0, "no translation pages without DFTL");
-        lpn.0 / self.map_entries
+        MapPage(lpn.0 / self.map_entries)
     }
     /// The plane that stores translation page `mp` (striped like data, by page).
-    pub fn map_plane(&self, mp: u32) -> u32 {
-        self.stripe_to_plane[mp as usize % self.stripe_to_plane.len()]
+    pub fn map_plane(&self, mp: MapPage) -> PlaneId {
+        self.stripe_to_plane[mp.index() % self.stripe_to_plane.len()]
     }
     /// The global flash page that holds translation page `mp` now.
-    pub fn map_location(&self, mp: u32) -> u32 {
-        let first = self.gtd[mp as usize];
-        debug_assert_ne!(first, UNMAPPED, "translation page {mp} was never written");
+    pub fn map_location(&self, mp: MapPage) -> u32 {
+        let first = self.gtd[mp.index()];
+        debug_assert_ne!(first, UNMAPPED, "translation page {} was never written", mp.0);
         self.page_of(Ppa(first))
     }
 
     /// Whether a map flush can be programmed in `plane` now without eating into GC's reserve.
-    pub fn can_program_map(&self, plane: u32) -> bool {
-        let p = &self.planes[plane as usize];
+    pub fn can_program_map(&self, plane: PlaneId) -> bool {
+        let p = &self.planes[plane.index()];
         self.room(p.map_active) >= self.units_per_page || p.free.len() > GC_RESERVE_BLOCKS
     }
 
     /// Programs translation page `mp` (a whole flash page) into `plane`'s open map block and
     /// points the translation directory at it; the old copy becomes invalid. May start GC.
-    pub fn program_map(&mut self, plane: u32, mp: u32) -> Ppa {
+    pub fn program_map(&mut self, plane: PlaneId, mp: MapPage) -> Ppa {
         debug_assert_eq!(self.map_plane(mp), plane);
         self.invalidate_map_copy(mp);
         let first = self.place_map_page(plane, mp, Stream::Map);
@@ -554,24 +565,24 @@ impl Ftl {
     }
 
     /// Writes translation page `mp` as one flash page of `stream`'s open block.
-    fn place_map_page(&mut self, plane: u32, mp: u32, stream: Stream) -> Ppa {
+    fn place_map_page(&mut self, plane: PlaneId, mp: MapPage, stream: Stream) -> Ppa {
         let upp = self.units_per_page;
         let first = self.alloc_units(plane, stream, upp);
         debug_assert_eq!(first.0 % upp, 0, "translation pages start on a page boundary");
         for k in 0..upp {
             let ppa = first.0 + k;
-            self.p2l[ppa as usize] = MAP_BIT | (mp * upp + k);
+            self.p2l[ppa as usize] = MAP_BIT | (mp.0 * upp + k);
             self.owner[ppa as usize] = MAP_OWNER;
         }
         let b = self.block_of(first) as usize;
         self.blocks[b].valid += upp;
         self.close_if_full(plane, stream, Ppa(first.0 + upp - 1));
-        self.gtd[mp as usize] = first.0;
+        self.gtd[mp.index()] = first.0;
         first
     }
 
-    fn invalidate_map_copy(&mut self, mp: u32) {
-        let first = self.gtd[mp as usize];
+    fn invalidate_map_copy(&mut self, mp: MapPage) {
+        let first = self.gtd[mp.index()];
         if first == UNMAPPED {
             return;
         }
@@ -584,12 +595,12 @@ impl Ftl {
             self.buckets.insert(b, blk.valid - upp);
         }
         blk.valid -= upp;
-        self.gtd[mp as usize] = UNMAPPED;
+        self.gtd[mp.index()] = UNMAPPED;
     }
 
     /// Translation pages whose entries GC changed since the last call, with the owner of the
     /// moved data (one entry per page per victim block).
-    pub fn take_gc_map_updates(&mut self, into: &mut Vec<(u32, u16)>) {
+    pub fn take_gc_map_updates(&mut self, into: &mut Vec<(MapPage, u16)>) {
         into.append(&mut self.gc_map_updates);
     }
 
@@ -602,10 +613,10 @@ impl Ftl {
     /// When it cleans anything, the die's other planes that are within one block of their own
     /// threshold are cleaned too, so that their jobs can run together as multi-plane operations
     /// (planes of a die are written in step, so they would need GC moments later anyway).
-    fn collect_garbage(&mut self, plane: u32) {
+    fn collect_garbage(&mut self, plane: PlaneId) {
         if self.collect_garbage_below(plane, self.params.gc_threshold_blocks) {
-            let first = plane / self.planes_per_die * self.planes_per_die;
-            for sibling in (first..first + self.planes_per_die).filter(|&p| p != plane) {
+            let first = plane.0 / self.planes_per_die * self.planes_per_die;
+            for sibling in (first..first + self.planes_per_die).map(PlaneId).filter(|&p| p != plane) {
                 self.collect_garbage_below(sibling, self.params.gc_threshold_blocks + 1);
             }
         }
@@ -613,16 +624,16 @@ impl Ftl {
 
     /// Cleans victims in `plane` while its free-or-erasing blocks are at or below `threshold`.
     /// Returns whether it cleaned any.
-    fn collect_garbage_below(&mut self, plane: u32, threshold: u32) -> bool {
+    fn collect_garbage_below(&mut self, plane: PlaneId, threshold: u32) -> bool {
         // Each run frees at least one unit net, so this ends; the bound only guards against a bug.
         for run in 0..=self.blocks_per_plane {
-            let p = &self.planes[plane as usize];
+            let p = &self.planes[plane.index()];
             if p.free.len() + p.erasing as usize > threshold as usize {
                 return run > 0;
             }
             let Some(victim) = self.pick_victim(plane) else { return run > 0 };
             let blk = &self.blocks[victim as usize];
-            let p = &self.planes[plane as usize];
+            let p = &self.planes[plane.index()];
             let gc_room = self.room(if blk.map { p.map_gc_active } else { p.gc_active });
             if blk.valid > gc_room && p.free.is_empty() {
                 // Wait for an erase to finish before copying more.
@@ -630,14 +641,14 @@ impl Ftl {
             }
             self.relocate(plane, victim);
         }
-        panic!("GC in plane {plane} did not converge");
+        panic!("GC in plane {} did not converge", plane.0);
     }
 
-    fn pick_victim(&mut self, plane: u32) -> Option<u32> {
-        let first = plane * self.blocks_per_plane;
+    fn pick_victim(&mut self, plane: PlaneId) -> Option<u32> {
+        let first = plane.0 * self.blocks_per_plane;
         let upb = self.units_per_block;
         match self.params.victim_policy {
-            VictimPolicy::Greedy => self.buckets.min_below(plane, upb),
+            VictimPolicy::Greedy => self.buckets.min_below(plane.0, upb),
             VictimPolicy::CostBenefit => {
                 // Cost-benefit depends on age, which changes for every block at every write:
                 // no index keeps it sorted, so it scans the plane (once per GC run).
@@ -669,7 +680,7 @@ impl Ftl {
     }
 
     /// Copies the victim's valid units to the plane's GC block and queues the victim for erasing.
-    fn relocate(&mut self, plane: u32, victim: u32) {
+    fn relocate(&mut self, plane: PlaneId, victim: u32) {
         let upb = self.units_per_block;
         let upp = self.units_per_page;
         let base = victim * upb;
@@ -679,7 +690,7 @@ impl Ftl {
         // Out of the victim pool before its valid count starts dropping.
         self.buckets.remove(victim, self.blocks[victim as usize].valid);
         self.blocks[victim as usize].state = BlockState::Erasing;
-        self.planes[plane as usize].erasing += 1;
+        self.planes[plane.index()].erasing += 1;
         // Attribute the erase and list the valid units; then prefetch their L2P entries, which are
         // scattered over the table, so they arrive in parallel instead of one stall per unit.
         let mut valid = std::mem::take(&mut self.gc_scratch);
@@ -728,7 +739,7 @@ impl Ftl {
                     // One map update per translation page per victim (DFTL's batched update).
                     if self.map_update_stamp[mp as usize] != self.relocations {
                         self.map_update_stamp[mp as usize] = self.relocations;
-                        self.gc_map_updates.push((mp, owner));
+                        self.gc_map_updates.push((MapPage(mp), owner));
                     }
                 }
             }
@@ -810,14 +821,14 @@ impl Ftl {
 
     /// The device finished erasing a GC victim: the block is free again.
     pub fn finish_erase(&mut self, victim: u32) {
-        let plane = victim / self.blocks_per_plane;
+        let plane = PlaneId(victim / self.blocks_per_plane);
         let blk = &mut self.blocks[victim as usize];
         assert_eq!(blk.state, BlockState::Erasing, "block {victim} finished an erase it never started");
         blk.state = BlockState::Free;
         blk.written = 0;
         blk.erase_count += 1;
         self.stats.erases += 1;
-        let p = &mut self.planes[plane as usize];
+        let p = &mut self.planes[plane.index()];
         p.erasing -= 1;
         p.free.push_back(victim);
         // GC may have stopped for want of a free block; it can go on now.
@@ -825,8 +836,8 @@ impl Ftl {
     }
 
     /// Free blocks in `plane` (not counting blocks being erased).
-    pub fn free_blocks(&self, plane: u32) -> usize {
-        self.planes[plane as usize].free.len()
+    pub fn free_blocks(&self, plane: PlaneId) -> usize {
+        self.planes[plane.index()].free.len()
     }
 
     /// Checks every structural invariant; panics with a description on the first violation.

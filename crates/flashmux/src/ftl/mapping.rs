@@ -7,7 +7,7 @@
 //! table (CMT) shared, partitioned or balanced between tenants ([`super::cmt`]).
 
 use super::cmt::{CmtConfig, CmtPolicy, CmtStats, Eviction, PeriodRecord};
-use crate::units::{SimTime, TenantId};
+use crate::units::{MapPage, SimTime, TenantId};
 use serde::Serialize;
 
 /// How the L2P table is held.
@@ -84,7 +84,14 @@ impl CmtPolicy for FullMap {
     fn name(&self) -> &'static str {
         "full"
     }
-    fn access(&mut self, _now: SimTime, tenant: TenantId, _page: u32, _dirty: bool, _evicted: &mut Vec<Eviction>) -> bool {
+    fn access(
+        &mut self,
+        _now: SimTime,
+        tenant: TenantId,
+        _page: MapPage,
+        _dirty: bool,
+        _evicted: &mut Vec<Eviction>,
+    ) -> bool {
         if tenant.index() >= self.per_tenant.len() {
             self.per_tenant.resize(tenant.index() + 1, CmtStats::default());
         }
@@ -94,10 +101,10 @@ impl CmtPolicy for FullMap {
         true
     }
     fn advance(&mut self, _now: SimTime, _evicted: &mut Vec<Eviction>) {}
-    fn update_if_cached(&mut self, _page: u32) -> bool {
+    fn update_if_cached(&mut self, _page: MapPage) -> bool {
         true
     }
-    fn contains(&self, _page: u32) -> bool {
+    fn contains(&self, _page: MapPage) -> bool {
         true
     }
     fn stats(&self, tenant: TenantId) -> CmtStats {
@@ -130,8 +137,8 @@ mod tests {
     fn full_map_always_hits_and_counts_per_tenant() {
         let mut m = FullMap::new(1);
         let mut ev = Vec::new();
-        assert!(m.access(SimTime::ZERO, TenantId(0), 5, true, &mut ev));
-        assert!(m.access(SimTime::ZERO, TenantId(2), 5, false, &mut ev));
+        assert!(m.access(SimTime::ZERO, TenantId(0), MapPage(5), true, &mut ev));
+        assert!(m.access(SimTime::ZERO, TenantId(2), MapPage(5), false, &mut ev));
         assert!(ev.is_empty());
         assert_eq!(m.stats(TenantId(0)).lookups, 1);
         assert_eq!(m.stats(TenantId(0)).hits, 1);

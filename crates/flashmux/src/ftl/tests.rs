@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::flash::Geometry;
-use crate::units::{Lpn, TenantId};
+use crate::units::{Lpn, MapPage, TenantId};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -45,7 +45,7 @@ struct Lagged {
 impl Lagged {
     /// Programs translation page `mp` as a map flush would, waiting for erases when the plane
     /// has no room.
-    fn flush_map(&mut self, mp: u32) {
+    fn flush_map(&mut self, mp: MapPage) {
         let plane = self.ftl.map_plane(mp);
         while !self.ftl.can_program_map(plane) {
             let job = self.queued.pop_front().expect("map flush blocked with no erase pending: deadlock");
@@ -128,7 +128,7 @@ proptest! {
                     f.ftl.unmap(Lpn(l));
                     reference.remove(&l);
                 }
-                Op::MapFlush(mp) if mp < f.ftl.map_pages() => f.flush_map(mp),
+                Op::MapFlush(mp) if mp < f.ftl.map_pages() => f.flush_map(MapPage(mp)),
                 _ => {}
             }
         }
@@ -168,7 +168,7 @@ fn full_drive_overwritten_ten_times_never_deadlocks() {
             f.write(Lpn((x % logical as u64) as u32), 1);
             if map && x % 3 == 0 {
                 // Map flushes from the cache's evictions, between the writes.
-                f.flush_map((x >> 20) as u32 % f.ftl.map_pages());
+                f.flush_map(MapPage((x >> 20) as u32 % f.ftl.map_pages()));
             }
         }
         f.ftl.check_invariants();
@@ -191,7 +191,7 @@ fn greedy_picks_the_emptiest_block_and_moves_only_valid_data() {
     assert_eq!(before.gc_units_programmed, 0, "no GC on a first fill");
     // Overwriting a whole block's worth of one plane's pages makes that block fully invalid:
     // GC then frees it without copying anything.
-    let plane0: Vec<u32> = (0..logical).filter(|&l| f.plane_of(Lpn(l)) == 0).collect();
+    let plane0: Vec<u32> = (0..logical).filter(|&l| f.plane_of(Lpn(l)) == crate::units::PlaneId(0)).collect();
     for &l in plane0.iter().take(4) {
         f.write_untimed(Lpn(l), 1);
     }
@@ -256,16 +256,16 @@ fn rejects_overprovisioning_too_low_for_gc() {
 fn trim_and_buffer_states() {
     let mut f = ftl(1, VictimPolicy::Greedy);
     assert_eq!(f.lookup(Lpn(3)), Loc::Unmapped);
-    f.set_buffered(Lpn(3), 17);
-    assert_eq!(f.lookup(Lpn(3)), Loc::Buffer(17));
+    f.set_buffered(Lpn(3), crate::units::BufferSlot(17));
+    assert_eq!(f.lookup(Lpn(3)), Loc::Buffer(crate::units::BufferSlot(17)));
     let plane = f.plane_of(Lpn(3));
     let ppa = f.program_host(plane, Lpn(3), 2);
     assert_eq!(f.lookup(Lpn(3)), Loc::Flash(ppa));
     assert_eq!(f.owner_of(ppa), 2);
     // Rewriting into the buffer invalidates the flash copy.
-    f.set_buffered(Lpn(3), 4);
+    f.set_buffered(Lpn(3), crate::units::BufferSlot(4));
     f.check_invariants();
-    assert_eq!(f.unmap(Lpn(3)), Loc::Buffer(4));
+    assert_eq!(f.unmap(Lpn(3)), Loc::Buffer(crate::units::BufferSlot(4)));
     assert_eq!(f.lookup(Lpn(3)), Loc::Unmapped);
     f.check_invariants();
 }
@@ -277,13 +277,13 @@ fn translation_pages_live_in_their_own_blocks_and_move_with_gc() {
     assert_eq!(pages, (4 * 8 * 4 * 2u32).div_ceil(32));
     // A freshly formatted drive holds every translation page, striped over the planes.
     f.ftl.check_invariants();
-    for mp in 0..pages {
-        assert_eq!(f.ftl.map_plane(mp), f.ftl.plane_of(Lpn(mp * f.ftl.units_per_page())));
+    for mp in (0..pages).map(MapPage) {
+        assert_eq!(f.ftl.map_plane(mp), f.ftl.plane_of(Lpn(mp.0 * f.ftl.units_per_page())));
     }
     assert_eq!(f.ftl.stats().map_units_programmed, 0, "formatting is not counted");
     // Rewriting translation pages over and over fills map blocks, which GC must clean.
     for round in 0..400 {
-        f.flush_map(round % pages);
+        f.flush_map(MapPage(round % pages));
     }
     f.ftl.check_invariants();
     let s = f.ftl.stats().clone();
@@ -317,6 +317,6 @@ fn translation_pages_live_in_their_own_blocks_and_move_with_gc() {
         f.ftl.take_gc_map_updates(&mut updates);
     }
     assert!(!updates.is_empty(), "GC moved data without reporting translation updates");
-    assert!(updates.iter().all(|&(mp, owner)| mp < pages && owner == 0));
+    assert!(updates.iter().all(|&(mp, owner)| mp.0 < pages && owner == 0));
     f.ftl.check_invariants();
 }

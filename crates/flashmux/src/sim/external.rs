@@ -14,7 +14,7 @@
 
 use super::job::IoReq;
 use super::{JobId, Progress, Simulator};
-use crate::device::{Backend, IoOp};
+use crate::device::IoOp;
 use crate::units::{SimTime, TenantId};
 
 /// One export: a tenant without a workload.
@@ -140,10 +140,7 @@ impl Simulator {
 
     /// Flash units garbage collection has moved for `tenant`'s data so far (0 without an SSD).
     pub fn gc_units_moved(&self, tenant: usize) -> u64 {
-        match self.device.backend() {
-            Backend::Ssd(s) => s.ftl().tenant_gc(TenantId(tenant as u16)).units_moved,
-            Backend::Null(_) => 0,
-        }
+        self.device.tenant_counters(TenantId(tenant as u16)).gc_units_moved
     }
 }
 

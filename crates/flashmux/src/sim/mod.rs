@@ -17,10 +17,10 @@ mod timeline;
 pub mod trace;
 mod workloads;
 
-use crate::config::{DeviceKind, Scenario};
-use crate::device::precondition::{owner_segments, precondition, PreconditionReport};
-use crate::device::{Backend, Command, Device, DeviceEvent, IoOp, Outbox, Ssd};
-use crate::engine::{rng_for, EventQueue};
+use crate::config::Scenario;
+use crate::device::precondition::PreconditionReport;
+use crate::device::{Command, Device, DeviceEvent, IoOp, Outbox};
+use crate::engine::EventQueue;
 use crate::host::{BlockLayer, BlockReq};
 use crate::metrics::StopReason;
 use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
@@ -197,33 +197,8 @@ impl Simulator {
     }
 
     fn run_precondition(&mut self, stop: &dyn Fn() -> bool) -> PreconditionReport {
-        let spec = self.scenario.precondition.clone();
-        let Backend::Ssd(ssd) = self.device.backend_mut() else {
-            return PreconditionReport::default();
-        };
-        let unit = ssd.config().geometry.unit_bytes as u64;
-        let logical = ssd.ftl().logical_units() as u32;
-        let regions: Vec<(u32, u32, u16)> = self
-            .scenario
-            .tenants
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let start = t.region.0.div_ceil(unit);
-                let end = (t.region.0 + t.region.1) / unit;
-                (start as u32, end.saturating_sub(start) as u32, i as u16)
-            })
-            .collect();
-        let segments = owner_segments(logical, &regions);
-        let mut rng = rng_for(self.scenario.seed, "precondition");
-        let report = precondition(ssd.ftl_mut(), &spec, &segments, &mut rng, stop);
-        let planes = ssd.config().geometry.planes();
-        for p in 0..planes {
-            ssd.ftl_mut().pad_host_page(p);
-        }
-        ssd.ftl_mut().reset_stats();
-        ssd.reset_map_stats();
-        report
+        let regions: Vec<(u64, u64)> = self.scenario.tenants.iter().map(|t| t.region).collect();
+        self.device.precondition(&self.scenario.precondition, &regions, self.scenario.seed, stop)
     }
 
     fn start(&mut self) {
@@ -646,13 +621,7 @@ impl Simulator {
 }
 
 fn build_device(s: &Scenario) -> Result<Device, SimError> {
-    let backend = match &s.device.kind {
-        DeviceKind::Ssd(c) => {
-            Backend::Ssd(Box::new(Ssd::new(c.clone(), s.tenants.len()).map_err(|e| SimError::Device(e.to_string()))?))
-        }
-        DeviceKind::Null(n) => Backend::Null(n.clone()),
-    };
-    Ok(Device::new(s.device.nvme.clone(), backend))
+    Device::build(s.device.nvme.clone(), &s.device.kind, s.tenants.len()).map_err(|e| SimError::Device(e.to_string()))
 }
 
 /// Duration helper for callers that want the scenario's stop time as a fraction (progress bars).

@@ -5,9 +5,8 @@
 use super::overlap::Window;
 use super::{timeline, Simulator, KEEP_ROWS};
 use crate::device::precondition::PreconditionState;
-use crate::device::Backend;
-use crate::ftl::MappingConfig;
-use crate::metrics::{CmtReport, DeviceResult, Fairness, JobResult, ReplayStats, RunResults, StopReason, TenantResult};
+use crate::device::TenantDeviceReport;
+use crate::metrics::{DeviceResult, Fairness, JobResult, ReplayStats, RunResults, StopReason, TenantResult};
 use crate::units::{SimTime, TenantId};
 
 impl Simulator {
@@ -39,18 +38,8 @@ impl Simulator {
                     io.merge(&jobs[j].io);
                     runtime = runtime.max(jobs[j].runtime_ns);
                 }
-                let (gc_units_moved, gc_erases, map, dev) = match self.device.backend() {
-                    Backend::Ssd(s) => {
-                        let g = s.ftl().tenant_gc(TenantId(i as u16));
-                        (
-                            g.units_moved,
-                            g.erased_units as f64 / s.ftl().units_per_block() as f64,
-                            s.map_stats(TenantId(i as u16)),
-                            s.tenant_stats(i),
-                        )
-                    }
-                    Backend::Null(_) => (0, 0.0, Default::default(), Default::default()),
-                };
+                let TenantDeviceReport { gc_units_moved, gc_erases, map, device: dev } =
+                    self.device.tenant_report(TenantId(i as u16));
                 TenantResult {
                     name: t.name.clone(),
                     index: i,
@@ -75,7 +64,7 @@ impl Simulator {
         let device = self.device_result(now);
         let mut warnings: Vec<String> = self.scenario.warnings.clone();
         let host_writes = device.ftl.host_units_programmed;
-        if let Backend::Ssd(_) = self.device.backend() {
+        if self.device.has_flash() {
             if self.scenario.precondition.state == PreconditionState::Aged && host_writes > 0 && device.ftl.gc_runs == 0 {
                 warnings.push(format!(
                     "garbage collection never ran during the measured run although the drive was aged ({} units written): \
@@ -145,65 +134,7 @@ impl Simulator {
     }
 
     fn device_result(&self, now: SimTime) -> DeviceResult {
-        match self.device.backend() {
-            Backend::Ssd(s) => {
-                let c = s.config();
-                let ftl = s.ftl().stats().clone();
-                let waf = (ftl.host_units_programmed > 0).then(|| {
-                    (ftl.host_units_programmed
-                        + ftl.gc_units_programmed
-                        + ftl.padding_units_programmed
-                        + ftl.map_units_programmed) as f64
-                        / ftl.host_units_programmed as f64
-                });
-                DeviceResult {
-                    kind: "ssd".into(),
-                    preset: self.scenario.device.preset.clone(),
-                    capacity_bytes: s.capacity_bytes(),
-                    physical_bytes: c.geometry.physical_bytes(),
-                    unit_bytes: c.geometry.unit_bytes as u64,
-                    mapping: s.mapping_name(),
-                    ftl,
-                    ssd: s.stats().clone(),
-                    waf,
-                    unowned_gc_units_moved: s.ftl().unowned_gc().units_moved,
-                    precondition: self.precondition.clone(),
-                    channel_utilisation: s.channel_utilisation(now),
-                    write_buffer_hits: (0..self.scenario.tenants.len())
-                        .map(|t| s.tenant_stats(t).write_buffer_hits)
-                        .sum(),
-                    cmt: match &c.mapping {
-                        MappingConfig::Full => None,
-                        MappingConfig::Dftl { cmt, .. } => Some(CmtReport {
-                            policy: cmt.policy.name().into(),
-                            pages: cmt.pages,
-                            page_bytes: c.geometry.page_bytes,
-                            map_pages: s.ftl().map_pages(),
-                            entries_per_page: s.ftl().map_entries_per_page(),
-                            periods: s.map_cache().periods().to_vec(),
-                        }),
-                    },
-                    flushes: self.device.flushes_completed(),
-                }
-            }
-            Backend::Null(n) => DeviceResult {
-                kind: "null".into(),
-                preset: self.scenario.device.preset.clone(),
-                capacity_bytes: n.capacity_bytes,
-                physical_bytes: 0,
-                unit_bytes: 512,
-                mapping: "none".into(),
-                ftl: Default::default(),
-                ssd: Default::default(),
-                waf: None,
-                unowned_gc_units_moved: 0,
-                precondition: self.precondition.clone(),
-                channel_utilisation: 0.0,
-                write_buffer_hits: 0,
-                cmt: None,
-                flushes: self.device.flushes_completed(),
-            },
-        }
+        self.device.report(now, &self.scenario.device.preset, &self.precondition)
     }
 
     /// Every tenant's device-side counters now, for the timeline.
@@ -213,23 +144,16 @@ impl Simulator {
                 let sched = self.block.tenant_stats(t);
                 let slice_scale = sched.map_or(1.0, |s| s.scale);
                 let gc_charged_ns = sched.and_then(|s| s.gc_charged_ns);
-                match self.device.backend() {
-                    Backend::Ssd(s) => {
-                        let id = TenantId(t as u16);
-                        let m = s.map_cache();
-                        let c = m.stats(id);
-                        timeline::Snapshot {
-                            totals: timeline::Counters {
-                                gc_moved: s.ftl().tenant_gc(id).units_moved,
-                                map_lookups: c.lookups,
-                                map_misses: c.misses,
-                            },
-                            cmt_pages: m.held(id),
-                            slice_scale,
-                            gc_charged_ns,
-                        }
-                    }
-                    Backend::Null(_) => timeline::Snapshot { slice_scale, gc_charged_ns, ..Default::default() },
+                let c = self.device.tenant_counters(TenantId(t as u16));
+                timeline::Snapshot {
+                    totals: timeline::Counters {
+                        gc_moved: c.gc_units_moved,
+                        map_lookups: c.map_lookups,
+                        map_misses: c.map_misses,
+                    },
+                    cmt_pages: c.cmt_pages,
+                    slice_scale,
+                    gc_charged_ns,
                 }
             })
             .collect()

@@ -1,0 +1,160 @@
+//! What the device reports about itself: the drive-wide result of a run, each tenant's share
+//! of the device's work, and the per-tenant counters the timeline samples.
+//!
+//! The results code asks the [`Device`]; nothing outside `device/` reaches through the back end
+//! to the FTL or the map cache for reporting.
+//!
+//! - **Write amplification**: (host + GC + padding + translation-page units programmed) / host
+//!   units programmed; `None` before any host unit reached flash. 1,000 host units, 250 moved by
+//!   GC, 10 padding and 40 translation units give WAF = 1,300 / 1,000 = 1.3.
+//! - **GC erases per tenant**: the erased units attributed to the tenant through the ownership
+//!   ledger, in blocks (units / units per block), so a tenant owning half of each victim is
+//!   charged half an erase per victim.
+
+use super::precondition::PreconditionReport;
+use super::{Backend, Device, Ssd, TenantDeviceStats};
+use crate::ftl::{MapStats, MappingConfig};
+use crate::metrics::{CmtReport, DeviceResult};
+use crate::units::{SimTime, TenantId};
+
+/// One tenant's share of the device's work.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TenantDeviceReport {
+    /// Units of the tenant's data that GC moved.
+    pub gc_units_moved: u64,
+    /// Blocks' worth of the tenant's units that GC erased.
+    pub gc_erases: f64,
+    /// The tenant's translation counters.
+    pub map: MapStats,
+    /// The tenant's counters of the device's data path.
+    pub device: TenantDeviceStats,
+}
+
+/// One tenant's running counters, for the timeline (zeros for a device without an FTL).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TenantDeviceCounters {
+    pub gc_units_moved: u64,
+    pub map_lookups: u64,
+    pub map_misses: u64,
+    /// Translation pages the tenant holds in the map cache now.
+    pub cmt_pages: u32,
+}
+
+impl Device {
+    /// The drive-wide result at `now`. `preset` names the device preset the scenario used;
+    /// `precondition` is what [`Device::precondition`] did.
+    pub fn report(&self, now: SimTime, preset: &str, precondition: &PreconditionReport) -> DeviceResult {
+        match self.backend() {
+            Backend::Ssd(s) => s.report(now, preset, precondition, self.flushes_completed()),
+            Backend::Null(n) => DeviceResult {
+                kind: "null".into(),
+                preset: preset.to_string(),
+                capacity_bytes: n.capacity_bytes,
+                physical_bytes: 0,
+                unit_bytes: 512,
+                mapping: "none".into(),
+                ftl: Default::default(),
+                ssd: Default::default(),
+                waf: None,
+                unowned_gc_units_moved: 0,
+                precondition: precondition.clone(),
+                channel_utilisation: 0.0,
+                write_buffer_hits: 0,
+                cmt: None,
+                flushes: self.flushes_completed(),
+            },
+        }
+    }
+
+    /// `tenant`'s share of the device's work (zeros for a device without an FTL).
+    pub fn tenant_report(&self, tenant: TenantId) -> TenantDeviceReport {
+        match self.backend() {
+            Backend::Ssd(s) => s.tenant_report(tenant),
+            Backend::Null(_) => TenantDeviceReport::default(),
+        }
+    }
+
+    /// Bytes the FTL's state takes in the simulator's memory: (the L2P table, everything else);
+    /// zeros for a device without an FTL.
+    pub fn ftl_memory_bytes(&self) -> (u64, u64) {
+        match self.backend() {
+            Backend::Ssd(s) => s.ftl().memory_bytes(),
+            Backend::Null(_) => (0, 0),
+        }
+    }
+
+    /// Logical pages (mapping units) the FTL exports; 0 for a device without an FTL.
+    pub fn logical_units(&self) -> u64 {
+        match self.backend() {
+            Backend::Ssd(s) => s.ftl().logical_units(),
+            Backend::Null(_) => 0,
+        }
+    }
+
+    /// `tenant`'s running counters now, for the timeline.
+    pub fn tenant_counters(&self, tenant: TenantId) -> TenantDeviceCounters {
+        match self.backend() {
+            Backend::Ssd(s) => {
+                let c = s.map_cache().stats(tenant);
+                TenantDeviceCounters {
+                    gc_units_moved: s.ftl().tenant_gc(tenant).units_moved,
+                    map_lookups: c.lookups,
+                    map_misses: c.misses,
+                    cmt_pages: s.map_cache().held(tenant),
+                }
+            }
+            Backend::Null(_) => TenantDeviceCounters::default(),
+        }
+    }
+}
+
+impl Ssd {
+    fn report(&self, now: SimTime, preset: &str, precondition: &PreconditionReport, flushes: u64) -> DeviceResult {
+        let c = self.config();
+        let ftl = self.ftl().stats().clone();
+        let waf = (ftl.host_units_programmed > 0).then(|| {
+            (ftl.host_units_programmed
+                + ftl.gc_units_programmed
+                + ftl.padding_units_programmed
+                + ftl.map_units_programmed) as f64
+                / ftl.host_units_programmed as f64
+        });
+        DeviceResult {
+            kind: "ssd".into(),
+            preset: preset.to_string(),
+            capacity_bytes: self.capacity_bytes(),
+            physical_bytes: c.geometry.physical_bytes(),
+            unit_bytes: c.geometry.unit_bytes as u64,
+            mapping: self.mapping_name(),
+            ftl,
+            ssd: self.stats(),
+            waf,
+            unowned_gc_units_moved: self.ftl().unowned_gc().units_moved,
+            precondition: precondition.clone(),
+            channel_utilisation: self.channel_utilisation(now),
+            write_buffer_hits: (0..self.tenant_count()).map(|t| self.tenant_stats(t).write_buffer_hits).sum(),
+            cmt: match &c.mapping {
+                MappingConfig::Full => None,
+                MappingConfig::Dftl { cmt, .. } => Some(CmtReport {
+                    policy: cmt.policy.name().into(),
+                    pages: cmt.pages,
+                    page_bytes: c.geometry.page_bytes,
+                    map_pages: self.ftl().map_pages(),
+                    entries_per_page: self.ftl().map_entries_per_page(),
+                    periods: self.map_cache().periods().to_vec(),
+                }),
+            },
+            flushes,
+        }
+    }
+
+    fn tenant_report(&self, tenant: TenantId) -> TenantDeviceReport {
+        let g = self.ftl().tenant_gc(tenant);
+        TenantDeviceReport {
+            gc_units_moved: g.units_moved,
+            gc_erases: g.erased_units as f64 / self.ftl().units_per_block() as f64,
+            map: self.map_stats(tenant),
+            device: self.tenant_stats(tenant.index()),
+        }
+    }
+}

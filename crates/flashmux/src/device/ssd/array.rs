@@ -1,0 +1,263 @@
+//! The flash array: dies, channels and the host link — the only owner of flash time.
+//!
+//! # Model
+//! Each die is busy until `busy_until`; each channel and each direction of the host link is a
+//! [`Timeline`] of busy intervals reserved at the earliest gap that fits. Every use of flash time
+//! goes through one of these calls:
+//! - [`FlashArray::reserve_read`]: the die, once free, spends the command time and tR; the page
+//!   register then holds the data until it has crossed the die's channel (the die stays busy);
+//! - [`FlashArray::reserve_program`]: the data crosses the channel first, then the die spends
+//!   tPROG once free; a host program is counted in the die's program queue until it finishes
+//!   (the flusher keeps at most `program_queue_depth` there, so reads wait behind few programs);
+//! - [`FlashArray::reserve_map_program`]: a translation page's program, timed like a host
+//!   program but not queued (the controller holds it in SRAM);
+//! - GC: each die's background queue of GC jobs ([`GcQueue`], stepped as in `gc.rs`). Before any
+//!   of the above uses a die, the GC steps that would have started earlier are committed, and
+//!   under [`GcMode::HostIo`] one more step goes first. Erases happen only as GC steps.
+//! - the host link: [`FlashArray::link_in`] (write data, host to controller) and
+//!   [`FlashArray::link_out`] (read data, controller to host).
+//!
+//! # Worked example
+//! 16 KiB pages, a 400 MB/s channel, command time 0, tR = 50 µs. A die busy until t = 100 µs
+//! gets a read of a whole page at t = 0: it starts at 100 µs, the page is in the register at
+//! 150 µs and crosses the idle channel in 16384 B / 400 MB/s = 40.96 µs → 40,960 ns; the read ends
+//! at 190.96 µs and the die is busy until then. 4 KiB of it then cross a 4 GB/s link in 1,024 ns.
+//!
+//! # Parameters
+//! `geometry` (dies, channels, page bytes), `timing.read` / `program` / `erase` / `command` (ns),
+//! `timing.channel_bytes_per_sec` and `host_link_bytes_per_sec` (bytes/s).
+//!
+//! Source: the die/channel timing is MQSim's (Tavakkol et al., FAST '18) and SSDSim's, with
+//! ONFI's split of a read into array time and data-out transfer.
+
+use super::gc::{GcMode, GcQueue};
+use crate::flash::{Geometry, Timeline, Timing};
+use crate::ftl::GcJob;
+use crate::units::{DieId, Nanos, PlaneId, SimTime};
+use std::collections::VecDeque;
+
+#[derive(Default)]
+struct Die {
+    busy_until: SimTime,
+    gc: GcQueue,
+    /// (end, units) of each host program in flight; a die finishes them in order.
+    programs: VecDeque<(SimTime, u32)>,
+}
+
+/// Counters of flash time, for the drive's statistics.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct ArrayStats {
+    pub(super) flash_page_reads: u64,
+    pub(super) flash_programs: u64,
+    /// Time dies spent on GC steps (summed over dies).
+    pub(super) gc_busy_ns: u64,
+}
+
+pub(super) struct FlashArray {
+    geo: Geometry,
+    timing: Timing,
+    gc_mode: GcMode,
+    link_bytes_per_sec: u64,
+    dies: Vec<Die>,
+    channels: Vec<Timeline>,
+    link_in: Timeline,
+    link_out: Timeline,
+    stats: ArrayStats,
+}
+
+impl FlashArray {
+    pub(super) fn new(geo: &Geometry, timing: &Timing, gc_mode: GcMode, link_bytes_per_sec: u64) -> FlashArray {
+        FlashArray {
+            dies: (0..geo.dies()).map(|_| Die::default()).collect(),
+            channels: vec![Timeline::new(); geo.channels as usize],
+            link_in: Timeline::new(),
+            link_out: Timeline::new(),
+            geo: geo.clone(),
+            timing: timing.clone(),
+            gc_mode,
+            link_bytes_per_sec,
+            stats: ArrayStats::default(),
+        }
+    }
+
+    pub(super) fn timing(&self) -> &Timing {
+        &self.timing
+    }
+    pub(super) fn stats(&self) -> ArrayStats {
+        self.stats
+    }
+
+    /// The die that holds global flash page `page`.
+    pub(super) fn die_of_page(&self, page: u32) -> DieId {
+        let block = page / self.geo.pages_per_block;
+        let plane = block / self.geo.blocks_per_plane;
+        self.geo.die_of_plane(PlaneId(plane))
+    }
+
+    /// Time to move `bytes` over a channel, with the command that starts the transfer.
+    fn channel_time(&self, bytes: u64) -> Nanos {
+        Nanos::for_transfer(bytes, self.timing.channel_bytes_per_sec) + self.timing.command
+    }
+
+    /// Reads `bytes` of global flash page `page` into the controller, the die free from `ready`
+    /// on; returns when the data is there.
+    pub(super) fn reserve_read(&mut self, now: SimTime, ready: SimTime, page: u32, bytes: u64) -> SimTime {
+        assert!(bytes <= self.geo.page_bytes as u64, "a read of {bytes} bytes from one page");
+        let die = self.die_of_page(page);
+        self.catch_up_gc(die, now);
+        self.gc_turn(die);
+        let start = ready.max(self.dies[die.index()].busy_until);
+        let array_done = start + self.timing.command + self.timing.read;
+        let xfer = self.channel_time(bytes);
+        let ch = self.geo.channel_of_die(die).index();
+        let (_, end) = self.channels[ch].reserve(now, array_done, xfer);
+        // The page register holds the data until it has left over the channel.
+        self.dies[die.index()].busy_until = end;
+        self.stats.flash_page_reads += 1;
+        debug_assert!(end >= start + self.timing.read + xfer);
+        end
+    }
+
+    /// One (multi-plane) host program of `pages` flash pages holding `units` buffered units on
+    /// `die`: the data crosses the channel from `now` (a padded page crosses whole), then tPROG.
+    /// The program joins the die's queue until [`FlashArray::finish_program`]; returns its end.
+    pub(super) fn reserve_program(&mut self, now: SimTime, die: DieId, pages: u64, units: u32) -> SimTime {
+        assert!(pages >= 1 && pages <= self.geo.planes_per_die as u64, "a program of {pages} pages");
+        let xfer = self.channel_time(pages * self.geo.page_bytes as u64);
+        let ch = self.geo.channel_of_die(die).index();
+        let (_, loaded) = self.channels[ch].reserve(now, now, xfer);
+        // GC steps of other planes that start while the data is loading go first.
+        self.catch_up_gc(die, loaded);
+        self.gc_turn(die);
+        let d = &mut self.dies[die.index()];
+        let start = loaded.max(d.busy_until);
+        let end = start + self.timing.program;
+        d.busy_until = end;
+        d.programs.push_back((end, units));
+        self.stats.flash_programs += 1;
+        end
+    }
+
+    /// Programs a translation page on `die` once its contents are ready in the controller at
+    /// `ready`: channel transfer, then tPROG. Not a host program: not queued, not counted.
+    pub(super) fn reserve_map_program(&mut self, now: SimTime, ready: SimTime, die: DieId) {
+        let xfer = self.channel_time(self.geo.page_bytes as u64);
+        let ch = self.geo.channel_of_die(die).index();
+        let (_, loaded) = self.channels[ch].reserve(now, ready, xfer);
+        self.catch_up_gc(die, loaded);
+        let d = &mut self.dies[die.index()];
+        d.busy_until = loaded.max(d.busy_until) + self.timing.program;
+    }
+
+    /// The oldest host program of `die` has ended: its (end, units).
+    pub(super) fn finish_program(&mut self, now: SimTime, die: DieId) -> (SimTime, u32) {
+        let (end, units) = self.dies[die.index()].programs.pop_front().expect("program completion without a program");
+        debug_assert!(end <= now);
+        (end, units)
+    }
+
+    /// Host programs queued or running on `die`.
+    pub(super) fn programs_queued(&self, die: DieId) -> u32 {
+        self.dies[die.index()].programs.len() as u32
+    }
+
+    /// Time for `bytes` on one direction of the host link.
+    fn link_time(&self, bytes: u64) -> Nanos {
+        Nanos::for_transfer(bytes, self.link_bytes_per_sec)
+    }
+
+    /// Write data crossing the link into the controller from `now`; returns when it is in.
+    pub(super) fn link_in(&mut self, now: SimTime, bytes: u64) -> SimTime {
+        let t = self.link_time(bytes);
+        self.link_in.reserve(now, now, t).1
+    }
+
+    /// Read data leaving for the host once it is in the controller at `ready`; returns when it
+    /// has arrived.
+    pub(super) fn link_out(&mut self, now: SimTime, ready: SimTime, bytes: u64) -> SimTime {
+        let t = self.link_time(bytes);
+        self.link_out.reserve(now, ready, t).1
+    }
+
+    /// Puts a GC job the FTL started in its die's background queue.
+    pub(super) fn enqueue_gc(&mut self, die: DieId, job: GcJob) {
+        debug_assert_eq!(self.geo.die_of_plane(job.plane), die);
+        self.dies[die.index()].gc.push(job);
+    }
+
+    /// Commits the GC steps of `die` that start before `t`: the die was free then, so GC ran.
+    pub(super) fn catch_up_gc(&mut self, die: DieId, t: SimTime) {
+        while self.dies[die.index()].busy_until < t {
+            if !self.commit_gc_step(die) {
+                break;
+            }
+        }
+    }
+
+    /// Open-channel mode: GC is host I/O (pblk's GC reads valid data into the host and writes it
+    /// back through the RWB), queued at the LUN with the users' I/O rather than run in the
+    /// die's idle time. A user operation on a die with GC under way therefore waits for one GC
+    /// step first: the two streams take turns, as two FIFO submitters do.
+    fn gc_turn(&mut self, die: DieId) {
+        if self.gc_mode.takes_turns() {
+            self.commit_gc_step(die);
+        }
+    }
+
+    /// Runs the next step of `die`'s GC gang from `busy_until`; false if the die has no GC step.
+    fn commit_gc_step(&mut self, die: DieId) -> bool {
+        let d = &mut self.dies[die.index()];
+        match d.gc.commit_step(&mut d.busy_until, &self.timing) {
+            Some(dur) => {
+                self.stats.gc_busy_ns += dur.0;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// When `die`'s next GC check is due, if it needs one that is not scheduled yet.
+    pub(super) fn next_gc_check(&mut self, now: SimTime, die: DieId) -> Option<SimTime> {
+        let d = &mut self.dies[die.index()];
+        let start = now.max(d.busy_until);
+        d.gc.next_check(start, &self.timing)
+    }
+
+    /// `die`'s GC check has come: commits the steps that start by `now` and hands over the jobs
+    /// whose erase has ended, in order.
+    pub(super) fn gc_check_arrived(&mut self, now: SimTime, die: DieId, ended: impl FnMut(GcJob)) {
+        self.dies[die.index()].gc.check_arrived();
+        // Steps starting exactly now run too: nothing else claimed the die first.
+        self.catch_up_gc(die, now + Nanos(1));
+        self.dies[die.index()].gc.take_ended(now, ended);
+    }
+
+    /// Mean fraction of time the channels were busy until `now`.
+    pub(super) fn channel_utilisation(&self, now: SimTime) -> f64 {
+        if now == SimTime::ZERO {
+            return 0.0;
+        }
+        let busy: u64 = self.channels.iter().map(|c| c.busy_total().0).sum();
+        (busy as f64 / (now.0 as f64 * self.channels.len() as f64)).min(1.0)
+    }
+
+    /// Checks the dies and channels; returns the GC jobs each plane has queued or running and
+    /// the host-program units in flight.
+    pub(super) fn check_invariants(&self, program_queue_depth: u32) -> (Vec<u16>, u32) {
+        let mut jobs = vec![0u16; self.geo.planes() as usize];
+        let mut units = 0;
+        for d in &self.dies {
+            for j in d.gc.jobs() {
+                jobs[j.plane.index()] += 1;
+            }
+            d.gc.check_invariants();
+            assert!(d.programs.len() as u32 <= program_queue_depth);
+            assert!(d.programs.iter().zip(d.programs.iter().skip(1)).all(|(a, b)| a.0 <= b.0));
+            units += d.programs.iter().map(|p| p.1).sum::<u32>();
+        }
+        for c in &self.channels {
+            c.check_invariants();
+        }
+        (jobs, units)
+    }
+}

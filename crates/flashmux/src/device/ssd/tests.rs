@@ -1,0 +1,269 @@
+//! Tests of the SSD's components with exact times: the flash array, the flusher, GC stepping and
+//! the map path, each driven directly (no event loop: the test delivers the device's events).
+
+use super::array::FlashArray;
+use super::gc::{GcMode, GcQueue};
+use super::*;
+use crate::device::{Command, DeviceEvent, IoOp, Outbox};
+use crate::flash::{Geometry, Timing};
+use crate::ftl::{CmtConfig, CmtPolicyKind, GcJob, MappingConfig, VictimPolicy};
+use crate::units::{DieId, Nanos, PlaneId, QueueId, ReqId, SimTime, TenantId};
+
+const US: u64 = 1_000;
+
+fn timing() -> Timing {
+    Timing {
+        read: Nanos::from_us(50),
+        program: Nanos::from_us(500),
+        erase: Nanos::from_ms(3),
+        channel_bytes_per_sec: 400_000_000,
+        command: Nanos(0),
+    }
+}
+
+/// 2 channels × 2 chips × 1 die, `planes` planes per die, 4 KiB units.
+fn geometry(units_per_page: u32, planes: u32) -> Geometry {
+    Geometry {
+        channels: 2,
+        chips_per_channel: 2,
+        dies_per_chip: 1,
+        planes_per_die: planes,
+        blocks_per_plane: 32,
+        pages_per_block: 16,
+        page_bytes: 4096 * units_per_page,
+        unit_bytes: 4096,
+    }
+}
+
+fn config(units_per_page: u32, planes: u32) -> SsdConfig {
+    SsdConfig {
+        geometry: geometry(units_per_page, planes),
+        timing: timing(),
+        overprovisioning: 0.25,
+        victim_policy: VictimPolicy::Greedy,
+        gc_threshold_blocks: 2,
+        buffer_units: 64,
+        program_queue_depth: 2,
+        flush: FlushPolicy::Page,
+        host_link_bytes_per_sec: 4_000_000_000,
+        mapping: MappingConfig::Full,
+        volatile_write_cache: false,
+        open_channel: false,
+    }
+}
+
+fn array(mode: GcMode) -> FlashArray {
+    FlashArray::new(&geometry(4, 1), &timing(), mode, 4_000_000_000)
+}
+
+/// A global flash page on die `die` (one plane per die: block `die × 32` is on that die).
+fn page_on_die(die: u32) -> u32 {
+    die * 32 * 16
+}
+
+/// The time a transfer of `bytes` takes on the 400 MB/s channel.
+fn channel(bytes: u64) -> Nanos {
+    Nanos::for_transfer(bytes, 400_000_000)
+}
+
+#[test]
+fn a_read_on_a_busy_die_starts_when_it_is_free_and_transfers_for_page_bytes_over_channel_rate() {
+    let mut a = array(GcMode::Background);
+    // The first read makes die 0 busy until t = 50 µs + 16 KiB / 400 MB/s = 90.96 µs.
+    let t = a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), 16384);
+    assert_eq!(channel(16384), Nanos(40_960));
+    assert_eq!(t, SimTime(50 * US + 40_960));
+    // The second starts at t: tR, then exactly page_bytes / channel rate on the (free) channel.
+    let end = a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), 16384);
+    assert_eq!(end, t + Nanos::from_us(50) + Nanos(40_960));
+    // Die 2 is on the other channel: held up by neither.
+    assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(2), 4096), SimTime(50 * US + 10_240));
+    // Die 1 shares channel 0: its data waits for the first transfer and fits in the gap the
+    // channel has until the second's (free from 90.96 µs to 140.96 µs).
+    assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(1), 4096), t + Nanos(10_240));
+    assert_eq!(a.stats().flash_page_reads, 4);
+}
+
+#[test]
+fn a_program_loads_over_the_channel_then_waits_for_its_die() {
+    let mut a = array(GcMode::Background);
+    let first = a.reserve_program(SimTime::ZERO, DieId(0), 1, 4);
+    assert_eq!(first, SimTime(40_960 + 500 * US), "16 KiB over the channel, then tPROG");
+    // The second loads while the first programs and starts when the die is free.
+    let second = a.reserve_program(SimTime::ZERO, DieId(0), 1, 4);
+    assert_eq!(second, first + Nanos::from_us(500));
+    assert_eq!(a.programs_queued(DieId(0)), 2);
+    assert_eq!(a.finish_program(first, DieId(0)), (first, 4));
+    assert_eq!(a.programs_queued(DieId(0)), 1);
+    // A read arriving meanwhile waits behind both programs.
+    let read = a.reserve_read(SimTime(10 * US), SimTime(10 * US), page_on_die(0), 4096);
+    assert_eq!(read, second + Nanos::from_us(50) + Nanos(10_240));
+}
+
+#[test]
+fn the_host_link_is_reserved_per_direction() {
+    let mut a = array(GcMode::Background);
+    assert_eq!(a.link_in(SimTime::ZERO, 4096), SimTime(1_024), "4 KiB at 4 GB/s");
+    assert_eq!(a.link_in(SimTime::ZERO, 4096), SimTime(2_048), "behind the first");
+    assert_eq!(a.link_out(SimTime::ZERO, SimTime::ZERO, 4096), SimTime(1_024), "the other direction is free");
+}
+
+fn job(plane: u32, reads: u32, programs: u32) -> GcJob {
+    GcJob {
+        plane: PlaneId(plane),
+        victim: plane * 32,
+        read_pages: reads,
+        program_pages: programs,
+        moved_units: programs * 4,
+    }
+}
+
+#[test]
+fn a_gc_step_yields_to_a_user_read() {
+    let mut a = array(GcMode::Background);
+    a.enqueue_gc(DieId(0), job(0, 2, 2));
+    // At t = 0 the die is idle and no GC step has started: the read goes first.
+    let read = a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), 4096);
+    assert_eq!(read, SimTime(50 * US + 10_240));
+    assert_eq!(a.stats().gc_busy_ns, 0);
+    // A read at 100 µs: the GC read (60.24..110.24 µs) has started, so it runs; the read waits
+    // for that step only, and the next step (a program) waits for the read.
+    let t = SimTime(100 * US);
+    let read = a.reserve_read(t, t, page_on_die(0), 4096);
+    assert_eq!(read, SimTime(60_240 + 50 * US) + Nanos::from_us(50) + Nanos(10_240));
+    assert_eq!(a.stats().gc_busy_ns, 50 * US);
+}
+
+#[test]
+fn open_channel_gc_takes_a_turn_before_each_user_operation() {
+    let mut a = array(GcMode::HostIo);
+    a.enqueue_gc(DieId(0), job(0, 2, 2));
+    // The same read at t = 0 now waits for one GC step (a page read, 50 µs).
+    let read = a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), 4096);
+    assert_eq!(read, SimTime(50 * US + 50 * US + 10_240));
+    assert_eq!(a.stats().gc_busy_ns, 50 * US);
+}
+
+#[test]
+fn gc_jobs_of_two_planes_step_together_as_multi_plane_operations() {
+    // The worked example of gc.rs.
+    let (mut q, t) = (GcQueue::default(), timing());
+    q.push(job(0, 2, 2));
+    q.push(job(1, 1, 1));
+    assert_eq!(q.next_check(SimTime::ZERO, &t), Some(SimTime(3_550 * US)), "plane 1's job ends first");
+    let mut busy = SimTime::ZERO;
+    let mut steps = Vec::new();
+    while let Some(d) = q.commit_step(&mut busy, &t) {
+        steps.push(d.0 / US);
+    }
+    assert_eq!(steps, [50, 500, 3_000, 500, 3_000]);
+    assert_eq!(busy, SimTime(7_050 * US));
+    let mut ended = Vec::new();
+    q.take_ended(SimTime(3_550 * US), |j| ended.push(j.plane.0));
+    assert_eq!(ended, [1], "only plane 1's erase has ended at 3.55 ms");
+    q.take_ended(busy, |j| ended.push(j.plane.0));
+    assert_eq!(ended, [1, 0]);
+    assert_eq!(super::gc::job_time(&job(0, 2, 2), &t) + super::gc::job_time(&job(1, 1, 1), &t), Nanos(7_650 * US));
+}
+
+/// An SSD driven by hand: commands executed at given times, the device's events collected.
+struct Rig {
+    ssd: Ssd,
+    cmds: Vec<CmdState>,
+    out: Outbox,
+}
+
+impl Rig {
+    fn new(cfg: SsdConfig) -> Rig {
+        Rig { ssd: Ssd::new(cfg, 2).unwrap(), cmds: Vec::new(), out: Outbox::default() }
+    }
+    fn exec(&mut self, now: SimTime, op: IoOp, offset: u64, len: u64) -> u32 {
+        let slot = self.cmds.len() as u32;
+        let cmd = Command { req: ReqId(slot), tenant: TenantId(0), op, offset, len, queue: QueueId(0) };
+        self.cmds.push(CmdState { cmd, progress: 0, done_at: now });
+        self.ssd.execute(now, slot, &mut self.cmds, &mut self.out);
+        slot
+    }
+    fn completed(&self, slot: u32) -> Option<SimTime> {
+        self.out.events.iter().find(|e| e.1 == DeviceEvent::Complete(slot)).map(|e| e.0)
+    }
+    fn programs_done(&self, die: u32) -> Vec<SimTime> {
+        self.out.events.iter().filter(|e| e.1 == DeviceEvent::ProgramDone(DieId(die))).map(|e| e.0).collect()
+    }
+    /// Logical units of plane 0 (on die 0), in order.
+    fn units_of_plane0(&self, n: usize) -> Vec<u64> {
+        (0u32..)
+            .filter(|&l| self.ssd.ftl().plane_of(crate::units::Lpn(l)) == PlaneId(0))
+            .take(n)
+            .map(u64::from)
+            .collect()
+    }
+}
+
+#[test]
+fn a_program_beyond_the_die_queue_depth_waits_for_the_first_to_finish() {
+    // One unit per page: every buffered unit is a whole page, programmed at once (depth 2).
+    let mut r = Rig::new(config(1, 1));
+    for l in r.units_of_plane0(3) {
+        r.exec(SimTime::ZERO, IoOp::Write, l * 4096, 4096);
+    }
+    let first = SimTime(10_240 + 500 * US);
+    assert_eq!(r.programs_done(0), [first, first + Nanos::from_us(500)], "the third waits");
+    assert_eq!(r.ssd.buffered_dirty_units(), 1);
+    r.ssd.program_done(first, DieId(0), &mut r.cmds, &mut r.out);
+    // It loads at `first` and programs once the second has finished.
+    assert_eq!(r.programs_done(0)[2], first + Nanos::from_us(1_000));
+    assert_eq!(r.ssd.buffered_dirty_units(), 0);
+    r.ssd.check_invariants();
+}
+
+#[test]
+fn the_flusher_pads_a_partial_page_for_a_flush_on_a_volatile_buffer() {
+    let mut r = Rig::new(SsdConfig { volatile_write_cache: true, ..config(4, 1) });
+    let w = r.exec(SimTime::ZERO, IoOp::Write, 0, 4096);
+    assert_eq!(r.completed(w), Some(SimTime(1_024)), "in the buffer once over the link");
+    assert!(r.programs_done(0).is_empty() && r.programs_done(1).is_empty(), "a quarter page waits");
+    let t = SimTime(10 * US);
+    let f = r.exec(t, IoOp::Flush, 0, 0);
+    assert_eq!(r.completed(f), None, "the flush waits for the program");
+    // The padded page crosses the channel whole (40.96 µs), then tPROG.
+    let (die, _) = (0..4).map(|d| (d, r.programs_done(d))).find(|(_, p)| !p.is_empty()).expect("a program");
+    let end = t + Nanos(40_960) + Nanos::from_us(500);
+    assert_eq!(r.programs_done(die), [end]);
+    r.ssd.program_done(end, DieId(die), &mut r.cmds, &mut r.out);
+    assert_eq!(r.completed(f), Some(end));
+    let s = r.ssd.stats();
+    assert_eq!((s.flush_padded_pages, s.flush_wait_ns), (1, end.since(t).0));
+    assert_eq!(r.ssd.ftl().stats().padding_units_programmed, 3);
+    r.ssd.check_invariants();
+}
+
+#[test]
+fn a_map_miss_reads_the_translation_page_before_the_command_goes_on() {
+    let cmt = CmtConfig {
+        pages: 4,
+        policy: CmtPolicyKind::Shared,
+        shares: None,
+        period: Nanos::from_ms(100),
+        step: 1,
+        floor: 0,
+    };
+    let mut r = Rig::new(SsdConfig {
+        mapping: MappingConfig::Dftl { entry_bytes: 4, cmt },
+        overprovisioning: 0.5,
+        ..config(4, 1)
+    });
+    // A read of an unmapped unit: the miss reads a whole 16 KiB translation page (50 µs +
+    // 40.96 µs on an idle die), then the zeros cross the link (1.024 µs).
+    let a = r.exec(SimTime::ZERO, IoOp::Read, 0, 4096);
+    assert_eq!(r.completed(a), Some(SimTime(50 * US + 40_960 + 1_024)));
+    // The same page again, later: a hit, only the link.
+    let t = SimTime(1_000 * US);
+    let b = r.exec(t, IoOp::Read, 4096, 4096);
+    assert_eq!(r.completed(b), Some(t + Nanos(1_024)));
+    let s = r.ssd.stats();
+    assert_eq!((s.map_reads, s.flash_page_reads), (1, 1));
+    let m = r.ssd.map_stats(TenantId(0));
+    assert_eq!((m.lookups, m.misses, m.commands_delayed, m.map_wait_ns), (2, 1, 1, 50 * US + 40_960));
+    r.ssd.check_invariants();
+}
