@@ -327,13 +327,15 @@ fn execute_with(
     // Where the results go, and whether the machine can hold the run, are checked before
     // anything is simulated.
     check_memory(std::slice::from_ref(&scenario))?;
-    let out = output::OutputDir::prepare(&scenario.output.dir)?;
+    // The handler goes in before anything is written: a Ctrl-C while the output directory is
+    // probed stops the run as any other does, and leaves no probe file behind.
     let interrupted = Arc::new(AtomicBool::new(false));
     {
         let flag = interrupted.clone();
         // A second Ctrl-C while results are being written falls through to the default handler's effect.
         ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
     }
+    let out = output::OutputDir::prepare(&scenario.output.dir)?;
     let driver = Driver { interrupted: &interrupted, on_terminal: !no_progress && std::io::stderr().is_terminal(), check_every };
     let baseline = alone_baseline.then(|| scenario.clone());
     let timeline = out.timeline();

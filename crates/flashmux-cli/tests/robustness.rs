@@ -34,6 +34,12 @@ fn an_unusable_output_directory_is_refused_before_the_run() {
     assert!(!dir.join("new").exists());
 }
 
+/// Whether a run has begun streaming its timeline into `out` (its partial file is there): the
+/// run is under way. Any file would not do: the output directory's probe comes before the run.
+fn streaming(out: &std::path::Path) -> bool {
+    std::fs::read_dir(out).is_ok_and(|d| d.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".partial")))
+}
+
 #[test]
 fn results_that_cannot_be_written_at_the_end_are_kept_elsewhere() {
     let dir = tmpdir("gone-out");
@@ -43,7 +49,7 @@ fn results_that_cannot_be_written_at_the_end_are_kept_elsewhere() {
     // Once the run has begun (the timeline streams into the directory), the directory is
     // replaced by a file.
     let start = Instant::now();
-    while !std::fs::read_dir(&out).is_ok_and(|mut d| d.next().is_some()) {
+    while !streaming(&out) {
         assert!(start.elapsed() < Duration::from_secs(60), "the run never started writing");
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -118,7 +124,7 @@ fn ctrl_c_stops_a_run_whose_events_are_slow() {
         .spawn()
         .unwrap();
     // The timeline's first rows are written once 100 µs of simulated time has passed.
-    let (o, secs) = interrupt(child, || std::fs::read_dir(&out).is_ok_and(|mut d| d.next().is_some()));
+    let (o, secs) = interrupt(child, || streaming(&out));
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     // Events here take milliseconds each; 200,000 of them took minutes before a stop was
     // noticed. The bound is generous for a loaded machine: a stop takes one event.
