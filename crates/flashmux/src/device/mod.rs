@@ -14,7 +14,7 @@ pub mod precondition;
 mod report;
 mod ssd;
 
-pub use report::{TenantDeviceCounters, TenantDeviceReport};
+pub use report::{CmtReport, DeviceResult, TenantDeviceCounters, TenantDeviceReport};
 pub use ssd::{FlushPolicy, GcMode, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats};
 
 use crate::units::{DieId, Nanos, QueueId, ReqId, SimTime, TenantId};
@@ -121,6 +121,19 @@ pub struct Device {
     flushes_completed: u64,
 }
 
+/// What the FTL of an open-channel drive, running on the host (Linux pblk), can tell the host
+/// scheduler. Drives with their own FTL offer none of it.
+pub trait HostFtl {
+    /// Whether a write of `len` bytes at `offset` overwrites mapped data (any unit of it).
+    fn is_update(&self, offset: u64, len: u64) -> bool;
+    /// Whether garbage collection is under way (a victim chosen and not yet erased).
+    fn gc_running(&self) -> bool;
+    /// Ground truth beyond pblk: mapping units GC has moved from `tenant`'s data so far.
+    fn gc_units_moved(&self, tenant: usize) -> u64;
+    /// The FTL's mapping unit in bytes.
+    fn unit_bytes(&self) -> u64;
+}
+
 /// A device as a preset or a scenario describes it: which back end, with its configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeviceKind {
@@ -169,7 +182,7 @@ impl Device {
         &self.nvme
     }
     /// The host-side FTL of an open-channel drive; `None` for a drive with its own FTL.
-    pub fn host_ftl(&self) -> Option<&dyn crate::host::HostFtl> {
+    pub fn host_ftl(&self) -> Option<&dyn HostFtl> {
         match &self.backend {
             Backend::Ssd(s) if s.gc_mode() == GcMode::HostIo => Some(s.as_ref()),
             _ => None,

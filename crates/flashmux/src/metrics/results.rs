@@ -2,9 +2,9 @@
 //! from. Plain data; no model state.
 
 use super::{AloneBaseline, Fairness, IoStats, LatSummary, Samples, Share};
-use crate::device::precondition::PreconditionReport;
-use crate::device::{SsdStats, TenantDeviceStats};
-use crate::ftl::{FtlStats, MapStats, PeriodRecord};
+pub use crate::device::{CmtReport, DeviceResult};
+use crate::device::TenantDeviceStats;
+use crate::ftl::MapStats;
 use crate::host::SchedTenantStats;
 use serde::Serialize;
 
@@ -191,53 +191,6 @@ pub struct TenantResult {
     pub sched: Option<SchedTenantStats>,
     /// A trace tenant's replay: what was read, skipped and how far it fell behind.
     pub replay: Option<super::ReplayStats>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct DeviceResult {
-    /// `ssd` or `null`.
-    pub kind: String,
-    /// Preset name, or `custom`.
-    pub preset: String,
-    pub capacity_bytes: u64,
-    pub physical_bytes: u64,
-    pub unit_bytes: u64,
-    pub mapping: String,
-    pub ftl: FtlStats,
-    pub ssd: SsdStats,
-    /// (host + GC programs) / host programs during the measured run; None if nothing was written.
-    pub waf: Option<f64>,
-    /// GC work on data no single tenant owns (e.g. preconditioned shared space).
-    pub unowned_gc_units_moved: u64,
-    pub precondition: PreconditionReport,
-    /// Time-averaged utilisation of the channels, 0–1.
-    pub channel_utilisation: f64,
-    /// Writes of units still dirty in the write buffer (all tenants).
-    pub write_buffer_hits: u64,
-    /// The map cache, with DFTL.
-    pub cmt: Option<CmtReport>,
-    /// Flush commands the device completed (fio's `fsync`/`fdatasync`/`end_fsync`). Reported
-    /// only when not zero.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub flushes: u64,
-}
-
-fn is_zero(v: &u64) -> bool {
-    *v == 0
-}
-
-/// The DFTL map cache as configured, and the balanced policy's periods.
-#[derive(Clone, Debug, Serialize)]
-pub struct CmtReport {
-    pub policy: String,
-    /// Capacity in translation pages.
-    pub pages: u32,
-    pub page_bytes: u32,
-    /// Translation pages of the whole table, and entries per page.
-    pub map_pages: u32,
-    pub entries_per_page: u32,
-    /// `balanced`: every closed period (distinct pages per tenant, rECS, ΔrECS, allocations).
-    pub periods: Vec<PeriodRecord>,
 }
 
 /// One tenant's activity in one timeline interval.

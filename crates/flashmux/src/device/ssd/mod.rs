@@ -57,7 +57,7 @@ pub use gc::GcMode;
 use super::{CmdState, Command, DeviceEvent, IoOp, Outbox};
 use crate::flash::{Geometry, Timing};
 use crate::ftl::{CmtPolicy, Ftl, FtlParams, Loc, MapStats, MappingConfig, VictimPolicy};
-use crate::host::HostFtl;
+use super::HostFtl;
 use crate::units::{Lpn, SimTime, TenantId};
 use array::FlashArray;
 use flusher::Flusher;

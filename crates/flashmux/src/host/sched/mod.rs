@@ -29,18 +29,7 @@ pub struct SchedReq {
     pub update: bool,
 }
 
-/// What the FTL of an open-channel drive, running on the host (Linux pblk), can tell the host
-/// scheduler. Drives with their own FTL offer none of it.
-pub trait HostFtl {
-    /// Whether a write of `len` bytes at `offset` overwrites mapped data (any unit of it).
-    fn is_update(&self, offset: u64, len: u64) -> bool;
-    /// Whether garbage collection is under way (a victim chosen and not yet erased).
-    fn gc_running(&self) -> bool;
-    /// Ground truth beyond pblk: mapping units GC has moved from `tenant`'s data so far.
-    fn gc_units_moved(&self, tenant: usize) -> u64;
-    /// The FTL's mapping unit in bytes.
-    fn unit_bytes(&self) -> u64;
-}
+pub use crate::device::HostFtl;
 
 /// What a scheduler did for one tenant.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
