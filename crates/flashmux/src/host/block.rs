@@ -116,6 +116,7 @@ impl BlockLayer {
     }
 
     /// The hardware queue a request goes to (see the header).
+    #[inline]
     fn queue_of(&self, r: &BlockReq) -> QueueId {
         let q = match r.cpu {
             Some(cpu) => cpu as usize % self.queues as usize,
@@ -125,6 +126,7 @@ impl BlockLayer {
     }
 
     /// Request `r` arrives at `now`. `ftl` is the host-side FTL of an open-channel drive.
+    #[inline]
     pub fn arrive(&mut self, now: SimTime, r: BlockReq, ftl: Option<&dyn HostFtl>) {
         let i = r.id.index();
         if self.slots.len() <= i {
@@ -143,6 +145,7 @@ impl BlockLayer {
     }
 
     /// The scheduler sees the host-side FTL's state (before a dispatch round).
+    #[inline]
     pub fn observe(&mut self, now: SimTime, ftl: Option<&dyn HostFtl>) {
         if let Some(f) = ftl {
             self.sched.observe(now, f);
@@ -151,6 +154,7 @@ impl BlockLayer {
 
     /// The next waiting flush, if a tag is free and `room` says its queue has room: it is then
     /// dispatched at `now`, and the command to submit is returned.
+    #[inline]
     pub fn next_flush(&mut self, now: SimTime, room: impl Fn(QueueId) -> bool) -> Option<Command> {
         if self.inflight >= self.depth {
             return None;
@@ -165,6 +169,7 @@ impl BlockLayer {
 
     /// What the scheduler gives out next, if a tag is free and its queue has room (else it goes
     /// back to the scheduler): dispatched at `now`, as the command to submit.
+    #[inline]
     pub fn next_request(&mut self, now: SimTime, room: impl Fn(QueueId) -> bool) -> Option<Command> {
         if self.inflight >= self.depth {
             return None;
@@ -177,6 +182,7 @@ impl BlockLayer {
         Some(self.dispatch(now, sr.id))
     }
 
+    #[inline]
     fn dispatch(&mut self, now: SimTime, r: ReqId) -> Command {
         let slot = &mut self.slots[r.index()];
         assert_eq!(slot.stage, Stage::Waiting, "request {} dispatched but not waiting", r.0);
@@ -189,6 +195,7 @@ impl BlockLayer {
 
     /// Request `r` completed at the device at `now`: its tag is freed and the scheduler told
     /// (flushes were never the scheduler's).
+    #[inline]
     pub fn complete(&mut self, now: SimTime, r: ReqId, ftl: Option<&dyn HostFtl>) {
         let slot = &mut self.slots[r.index()];
         let Stage::Dispatched(at) = slot.stage else {
@@ -205,6 +212,7 @@ impl BlockLayer {
 
     /// The scheduler's wake-up to schedule, if it wants one after `now` sooner than the one
     /// already scheduled.
+    #[inline]
     pub fn arm_wakeup(&mut self, now: SimTime) -> Option<SimTime> {
         let t = self.sched.next_wakeup()?;
         if t > now && self.wake_at.is_none_or(|w| t < w) {
@@ -215,6 +223,7 @@ impl BlockLayer {
     }
 
     /// A scheduled wake-up happened at `now`.
+    #[inline]
     pub fn woke(&mut self, now: SimTime) {
         if self.wake_at == Some(now) {
             self.wake_at = None;
@@ -222,6 +231,7 @@ impl BlockLayer {
     }
 
     /// Requests at the device.
+    #[inline]
     pub fn inflight(&self) -> u32 {
         self.inflight
     }
