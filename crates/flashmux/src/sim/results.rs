@@ -26,62 +26,12 @@ impl Simulator {
         self.timeline.close_partial(now, &snap, &self.overlap.periods(now));
         let jobs: Vec<JobResult> = self.work.jobs.iter_mut().map(|j| j.take_result(&self.scenario)).collect();
         let mut replays: Vec<Option<ReplayStats>> = self.work.jobs.iter_mut().map(|j| j.take_replay()).collect();
-        let tenants: Vec<TenantResult> = self
-            .scenario
-            .tenants
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let mut io = crate::metrics::IoStats::default();
-                let mut runtime = 0;
-                for &j in &self.work.tenant_jobs[i] {
-                    io.merge(&jobs[j].io);
-                    runtime = runtime.max(jobs[j].runtime_ns);
-                }
-                let TenantDeviceReport { gc_units_moved, gc_erases, map, device: dev } =
-                    self.device.tenant_report(TenantId(i as u16));
-                TenantResult {
-                    name: t.name.clone(),
-                    index: i,
-                    jobs: self.work.tenant_jobs[i].clone(),
-                    region: t.region,
-                    weight: t.weight,
-                    share: None,
-                    runtime_ns: runtime,
-                    io,
-                    gc_units_moved,
-                    gc_erases,
-                    map,
-                    device: dev,
-                    sched: self.block.tenant_stats(i),
-                    replay: self.work.tenant_jobs[i].iter().find_map(|&j| replays[j].take()),
-                }
-            })
-            .collect();
+        let tenants = self.tenant_results(&jobs, &mut replays);
         let (jobs, mut tenants) = self.apply_group_reporting(jobs, tenants);
         let window = self.overlap.finish(now);
         let fairness = measure_fairness(&window, &mut tenants);
         let device = self.device_result(now);
-        let mut warnings: Vec<String> = self.scenario.warnings.clone();
-        let host_writes = device.ftl.host_units_programmed;
-        if self.device.has_flash() {
-            if self.scenario.precondition.state == PreconditionState::Aged && host_writes > 0 && device.ftl.gc_runs == 0 {
-                warnings.push(format!(
-                    "garbage collection never ran during the measured run although the drive was aged ({} units written): \
-                     the run may be too short to fill the free blocks left after preconditioning",
-                    host_writes
-                ));
-            }
-        }
-        warnings.extend(self.block.warnings());
-        for t in &tenants {
-            if let Some(r) = &t.replay {
-                warnings.extend(crate::metrics::replay_warnings(&t.name, r));
-            }
-        }
-        if reason == StopReason::Interrupted {
-            warnings.push("the run was interrupted: results are partial".to_string());
-        }
+        let mut warnings = self.run_warnings(reason, &device, &tenants);
         let interval = self.timeline.interval();
         let (timeline, dropped) = self.timeline.into_rows();
         if dropped > 0 {
@@ -112,6 +62,68 @@ impl Simulator {
             warnings,
             serve: None,
         }
+    }
+
+    /// Each tenant's results: its jobs' statistics summed, and what the device and the block
+    /// layer's scheduler did for it.
+    fn tenant_results(&self, jobs: &[JobResult], replays: &mut [Option<ReplayStats>]) -> Vec<TenantResult> {
+        self
+            .scenario
+            .tenants
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut io = crate::metrics::IoStats::default();
+                let mut runtime = 0;
+                for &j in &self.work.tenant_jobs[i] {
+                    io.merge(&jobs[j].io);
+                    runtime = runtime.max(jobs[j].runtime_ns);
+                }
+                let TenantDeviceReport { gc_units_moved, gc_erases, map, device: dev } =
+                    self.device.tenant_report(TenantId(i as u16));
+                TenantResult {
+                    name: t.name.clone(),
+                    index: i,
+                    jobs: self.work.tenant_jobs[i].clone(),
+                    region: t.region,
+                    weight: t.weight,
+                    share: None,
+                    runtime_ns: runtime,
+                    io,
+                    gc_units_moved,
+                    gc_erases,
+                    map,
+                    device: dev,
+                    sched: self.block.tenant_stats(i),
+                    replay: self.work.tenant_jobs[i].iter().find_map(|&j| replays[j].take()),
+                }
+            })
+            .collect()
+    }
+
+    /// What the user should know of the run as a whole (the scenario's own warnings first).
+    fn run_warnings(&self, reason: StopReason, device: &DeviceResult, tenants: &[TenantResult]) -> Vec<String> {
+        let mut warnings: Vec<String> = self.scenario.warnings.clone();
+        let host_writes = device.ftl.host_units_programmed;
+        if self.device.has_flash() {
+            if self.scenario.precondition.state == PreconditionState::Aged && host_writes > 0 && device.ftl.gc_runs == 0 {
+                warnings.push(format!(
+                    "garbage collection never ran during the measured run although the drive was aged ({} units written): \
+                     the run may be too short to fill the free blocks left after preconditioning",
+                    host_writes
+                ));
+            }
+        }
+        warnings.extend(self.block.warnings());
+        for t in tenants {
+            if let Some(r) = &t.replay {
+                warnings.extend(crate::metrics::replay_warnings(&t.name, r));
+            }
+        }
+        if reason == StopReason::Interrupted {
+            warnings.push("the run was interrupted: results are partial".to_string());
+        }
+        warnings
     }
 
     /// fio's `group_reporting` ([`crate::report::group_reporting`]); a tenant's `jobs` then
