@@ -67,8 +67,7 @@ impl Simulator {
     /// Each tenant's results: its jobs' statistics summed, and what the device and the block
     /// layer's scheduler did for it.
     fn tenant_results(&self, jobs: &[JobResult], replays: &mut [Option<ReplayStats>]) -> Vec<TenantResult> {
-        self
-            .scenario
+        self.scenario
             .tenants
             .iter()
             .enumerate()
@@ -106,7 +105,8 @@ impl Simulator {
         let mut warnings: Vec<String> = self.scenario.warnings.clone();
         let host_writes = device.ftl.host_units_programmed;
         if self.device.has_flash() {
-            if self.scenario.precondition.state == PreconditionState::Aged && host_writes > 0 && device.ftl.gc_runs == 0 {
+            if self.scenario.precondition.state == PreconditionState::Aged && host_writes > 0 && device.ftl.gc_runs == 0
+            {
                 warnings.push(format!(
                     "garbage collection never ran during the measured run although the drive was aged ({} units written): \
                      the run may be too short to fill the free blocks left after preconditioning",
