@@ -17,18 +17,24 @@ fn timing() -> Timing {
     }
 }
 
+/// 2 channels × 2 chips × 1 die, `planes` planes per die, 4 KiB units (the SSD's component
+/// tests use it too).
+pub(crate) fn geometry(units_per_page: u32, planes: u32) -> Geometry {
+    Geometry {
+        channels: 2,
+        chips_per_channel: 2,
+        dies_per_chip: 1,
+        planes_per_die: planes,
+        blocks_per_plane: 32,
+        pages_per_block: 16,
+        page_bytes: 4096 * units_per_page,
+        unit_bytes: 4096,
+    }
+}
+
 fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) -> SsdConfig {
     SsdConfig {
-        geometry: Geometry {
-            channels: 2,
-            chips_per_channel: 2,
-            dies_per_chip: 1,
-            planes_per_die: planes,
-            blocks_per_plane: 32,
-            pages_per_block: 16,
-            page_bytes: 4096 * units_per_page,
-            unit_bytes: 4096,
-        },
+        geometry: geometry(units_per_page, planes),
         timing: timing(),
         overprovisioning: 0.25,
         victim_policy: VictimPolicy::Greedy,

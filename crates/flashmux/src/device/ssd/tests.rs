@@ -5,7 +5,7 @@ use super::array::FlashArray;
 use super::gc::{GcMode, GcQueue};
 use super::*;
 use crate::device::{Command, DeviceEvent, IoOp, Outbox};
-use crate::flash::{Geometry, Timing};
+use crate::flash::Timing;
 use crate::ftl::{CmtConfig, CmtPolicyKind, GcJob, MappingConfig, VictimPolicy};
 use crate::units::{DieId, Nanos, PlaneId, QueueId, ReqId, SimTime, TenantId};
 
@@ -21,19 +21,7 @@ fn timing() -> Timing {
     }
 }
 
-/// 2 channels × 2 chips × 1 die, `planes` planes per die, 4 KiB units.
-fn geometry(units_per_page: u32, planes: u32) -> Geometry {
-    Geometry {
-        channels: 2,
-        chips_per_channel: 2,
-        dies_per_chip: 1,
-        planes_per_die: planes,
-        blocks_per_plane: 32,
-        pages_per_block: 16,
-        page_bytes: 4096 * units_per_page,
-        unit_bytes: 4096,
-    }
-}
+use crate::device::tests::geometry;
 
 fn config(units_per_page: u32, planes: u32) -> SsdConfig {
     SsdConfig {
