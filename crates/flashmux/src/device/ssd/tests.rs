@@ -4,6 +4,7 @@
 use super::array::FlashArray;
 use super::gc::{GcMode, GcQueue};
 use super::*;
+use crate::device::tests::geometry;
 use crate::device::{Command, DeviceEvent, IoOp, Outbox};
 use crate::flash::Timing;
 use crate::ftl::{CmtConfig, CmtPolicyKind, GcJob, MappingConfig, VictimPolicy};
@@ -21,7 +22,6 @@ fn timing() -> Timing {
     }
 }
 
-use crate::device::tests::geometry;
 
 fn config(units_per_page: u32, planes: u32) -> SsdConfig {
     SsdConfig {
