@@ -22,7 +22,6 @@ fn timing() -> Timing {
     }
 }
 
-
 fn config(units_per_page: u32, planes: u32) -> SsdConfig {
     SsdConfig {
         geometry: geometry(units_per_page, planes),
