@@ -1,9 +1,12 @@
-//! The simulator: one event loop over every layer.
+//! The simulator: one event loop that routes events and requests between the layers, each of
+//! which owns its state — the tenants' jobs ([`workloads`], `job.rs`), the VM path
+//! ([`Machine`]), the host block layer ([`BlockLayer`]) and the device ([`Device`]). The run's
+//! results are collected from them at the end (`results.rs`).
 //!
 //! ```text
-//! job issues ──(submit overhead)──► host scheduler ──► NVMe queue ──► device
-//!   ▲                                                                   │
-//!   └──(completion overhead)◄── host completion ◄────── completion ◄────┘
+//! job issues ──(submit overhead)──► host block layer ──► NVMe queue ──► device
+//!   ▲            (or the VM path)    (scheduler, tags)                    │
+//!   └──(completion overhead)◄── host completion ◄─────── completion ◄─────┘
 //! ```
 //! Flushes (fio's syncs) skip the host scheduler, as Linux's blk-flush machinery does.
 //! Events are typed and ordered by (time, insertion); nothing reads a clock, so a run is a pure
