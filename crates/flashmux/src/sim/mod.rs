@@ -1,5 +1,5 @@
 //! The simulator: one event loop that routes events and requests between the layers, each of
-//! which owns its state — the tenants' jobs ([`workloads`], `job.rs`), the VM path
+//! which owns its state — the tenants' jobs (`workloads.rs`, `job.rs`), the VM path
 //! ([`Machine`]), the host block layer ([`BlockLayer`]) and the device ([`Device`]). The run's
 //! results are collected from them at the end (`results.rs`).
 //!
