@@ -1,0 +1,597 @@
+//! The mapping from fio's options onto a [`FioJob`]: each option's canonical name and aliases,
+//! its value type and the message when the value is not of it, which options are noted as having
+//! no effect on a storage model or as not modelled, and the order fio applies them in.
+//!
+//! Option names, aliases, value types and defaults are fio's (HOWTO "Job file parameters" and
+//! the option table in fio's `options.c`).
+
+use super::*;
+
+pub(super) const NS_PER_SEC: u64 = 1_000_000_000;
+pub(super) const NS_PER_USEC: u64 = 1_000;
+
+pub(super) const EXPECT_SIZE: &str = "a size such as 4k, 64KiB or 4096";
+pub(super) const EXPECT_SIZE_OR_PERCENT: &str =
+    "a size such as 4k, 64KiB or 4096, or a percentage from 1% to 100%";
+pub(super) const EXPECT_INT: &str = "an integer such as 32";
+pub(super) const EXPECT_PERCENT: &str = "an integer percentage from 0 to 100";
+pub(super) const EXPECT_BOOL: &str = "0 or 1";
+pub(super) const EXPECT_TIME_S: &str = "a time such as 30, 500ms or 2m (a bare number is seconds)";
+pub(super) const EXPECT_TIME_US: &str = "a time such as 100, 5ms or 1s (a bare number is microseconds)";
+pub(super) const EXPECT_RW: &str = "one of read, write, trim, randread, randwrite, randtrim, rw, readwrite, \
+                         randrw, trimwrite, randtrimwrite, optionally followed by :<nr>";
+
+
+impl FioJob {
+    /// Applies one option. Unknown and unmodelled options are reported through the outcome,
+    /// quirks worth knowing about through `warnings`.
+    pub(crate) fn apply(
+        &mut self,
+        opt: &RawOption<'_>,
+        warnings: &mut Vec<Diagnostic>,
+    ) -> Result<Outcome, FioError> {
+        let o = Opt {
+            raw: opt,
+            kb: self.kb_base,
+        };
+        match opt.name {
+            "name" => self.name = o.text("a job name")?.to_string(),
+            "rw" => self.set_rw(&o)?,
+            "rw_sequencer" => {
+                self.rw_sequencer = match o.text("sequential or identical")? {
+                    "sequential" => RwSequencer::Sequential,
+                    "identical" => RwSequencer::Identical,
+                    _ => return Err(o.invalid("sequential or identical")),
+                }
+            }
+            "rwmixread" => self.rwmixread = o.percent()?,
+            "rwmixwrite" => self.rwmixread = 100 - o.percent()?,
+            "kb_base" => {
+                self.kb_base = match o.text("1000 or 1024")? {
+                    "1024" => KbBase::K1024,
+                    "1000" => KbBase::K1000,
+                    _ => return Err(o.invalid("1000 or 1024")),
+                }
+            }
+            "bs" => {
+                let sizes = o.per_dir(warnings, EXPECT_SIZE, |t| {
+                    units::parse_size(t, o.kb).filter(|&v| v > 0)
+                })?;
+                merge(&mut self.bs, sizes);
+            }
+            "ba" => {
+                let sizes = o.per_dir(warnings, EXPECT_SIZE, |t| {
+                    units::parse_size(t, o.kb).filter(|&v| v > 0)
+                })?;
+                merge(&mut self.blockalign, sizes.map(|s| s.map(Some)));
+            }
+            "bsrange" => self.set_bsrange(&o)?,
+            "bssplit" => self.set_bssplit(&o)?,
+            "bs_is_seq_rand" => self.bs_is_seq_rand = o.bool()?,
+            "size" => self.size = Some(o.quantity()?.into()),
+            "offset" => self.offset = o.quantity()?.into(),
+            "offset_increment" => self.offset_increment = o.quantity()?.into(),
+            "offset_align" => self.offset_align = Some(o.size()?).filter(|&v| v > 0),
+            "filesize" => {
+                let (low, high) = o.range(EXPECT_SIZE, |t| {
+                    units::parse_size(t, o.kb).filter(|&v| v > 0)
+                })?;
+                self.filesize = Some((low, high));
+            }
+            "io_size" => self.io_size = Some(o.size()?).filter(|&v| v > 0),
+            "number_ios" => self.number_ios = Some(o.int()?).filter(|&v| v > 0),
+            "iodepth" => self.iodepth = o.int_in(1, u32::MAX as u64)? as u32,
+            "iodepth_batch" => self.iodepth_batch = o.int_in(0, u32::MAX as u64)? as u32,
+            "iodepth_batch_complete_min" => {
+                self.iodepth_batch_complete_min = o.int_in(0, u32::MAX as u64)? as u32
+            }
+            "numjobs" => self.numjobs = o.int_in(1, u32::MAX as u64)? as u32,
+            // fio runs a job with loops=0 once.
+            "loops" => self.loops = (o.int_in(0, u32::MAX as u64)? as u32).max(1),
+            "runtime" => self.runtime = Some(o.time(NS_PER_SEC, EXPECT_TIME_S)?).filter(|&v| v > 0),
+            "time_based" => self.time_based = o.flag()?,
+            "ramp_time" => self.ramp_time = o.time(NS_PER_SEC, EXPECT_TIME_S)?,
+            "startdelay" => {
+                self.startdelay =
+                    o.range(EXPECT_TIME_S, |t| units::parse_time_ns(t, NS_PER_SEC))?;
+            }
+            "rate" => {
+                let rates = o.per_dir(warnings, EXPECT_SIZE, |t| units::parse_size(t, o.kb))?;
+                merge(
+                    &mut self.rate,
+                    rates.map(|r| r.map(|v| Some(v).filter(|&v| v > 0))),
+                );
+            }
+            "rate_iops" => {
+                let rates = o.per_dir(warnings, EXPECT_INT, |t| units::parse_size(t, o.kb))?;
+                merge(
+                    &mut self.rate_iops,
+                    rates.map(|r| r.map(|v| Some(v).filter(|&v| v > 0))),
+                );
+            }
+            "rate_process" => {
+                self.rate_process = match o.text("linear or poisson")? {
+                    "linear" => RateProcess::Linear,
+                    "poisson" => RateProcess::Poisson,
+                    _ => return Err(o.invalid("linear or poisson")),
+                }
+            }
+            "thinktime" => self.thinktime = o.time(NS_PER_USEC, EXPECT_TIME_US)?,
+            "thinktime_spin" => self.thinktime_spin = o.time(NS_PER_USEC, EXPECT_TIME_US)?,
+            "thinktime_blocks" => self.thinktime_blocks = o.int_in(1, u64::MAX)?,
+            "thinktime_blocks_type" => {
+                self.thinktime_blocks_type = match o.text("complete or issue")? {
+                    "complete" => ThinktimeBlocksType::Complete,
+                    "issue" => ThinktimeBlocksType::Issue,
+                    _ => return Err(o.invalid("complete or issue")),
+                }
+            }
+            "thinktime_iotime" => self.thinktime_iotime = o.time(NS_PER_SEC, EXPECT_TIME_S)?,
+            "fsync" => self.fsync = o.int_in(0, u32::MAX as u64)?,
+            "fdatasync" => self.fdatasync = o.int_in(0, u32::MAX as u64)?,
+            "end_fsync" => self.end_fsync = o.bool()?,
+            "random_distribution" => self.random_distribution = parse_distribution(&o)?,
+            "percentage_random" => {
+                let p = o.per_dir(warnings, EXPECT_PERCENT, |t| {
+                    t.parse::<u32>().ok().filter(|&v| v <= 100)
+                })?;
+                merge(&mut self.percentage_random, p);
+            }
+            "norandommap" => self.norandommap = o.flag()?,
+            "randrepeat" => self.randrepeat = o.bool()?,
+            "randseed" => self.randseed = Some(o.int()?),
+            "stonewall" => self.stonewall = o.flag()?,
+            "new_group" => self.new_group = o.flag()?,
+            "group_reporting" => self.group_reporting = o.flag()?,
+            "zonemode" => {
+                return match o.text("none")? {
+                    "none" => Ok(Outcome::Noted),
+                    _ => Err(o.unsupported("zoned and strided zone modes are not modelled")),
+                }
+            }
+            "zonesize" | "zonerange" | "zoneskip" | "zonecapacity" => {
+                return Err(o.unsupported("zone modes are not modelled"))
+            }
+            "nrfiles" => {
+                return match o.int()? {
+                    1 => Ok(Outcome::Noted),
+                    _ => Err(o.unsupported("a job addresses one file (its tenant's space)")),
+                }
+            }
+            "read_iolog" => return Err(o.unsupported("I/O log replay is not modelled")),
+            "bs_unaligned" => {
+                return Err(o.unsupported("the simulated device needs sector-aligned I/O sizes"))
+            }
+            "file_append" | "fill_device" | "verify_only" => {
+                return match o.bool()? {
+                    false => Ok(Outcome::Noted),
+                    true => Err(o.unsupported("this changes the I/O stream in an unmodelled way")),
+                }
+            }
+            "percentage_sequential" => {
+                return Err(o.unsupported("fio deprecated it; use percentage_random"))
+            }
+            name if NOTED.contains(&name) => return Ok(Outcome::Noted),
+            name if NOT_MODELLED.contains(&name) => return Ok(Outcome::NotModelled),
+            _ => return Ok(Outcome::Unknown),
+        }
+        Ok(Outcome::Applied)
+    }
+
+    fn set_rw(&mut self, o: &Opt<'_>) -> Result<(), FioError> {
+        let text = o.text(EXPECT_RW)?;
+        let (mode_text, suffix) = match text.split_once(':') {
+            Some((m, s)) => (m, Some(s.trim())),
+            None => (text, None),
+        };
+        let mode = match RwMode::from_fio(mode_text) {
+            Some(mode) => mode,
+            None if matches!(mode_text, "filecreate" | "filestat" | "filedelete") => {
+                return Err(o.unsupported("file-system metadata workloads are not modelled"))
+            }
+            None => return Err(o.invalid(EXPECT_RW)),
+        };
+        // Every rw= resets the modifier (fio's str_rw_cb).
+        self.rw = mode;
+        self.rw_modifier = match suffix {
+            None => RwModifier::None,
+            Some(s) if s.starts_with('-') => {
+                return Err(o.unsupported("backwards sequential I/O (negative rw offset modifier)"))
+            }
+            Some(s) if mode.is_random() => match s.parse::<u64>() {
+                Ok(n) if n >= 1 => RwModifier::IosPerOffset(n),
+                _ => {
+                    return Err(
+                        o.invalid("a random mode followed by :<nr of I/Os>, such as randread:8")
+                    )
+                }
+            },
+            Some(s) => match units::parse_size(s, o.kb) {
+                Some(0) => RwModifier::None,
+                Some(bytes) => RwModifier::Skip(bytes),
+                None => {
+                    return Err(o.invalid("a sequential mode followed by :<size>, such as write:4k"))
+                }
+            },
+        };
+        Ok(())
+    }
+
+    fn set_bsrange(&mut self, o: &Opt<'_>) -> Result<(), FioError> {
+        const EXPECTED: &str = "a block size range such as 1k-4k (or 1k:4k), per direction";
+        // fio splits a range option at commas only; '-' and ':' separate the ends of a range.
+        let text = o.text(EXPECTED)?;
+        let comps: Vec<&str> = text.split(',').collect();
+        let ranges = assign_per_dir(&comps, |c| {
+            let (low, high) = c.split_once('-').or_else(|| c.split_once(':'))?;
+            let low = units::parse_size(low, o.kb).filter(|&v| v > 0)?;
+            let high = units::parse_size(high, o.kb).filter(|&v| v > 0)?;
+            Some((low.min(high), low.max(high)))
+        })
+        .ok_or_else(|| o.invalid(EXPECTED))?;
+        merge(&mut self.bsrange, ranges.map(|r| r.map(Some)));
+        Ok(())
+    }
+
+    fn set_bssplit(&mut self, o: &Opt<'_>) -> Result<(), FioError> {
+        const EXPECTED: &str = "block size/percentage pairs such as 4k/10:64k/50:32k/40 whose \
+                                percentages add up to 100 (blank percentages share the rest), \
+                                per direction";
+        let text = o.text(EXPECTED)?;
+        let comps: Vec<&str> = text.split(',').collect();
+        // What a direction's split got wrong, when more can be said than EXPECTED.
+        let why = std::cell::RefCell::new(None);
+        let splits = assign_per_dir(&comps, |c| {
+            parse_bssplit(c, o.kb).map_err(|w| *why.borrow_mut() = w).ok()
+        })
+        .ok_or_else(|| match why.take() {
+            Some(w) => o.invalid(&w),
+            None => o.invalid(EXPECTED),
+        })?;
+        merge(&mut self.bssplit, splits);
+        Ok(())
+    }
+
+    /// Cross-option checks fio makes once a job's options are all parsed (`fixup_options`).
+    pub(crate) fn finish(&mut self, warnings: &mut Vec<Diagnostic>) -> Result<(), FioError> {
+        if self.time_based && self.runtime.is_none() {
+            warnings.push(Diagnostic {
+                file: self.file.clone(),
+                line: self.line,
+                message: format!(
+                    "job '{}': time_based requires a runtime; running size-based instead",
+                    self.name
+                ),
+            });
+            self.time_based = false;
+        }
+        // fio's fixup_options: a batch of 0 or above the depth is the depth.
+        if self.iodepth_batch == 0 || self.iodepth_batch > self.iodepth {
+            self.iodepth_batch = self.iodepth;
+        }
+        self.iodepth_batch_complete_min = self.iodepth_batch_complete_min.clamp(1, self.iodepth);
+        let any = |v: &PerDir<Option<u64>>| Dir::ALL.iter().any(|&d| v[d].is_some());
+        if any(&self.rate) && any(&self.rate_iops) {
+            return Err(self.error("rate and rate_iops are mutually exclusive"));
+        }
+        Ok(())
+    }
+}
+
+/// Result of applying one option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Applied,
+    /// Known to fio, no effect on a storage model.
+    Noted,
+    /// Known to fio, affects timing or stopping in a way flashmux does not model.
+    NotModelled,
+    Unknown,
+}
+
+/// One `name[=value]` line, after `${VAR}` expansion, with the canonical option name.
+pub(crate) struct RawOption<'a> {
+    pub name: &'a str,
+    pub value: Option<&'a str>,
+    pub file: &'a str,
+    pub line: usize,
+}
+
+/// fio's canonical name for an option given under an alias (the name fio prints).
+pub(crate) fn canonical_name(name: &str) -> &str {
+    match name {
+        "readwrite" => "rw",
+        "blocksize" => "bs",
+        "blockalign" => "ba",
+        "blocksize_range" => "bsrange",
+        "blocksize_unaligned" => "bs_unaligned",
+        "io_limit" => "io_size",
+        "timeout" => "runtime",
+        "wait_for_previous" => "stonewall",
+        "fileoffset" => "offset",
+        "nr_files" => "nrfiles",
+        "fill_fs" => "fill_device",
+        "iomem" => "mem",
+        "mem_align" => "iomem_align",
+        "ratemin" => "rate_min",
+        "iodepth_batch_submit" => "iodepth_batch",
+        "iodepth_batch_complete" => "iodepth_batch_complete_min",
+        "disable_bw" => "disable_bw_measurement",
+        "ss" => "steadystate",
+        "ss_dur" => "steadystate_duration",
+        "ss_ramp" => "steadystate_ramp_time",
+        other => other,
+    }
+}
+
+/// fio parses a section's options in descending priority, keeping file order otherwise
+/// (`sort_options`): `kb_base` first so it applies to every size in the section, `filename`
+/// last. The same order is what fio prints.
+pub(crate) fn priority(canonical: &str) -> i32 {
+    match canonical {
+        "kb_base" | "unit_base" => 1,
+        "filename" | "filename_format" => -1,
+        _ => 0,
+    }
+}
+
+/// fio options flashmux accepts without modelling them: they concern the host, the I/O engine,
+/// buffers, logging or reporting, or (`fsync_on_close`, `sync`, `verify` and their families) they
+/// make fio send extra commands (flushes, verification reads) or open files in modes the
+/// simulator does not model. Jobs list them in `noted_unmodelled` so the caller can say so once.
+#[rustfmt::skip]
+pub(super) const NOTED: &[&str] = &[
+    "description", "direct", "buffered", "ioengine", "filename", "filename_format", "directory",
+    "unique_filename", "opendir", "lockfile", "thread", "nice", "prio", "prioclass", "cpumask",
+    "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "cgroup",
+    "cgroup_weight", "cgroup_nodelete", "uid", "gid", "exec_prerun", "exec_postrun", "invalidate",
+    "fsync_on_close", "sync", "write_barrier",
+    "sync_file_range", "create_serialize", "create_fsync", "create_on_open", "create_only",
+    "allow_file_create", "allow_mounted_write", "pre_read", "unlink", "unlink_each_loop",
+    "overwrite", "fallocate", "fadvise_hint", "write_hint", "mem", "iomem_align", "hugepage-size",
+    "lockmem", "zero_buffers", "refill_buffers", "scramble_buffers", "buffer_compress_percentage",
+    "buffer_compress_chunk", "buffer_pattern", "dedupe_percentage", "dedupe_mode",
+    "dedupe_working_set_percentage", "dedupe_global", "verify", "do_verify", "verify_interval",
+    "verify_offset", "verify_pattern", "verify_fatal", "verify_dump", "verify_async",
+    "verify_async_cpus", "verify_backlog", "verify_backlog_batch", "verify_state_save",
+    "verify_state_load", "experimental_verify", "trim_percentage", "trim_verify_zero",
+    "trim_backlog", "trim_backlog_batch", "iodepth_batch_complete_max", "iodepth_low",
+    "serialize_overlap", "io_submit_mode",
+    "random_generator", "softrandommap", "allrandrepeat", "clocksource", "gtod_reduce", "gtod_cpu",
+    "write_bw_log", "write_lat_log", "write_hist_log", "write_iops_log", "write_iolog",
+    "log_entries", "log_avg_msec", "log_hist_msec", "log_hist_coarseness", "log_max_value",
+    "log_offset", "log_compression", "log_compression_cpus", "log_store_compressed",
+    "log_unix_epoch", "log_alternate_epoch", "log_alternate_epoch_clock_id", "per_job_logs",
+    "block_error_percentiles", "bwavgtime", "iopsavgtime", "disk_util", "disable_lat",
+    "disable_clat", "disable_slat", "disable_bw_measurement", "slat_percentiles",
+    "clat_percentiles", "lat_percentiles", "percentile_list", "significant_figures", "stats",
+    "unified_rw_reporting", "unit_base", "continue_on_error", "ignore_error", "error_dump",
+    "exitall_on_error", "ioscheduler", "openfiles", "file_service_type", "hipri", "fixedbufs",
+    "registerfiles", "sqthread_poll", "sqthread_poll_cpu", "userspace_reap", "nowait",
+    "cmdprio_percentage", "cmdprio_class", "cmdprio", "cmdprio_bssplit", "replay_no_stall",
+    "replay_redirect", "replay_align", "replay_scale", "replay_time_scale", "replay_skip",
+    "read_iolog_chunked",
+];
+
+/// fio options that change when a job stops or how fast it goes, in ways flashmux does not model.
+#[rustfmt::skip]
+pub(super) const NOT_MODELLED: &[&str] = &[
+    "rate_min", "rate_iops_min", "rate_cycle", "rate_ignore_thinktime", "latency_target",
+    "latency_window", "latency_percentile", "latency_run", "max_latency", "steadystate",
+    "steadystate_duration", "steadystate_ramp_time", "exitall", "exit_what", "wait_for", "flow",
+    "flow_id", "flow_sleep",
+];
+
+/// An option being applied, with the helpers that turn its value into typed data.
+pub(super) struct Opt<'a> {
+    pub(super) raw: &'a RawOption<'a>,
+    pub(super) kb: KbBase,
+}
+
+impl Opt<'_> {
+    pub(super) fn invalid(&self, expected: &str) -> FioError {
+        FioError::InvalidValue {
+            file: self.raw.file.to_string(),
+            line: self.raw.line,
+            option: self.raw.name.to_string(),
+            value: self.raw.value.unwrap_or("").to_string(),
+            expected: expected.to_string(),
+        }
+    }
+
+    /// The error for a value that does not parse as a size (or an integer, which takes size
+    /// suffixes): too large when one of its parts is a well-formed size beyond 64 bits, else
+    /// [`Opt::invalid`].
+    pub(super) fn invalid_size(&self, expected: &str) -> FioError {
+        let value = self.raw.value.unwrap_or("");
+        let part = value
+            .split([',', ':', '-', '/', '%'])
+            .find(|p| units::size_too_large(p, self.kb));
+        match part {
+            Some(p) => self.too_large(p, units::SIZE_LARGEST),
+            None => self.invalid(expected),
+        }
+    }
+
+    /// `e`, or the too-large error when `e` is a bad value that is a size beyond 64 bits.
+    pub(super) fn or_too_large(&self, e: FioError, expected: &str) -> FioError {
+        match e {
+            FioError::InvalidValue { .. } => self.invalid_size(expected),
+            e => e,
+        }
+    }
+
+    pub(super) fn too_large(&self, part: &str, largest: &'static str) -> FioError {
+        FioError::TooLarge {
+            file: self.raw.file.to_string(),
+            line: self.raw.line,
+            option: self.raw.name.to_string(),
+            value: part.to_string(),
+            largest,
+        }
+    }
+
+    pub(super) fn unsupported(&self, reason: &str) -> FioError {
+        FioError::Unsupported {
+            file: self.raw.file.to_string(),
+            line: self.raw.line,
+            option: self.raw.name.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// The value, which must be present.
+    pub(super) fn text(&self, expected: &str) -> Result<&str, FioError> {
+        self.raw.value.ok_or_else(|| self.invalid(expected))
+    }
+
+    /// The value of a numeric option, refusing fio's arithmetic and host keywords by name rather
+    /// than as a generic bad value.
+    pub(super) fn numeric(&self, expected: &str) -> Result<&str, FioError> {
+        let text = self.text(expected)?;
+        if text.starts_with('(') {
+            return Err(self.unsupported("fio arithmetic expressions are not supported"));
+        }
+        if ["$pagesize", "$mb_memory", "$ncpus"]
+            .iter()
+            .any(|k| text.contains(k))
+        {
+            return Err(self.unsupported(
+                "fio's host-dependent keywords ($pagesize, $mb_memory, $ncpus) are not supported",
+            ));
+        }
+        Ok(text)
+    }
+
+    pub(super) fn parsed<T>(&self, expected: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T, FioError> {
+        parse(self.numeric(expected)?).ok_or_else(|| self.invalid(expected))
+    }
+
+    pub(super) fn size(&self) -> Result<u64, FioError> {
+        self.parsed(EXPECT_SIZE, |t| units::parse_size(t, self.kb))
+            .map_err(|e| self.or_too_large(e, EXPECT_SIZE))
+    }
+
+    pub(super) fn quantity(&self) -> Result<Quantity, FioError> {
+        self.parsed(EXPECT_SIZE_OR_PERCENT, |t| {
+            units::parse_quantity(t, self.kb)
+        })
+        .map_err(|e| self.or_too_large(e, EXPECT_SIZE_OR_PERCENT))
+    }
+
+    /// fio integers accept size suffixes (`number_ios=1k` is 1024).
+    pub(super) fn int(&self) -> Result<u64, FioError> {
+        self.parsed(EXPECT_INT, |t| units::parse_size(t, self.kb))
+            .map_err(|e| self.or_too_large(e, EXPECT_INT))
+    }
+
+    pub(super) fn int_in(&self, min: u64, max: u64) -> Result<u64, FioError> {
+        let expected = format!("an integer from {min} to {max}");
+        self.parsed(&expected, |t| {
+            units::parse_size(t, self.kb).filter(|v| (min..=max).contains(v))
+        })
+    }
+
+    pub(super) fn percent(&self) -> Result<u32, FioError> {
+        self.parsed(EXPECT_PERCENT, |t| {
+            t.parse::<u32>().ok().filter(|&v| v <= 100)
+        })
+    }
+
+    pub(super) fn bool(&self) -> Result<bool, FioError> {
+        self.parsed(EXPECT_BOOL, units::parse_bool)
+    }
+
+    /// fio's "no argument" options (`time_based`, `norandommap`, `stonewall`): present means
+    /// set, or an explicit `=0`/`=1`.
+    pub(super) fn flag(&self) -> Result<bool, FioError> {
+        match self.raw.value {
+            None => Ok(true),
+            Some(_) => self.bool(),
+        }
+    }
+
+    pub(super) fn time(&self, default_unit: u64, expected: &str) -> Result<u64, FioError> {
+        let text = self.numeric(expected)?;
+        units::parse_time_ns(text, default_unit).ok_or_else(|| {
+            if units::time_too_large(text, default_unit) {
+                self.too_large(text, units::TIME_LARGEST)
+            } else {
+                self.invalid(expected)
+            }
+        })
+    }
+
+    /// A value or a `low-high` (or `low:high`) range; the ends are swapped if reversed (HOWTO,
+    /// "int": "If the lower value specified happens to be larger than the upper value the two
+    /// values are swapped").
+    pub(super) fn range(
+        &self,
+        expected: &str,
+        parse: impl Fn(&str) -> Option<u64>,
+    ) -> Result<(u64, u64), FioError> {
+        let text = self.numeric(expected)?;
+        let (low, high) = match text.split_once('-').or_else(|| text.split_once(':')) {
+            Some((l, h)) => (parse(l), parse(h)),
+            None => (parse(text), parse(text)),
+        };
+        match (low, high) {
+            (Some(l), Some(h)) => Ok((l.min(h), l.max(h))),
+            _ => Err(self.invalid(expected)),
+        }
+    }
+
+    /// A `read[,write[,trim]]` value (HOWTO, "blocksize"): a value not terminated by a comma
+    /// also applies to the directions after it, an empty one leaves its direction unchanged.
+    ///
+    /// fio splits these values at commas, or, when there is none, at `:` or `-`, so
+    /// `bs=1k-4k` means reads 1k and writes/trims 4k, not a range. That is reproduced, with a
+    /// warning, because it is easy to mistake for `bsrange`.
+    pub(super) fn per_dir<T: Clone>(
+        &self,
+        warnings: &mut Vec<Diagnostic>,
+        expected: &str,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<PerDir<Option<T>>, FioError> {
+        let text = self.numeric(expected)?;
+        let mut comps = Vec::new();
+        let mut rest = text;
+        let mut split_on_dash_or_colon = false;
+        loop {
+            let sep = rest.find(',').or_else(|| {
+                let other = rest.find(':').or_else(|| rest.find('-'));
+                split_on_dash_or_colon |= other.is_some();
+                other
+            });
+            match sep {
+                Some(i) => {
+                    comps.push(&rest[..i]);
+                    rest = &rest[i + 1..];
+                }
+                None => {
+                    comps.push(rest);
+                    break;
+                }
+            }
+        }
+        let values = assign_per_dir(&comps, parse).ok_or_else(|| self.invalid_size(expected))?;
+        if split_on_dash_or_colon {
+            warnings.push(Diagnostic {
+                file: self.raw.file.to_string(),
+                line: self.raw.line,
+                message: format!(
+                    "option '{}': fio reads '{}' as separate read,write,trim values, not as a \
+                     range{}",
+                    self.raw.name,
+                    text,
+                    if self.raw.name == "bs" {
+                        "; use bsrange for a range"
+                    } else {
+                        ""
+                    }
+                ),
+            });
+        }
+        Ok(values)
+    }
+}
