@@ -4,23 +4,12 @@
 use super::array::FlashArray;
 use super::gc::{GcMode, GcQueue};
 use super::*;
-use crate::device::tests::geometry;
+use crate::device::tests::{geometry, timing};
 use crate::device::{Command, DeviceEvent, IoOp, Outbox};
-use crate::flash::Timing;
 use crate::ftl::{CmtConfig, CmtPolicyKind, GcJob, MappingConfig, VictimPolicy};
 use crate::units::{DieId, Nanos, PlaneId, QueueId, ReqId, SimTime, TenantId};
 
 const US: u64 = 1_000;
-
-fn timing() -> Timing {
-    Timing {
-        read: Nanos::from_us(50),
-        program: Nanos::from_us(500),
-        erase: Nanos::from_ms(3),
-        channel_bytes_per_sec: 400_000_000,
-        command: Nanos(0),
-    }
-}
 
 fn config(units_per_page: u32, planes: u32) -> SsdConfig {
     SsdConfig {
