@@ -43,7 +43,13 @@ fn streaming(out: &std::path::Path) -> bool {
 #[test]
 fn results_that_cannot_be_written_at_the_end_are_kept_elsewhere() {
     let dir = tmpdir("gone-out");
-    let scenario = write(&dir, "s.toml", &format!("{SMALL}\n[stop]\ntime = \"2s\"\n{WRITER}"));
+    // Long enough (about a second of wall-clock time) for the test to act while it runs, with
+    // the timeline's first rows written at once.
+    let scenario = write(
+        &dir,
+        "s.toml",
+        &format!("{SMALL}\n[stop]\ntime = \"60s\"\n[output]\ntimeline_interval = \"10ms\"\n{WRITER}"),
+    );
     let out = dir.join("out");
     let child = flashmux().arg("run").arg(&scenario).arg("-o").arg(&out).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     // Once the run has begun (the timeline streams into the directory), the directory is
