@@ -33,7 +33,8 @@ pub(crate) fn geometry(units_per_page: u32, planes: u32) -> Geometry {
     }
 }
 
-fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) -> SsdConfig {
+/// An SSD on [`geometry`] and [`timing`] (the SSD's component tests use it too).
+pub(crate) fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) -> SsdConfig {
     SsdConfig {
         geometry: geometry(units_per_page, planes),
         timing: timing(),

@@ -4,28 +4,16 @@
 use super::array::FlashArray;
 use super::gc::{GcMode, GcQueue};
 use super::*;
-use crate::device::tests::{geometry, timing};
+use crate::device::tests::{geometry, ssd_config, timing};
 use crate::device::{Command, DeviceEvent, IoOp, Outbox};
-use crate::ftl::{CmtConfig, CmtPolicyKind, GcJob, MappingConfig, VictimPolicy};
+use crate::ftl::{CmtConfig, CmtPolicyKind, GcJob, MappingConfig};
 use crate::units::{DieId, Nanos, PlaneId, QueueId, ReqId, SimTime, TenantId};
 
 const US: u64 = 1_000;
 
+/// The device tests' SSD with a 64-unit write buffer.
 fn config(units_per_page: u32, planes: u32) -> SsdConfig {
-    SsdConfig {
-        geometry: geometry(units_per_page, planes),
-        timing: timing(),
-        overprovisioning: 0.25,
-        victim_policy: VictimPolicy::Greedy,
-        gc_threshold_blocks: 2,
-        buffer_units: 64,
-        program_queue_depth: 2,
-        flush: FlushPolicy::Page,
-        host_link_bytes_per_sec: 4_000_000_000,
-        mapping: MappingConfig::Full,
-        volatile_write_cache: false,
-        open_channel: false,
-    }
+    ssd_config(units_per_page, planes, 64)
 }
 
 fn array(mode: GcMode) -> FlashArray {
