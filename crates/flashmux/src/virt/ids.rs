@@ -21,11 +21,9 @@ pub trait Idx: Copy + Eq + std::fmt::Debug {
     fn index(self) -> usize;
 }
 
-macro_rules! virt_id {
-    ($(#[$m:meta])* $name:ident, $inner:ty) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
-        pub struct $name(pub $inner);
+/// `Idx` for an id newtype over `$inner`: an index past the type's width is refused.
+macro_rules! impl_idx {
+    ($name:ident, $inner:ty) => {
         impl Idx for $name {
             fn from_index(i: usize) -> Self {
                 assert!(i <= <$inner>::MAX as usize, concat!(stringify!($name), " {} out of range"), i);
@@ -35,6 +33,15 @@ macro_rules! virt_id {
                 self.0 as usize
             }
         }
+    };
+}
+
+macro_rules! virt_id {
+    ($(#[$m:meta])* $name:ident, $inner:ty) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
+        pub struct $name(pub $inner);
+        impl_idx!($name, $inner);
     };
 }
 
@@ -64,25 +71,8 @@ virt_id!(
     /// An I/O thread (or polling, or emulation thread), numbered across all VMs.
     IoThreadId, u32);
 
-impl Idx for ReqId {
-    fn from_index(i: usize) -> Self {
-        assert!(i <= u32::MAX as usize, "ReqId {i} out of range");
-        ReqId(i as u32)
-    }
-    fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
-impl Idx for JobId {
-    fn from_index(i: usize) -> Self {
-        assert!(i <= u32::MAX as usize, "JobId {i} out of range");
-        JobId(i as u32)
-    }
-    fn index(self) -> usize {
-        self.0 as usize
-    }
-}
+impl_idx!(ReqId, u32);
+impl_idx!(JobId, u32);
 
 /// A `Vec` indexed by one kind of id.
 pub struct IdVec<I, T> {
