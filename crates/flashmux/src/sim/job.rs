@@ -139,11 +139,11 @@ impl JobRt {
         sector: u64,
         seed: u64,
     ) -> Result<JobRt, SimError> {
-        // The label names the job, not its position, so adding a tenant or job elsewhere does
-        // not change this job's stream.
-        let label = format!("job/{}/{}/{}", t.name, spec.name, clone);
         let source = match &t.workload {
             Workload::Fio(_) => {
+                // The label names the job, not its position, so adding a tenant or job elsewhere
+                // does not change this job's stream.
+                let label = format!("job/{}/{}/{}", t.name, spec.name, clone);
                 let gen = JobGen::new(spec, clone, t.region.0, t.region.1, sector, derive_seed(seed, &label))?;
                 Source::Fio { gen: Box::new(gen), held: None }
             }

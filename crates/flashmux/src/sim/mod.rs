@@ -223,7 +223,13 @@ impl Simulator {
 
     /// `domain`'s current phase begins now.
     fn start_phase(&mut self, domain: usize) {
-        for (j, at) in self.work.start_phase(domain, self.now) {
+        let starting = self.work.start_phase(domain, self.now);
+        self.schedule_starts(starting);
+    }
+
+    /// Each job starts at its time.
+    fn schedule_starts(&mut self, starting: Vec<(JobId, SimTime)>) {
+        for (j, at) in starting {
             self.events.push(at, Event::JobStart(j));
         }
     }
@@ -550,9 +556,7 @@ impl Simulator {
         if ended.tenant_done {
             self.overlap.tenant_done(t, self.now);
         }
-        for (k, at) in ended.starting {
-            self.events.push(at, Event::JobStart(k));
-        }
+        self.schedule_starts(ended.starting);
         if ended.all_done {
             self.finished = Some(StopReason::AllJobsDone);
         }
