@@ -384,7 +384,7 @@ pub fn replay_scenario(a: &ReplayArgs, cwd: &Path) -> anyhow::Result<Scenario> {
         // Tenant names have no commas (blktrace's devices do: "dev8,0").
         text += &format!("[[tenant]]\nname = {}\ntrace = {{ {t}{select} }}\n", quoted(&s.replace(',', ":")));
     }
-    let mut s = Scenario::from_toml(&text, "replay", cwd)?;
+    let mut s = Scenario::from_generated_toml(&text, "replay", cwd)?;
     // Any u64 (TOML's integers stop at 2^63 - 1) and any path.
     s.seed = a.seed;
     s.output.dir = a.output_dir.clone();

@@ -583,7 +583,7 @@ fn unreadable_inputs_are_named_with_where_they_were_asked_for() {
     let o = run_scenario(&dir, &format!("{SMALL}\n[[tenant]]\nname = \"t\"\njob_file = \"nowhere.fio\"\n"), &[]);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains("scenario.toml: tenant[0] (t).job_file: cannot read job file 'nowhere.fio'"), "{e}");
+    assert!(e.contains("scenario.toml:15: tenant[0] (t).job_file: cannot read job file 'nowhere.fio'"), "{e}");
     assert_eq!(e.matches("No such file or directory").count(), 1, "{e}");
     // A missing include: the including file and line.
     let job = write(&dir, "inc.fio", "[j]\nrw=write\ninclude nowhere.fio\n");

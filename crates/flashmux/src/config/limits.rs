@@ -71,7 +71,7 @@ fn jobs(s: &Scenario) -> u64 {
 /// The run-wide bounds (the fio parser enforces the per-file one), and warnings about a run that
 /// will go on for a very long simulated time with nothing to stop it.
 pub fn check(s: &Scenario, file: &str) -> Result<Vec<String>, ConfigError> {
-    let err = |message: String| ConfigError::Invalid { file: file.to_string(), message };
+    let err = |message: String| ConfigError::Invalid { file: file.to_string(), line: None, message };
     if s.tenants.len() > MAX_TENANTS {
         return Err(err(format!("{} tenants: at most {MAX_TENANTS}", s.tenants.len())));
     }

@@ -1,7 +1,10 @@
 //! Scenario files (TOML) and their validation into a typed [`Scenario`].
 //!
 //! Every key is checked: unknown keys are errors, values are parsed with their units, and every
-//! error names the file and the key (TOML syntax errors also the line and column).
+//! error names the file, the line and the key (`scenario.toml:12: device.capacity: ...`; a
+//! key the file does not give, whose default is at fault, has no line; TOML syntax errors keep
+//! the parser's line and column). Text a program wrote ([`Scenario::from_generated_toml`]) has
+//! no lines worth naming.
 
 pub mod limits;
 mod presets;
@@ -24,8 +27,9 @@ use std::path::{Path, PathBuf};
 /// A bad scenario: always the user's to fix, never a bug.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{file}: {message}")]
-    Invalid { file: String, message: String },
+    /// `line`: where in the file the key the message starts with is, if the file gives it.
+    #[error("{file}{}: {message}", line.map_or(String::new(), |l| format!(":{l}")))]
+    Invalid { file: String, line: Option<usize>, message: String },
     #[error(transparent)]
     Fio(#[from] FioError),
     /// The scenario file cannot be read. Only regular files of at most
@@ -166,15 +170,27 @@ impl Scenario {
     /// Parses scenario text; `file` names it in errors, `base` resolves relative job-file paths.
     /// Every tenant must have a workload.
     pub fn from_toml(text: &str, file: &str, base: &Path) -> Result<Scenario, ConfigError> {
-        let s = schema::resolve(text, file, base)?.within_limits(file)?;
+        Self::for_run(text, file, base, true)
+    }
+
+    /// [`Scenario::from_toml`] for text a program wrote (an experiment's point, a replay's
+    /// scenario): its errors name the keys but no lines, which would be the generated text's.
+    /// `label` names it in errors.
+    pub fn from_generated_toml(text: &str, label: &str, base: &Path) -> Result<Scenario, ConfigError> {
+        Self::for_run(text, label, base, false)
+    }
+
+    fn for_run(text: &str, file: &str, base: &Path, located: bool) -> Result<Scenario, ConfigError> {
+        let s = schema::resolve(text, file, base, located)?.within_limits(file)?;
         match s.tenants.iter().enumerate().find(|(_, t)| t.is_export()) {
-            Some((i, t)) => Err(ConfigError::Invalid {
-                file: file.to_string(),
-                message: format!(
+            Some((i, t)) => Err(schema::located(
+                if located { text } else { "" },
+                file,
+                format!(
                     "tenant[{i}] ({}): no workload: give fio = \"...\", job_file = \"...\", personality = \"...\" or trace = \"...\" (a tenant without one is an NBD export, for `flashmux serve`)",
                     t.name
                 ),
-            }),
+            )),
             None => Ok(s),
         }
     }
@@ -187,10 +203,11 @@ impl Scenario {
 
     /// [`Scenario::load_for_serve`] from text.
     pub fn serve_from_toml(text: &str, file: &str, base: &Path) -> Result<Scenario, ConfigError> {
-        let s = schema::resolve(text, file, base)?.within_limits(file)?;
+        let s = schema::resolve(text, file, base, true)?.within_limits(file)?;
         if !s.tenants.iter().any(|t| t.is_export()) {
             return Err(ConfigError::Invalid {
                 file: file.to_string(),
+                line: None,
                 message: "no tenant to export: a tenant without fio, job_file, personality or trace is an NBD export (e.g. [[tenant]] name = \"vm1\" region = { offset = \"0\", size = \"8GiB\" })".into(),
             });
         }

@@ -206,11 +206,11 @@ fn missing_job_file_is_a_clear_error() {
     let e = chain(&load(&with_job_file("does-not-exist.fio")).unwrap_err());
     assert_eq!(
         e,
-        "test.toml: tenant[0] (a).job_file: cannot read job file 'does-not-exist.fio' (./does-not-exist.fio): No such file or directory (os error 2)"
+        "test.toml:7: tenant[0] (a).job_file: cannot read job file 'does-not-exist.fio' (./does-not-exist.fio): No such file or directory (os error 2)"
     );
     // Not a regular file: refused before it is opened (a pipe would block, /dev/zero fill memory).
     let e = chain(&load(&with_job_file("/dev/zero")).unwrap_err());
-    assert_eq!(e, "test.toml: tenant[0] (a).job_file: cannot read job file '/dev/zero': it is a character device, not a regular file");
+    assert_eq!(e, "test.toml:7: tenant[0] (a).job_file: cannot read job file '/dev/zero': it is a character device, not a regular file");
     // An include in the scenario's own fio text names the scenario, the tenant and the line.
     let e = chain(&load(&MINIMAL.replace("bs=4k", "bs=4k\ninclude /nonexistent/more.fio")).unwrap_err());
     assert_eq!(
@@ -462,4 +462,38 @@ fn fill_on_a_clean_drive_is_an_error() {
     }
     let s = load(&format!("{MINIMAL}\n[precondition]\nstate = \"sequential-fill\"\nfill = 0.5\n")).unwrap();
     assert_eq!(s.precondition.fill, 0.5);
+}
+
+#[test]
+fn errors_name_the_line_and_the_key() {
+    let with = |device: &str| MINIMAL.replace("preset = \"paper-c\"", &format!("preset = \"paper-c\"\n{device}"));
+    // A value of the wrong type: its key path and line (the parser's own message after them).
+    assert_eq!(
+        err(&with("[device.geometry]\nchannels = \"x\"")),
+        "test.toml:5: device.geometry.channels: invalid type: string \"x\", expected u32"
+    );
+    // An unknown key.
+    let e = err(&with("capacty = \"1GiB\""));
+    assert!(e.starts_with("test.toml:4: device.capacty: unknown field `capacty`, expected one of"), "{e}");
+    // A value the loader rejects: the line of its key.
+    assert_eq!(
+        err(&with("capacity = \"1 gigabyte\"")),
+        "test.toml:4: device.capacity: invalid size '1 gigabyte': expected a size such as 4096, 4k, 64KiB, 8GiB (binary) or 256GB (decimal)"
+    );
+    // A key in an inline table of a tenant.
+    let e = err(&MINIMAL.replace("name = \"a\"", "name = \"a\"\nregion = { offset = \"0\", size = \"9PiB\" }"));
+    assert!(e.starts_with("test.toml:7: tenant[0] (a).region"), "{e}");
+    // A key the file does not give has no line to point at.
+    let e = err(&with("mode = \"open-channel\"").replace("[[tenant]]", "[host]\nscheduler = \"none\"\n[[tenant]]").replace("none", "hwabc").replace("mode = \"open-channel\"\n", ""));
+    assert!(e.starts_with("test.toml:6: host.scheduler: 'hwabc' needs an open-channel drive"), "{e}");
+    // A syntax error keeps the parser's message, which has the line, column and text.
+    let e = err(&with("capacity = "));
+    assert!(e.starts_with("test.toml: TOML parse error at line 4, column 12\n"), "{e}");
+}
+
+#[test]
+fn generated_text_names_keys_but_no_lines() {
+    let text = MINIMAL.replace("preset = \"paper-c\"", "preset = \"paper-c\"\ncapacity = \"x\"");
+    let e = Scenario::from_generated_toml(&text, "point 3", Path::new(".")).unwrap_err().to_string();
+    assert!(e.starts_with("point 3: device.capacity: invalid size 'x'"), "{e}");
 }

@@ -143,7 +143,7 @@ pub fn profile_gc_contribution(
     let mut pairs = Vec::new();
     for &kib in &p.sizes_kib {
         let text = pair_scenario(p, kib);
-        let scenario = Scenario::from_toml(&text, &format!("gc-contribution ({kib} KiB)"), Path::new("."))?;
+        let scenario = Scenario::from_generated_toml(&text, &format!("gc-contribution ({kib} KiB)"), Path::new("."))?;
         let point = Point { index: pairs.len(), params: Vec::new(), scenario };
         let Some(r) = run_points(std::slice::from_ref(&point), interrupted, &mut |_, _, _| {})?.pop() else {
             return Err(ProfileError::Interrupted);

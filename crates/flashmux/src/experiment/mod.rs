@@ -381,9 +381,9 @@ impl Experiment {
                     error: Box::new(error),
                 };
                 let text = toml::to_string(&doc).map_err(|e| {
-                    point_err(ConfigError::Invalid { file: self.base_label.clone(), message: e.to_string() })
+                    point_err(ConfigError::Invalid { file: self.base_label.clone(), line: None, message: e.to_string() })
                 })?;
-                let scenario = Scenario::from_toml(&text, &self.base_label, &self.base_dir).map_err(point_err)?;
+                let scenario = Scenario::from_generated_toml(&text, &self.base_label, &self.base_dir).map_err(point_err)?;
                 Ok(Point { index, params, scenario })
             })
             .collect()

@@ -22,8 +22,11 @@ use std::path::Path;
 
 mod device;
 mod host;
+mod locate;
 mod tenants;
 mod virt;
+
+use locate::Lines;
 
 use device::*;
 use host::*;
@@ -82,15 +85,35 @@ pub const EXPORT_DEPTH: u32 = 1 << 16;
 
 struct Ctx<'a> {
     file: &'a str,
+    lines: Lines<'a>,
 }
 
 impl Ctx<'_> {
+    /// The error `message`, which starts with the key it is about: with that key's line when
+    /// the file gives the key.
     fn err(&self, message: impl Into<String>) -> ConfigError {
+        let message: String = message.into();
+        let line = self.lines.of_message(&message);
+        self.err_at(line, message)
+    }
+
+    fn err_at(&self, line: Option<usize>, message: String) -> ConfigError {
         // Values quoted in the message may hold control characters (TOML's "\u0000"): escaped,
         // line by line (the TOML parser's messages span lines).
-        let message: String = message.into();
         let message = message.split('\n').map(crate::units::shown).collect::<Vec<_>>().join("\n");
-        ConfigError::Invalid { file: self.file.to_string(), message }
+        ConfigError::Invalid { file: self.file.to_string(), line, message }
+    }
+
+    /// A value serde rejected: a syntax error keeps the TOML parser's message (its line, column
+    /// and the line's text); a value of the wrong type or form is named by its key path and line.
+    fn rejected(&self, e: serde_path_to_error::Error<toml::de::Error>) -> ConfigError {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            return self.err_at(None, inner.to_string().trim_end().to_string());
+        }
+        let line = inner.span().map(|s| self.lines.line_at(s.start)).or_else(|| self.lines.of_path(&path));
+        self.err_at(line, format!("{path}: {}", inner.message().trim_end()))
     }
     fn size(&self, key: &str, v: &str) -> Result<u64, ConfigError> {
         parse_size(v).map_err(|e| self.err(format!("{key}: {e}")))
@@ -110,9 +133,16 @@ impl Ctx<'_> {
     }
 }
 
-pub(super) fn resolve(text: &str, file: &str, base: &Path) -> Result<Scenario, ConfigError> {
-    let ctx = Ctx { file };
-    let f: ScenarioFile = toml::from_str(text).map_err(|e| ctx.err(e.to_string().trim_end().to_string()))?;
+/// An error about the key `message` starts with, in scenario text `text` from `file`.
+pub(super) fn located(text: &str, file: &str, message: String) -> ConfigError {
+    Ctx { file, lines: Lines::new(text) }.err(message)
+}
+
+/// Resolves scenario text. `located`: errors name the lines of `text` (not for generated text,
+/// whose lines are nobody's).
+pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Result<Scenario, ConfigError> {
+    let ctx = Ctx { file, lines: if located { Lines::new(text) } else { Lines::none() } };
+    let f: ScenarioFile = serde_path_to_error::deserialize(toml::Deserializer::new(text)).map_err(|e| ctx.rejected(e))?;
     let device = resolve_device(&ctx, &f.device)?;
     let precondition = resolve_precondition(&ctx, &f.precondition)?;
     let mut host = resolve_host(&ctx, &f.host, &device.preset)?;
@@ -217,7 +247,7 @@ fn collect_diagnostics(jf: &JobFile, c: &mut Collected) {
 /// A scenario from a fio job file run as fio would: one tenant per job section, all on the
 /// whole device, one group domain, the device's defaults for everything else.
 pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Result<Scenario, ConfigError> {
-    let ctx = Ctx { file };
+    let ctx = Ctx { file, lines: Lines::none() };
     let device = resolve_device(&ctx, &DeviceSection { preset: Some(device_preset.to_string()), ..Default::default() })?;
     let capacity = device.capacity_bytes();
     if jf.jobs.is_empty() {
