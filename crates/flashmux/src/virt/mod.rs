@@ -136,8 +136,6 @@ pub enum ExitReason {
 impl ExitReason {
     pub const ALL: [ExitReason; 4] = [ExitReason::IoInst, ExitReason::ExtInt, ExitReason::MsrWrite, ExitReason::Hlt];
     pub const NAMES: [&'static str; 4] = ["IO_INST", "EXT_INT", "MSR_WRITE", "HLT"];
-    /// Config keys under `[virt.exits]`.
-    pub const KEYS: [&'static str; 4] = ["io_inst", "ext_int", "msr_write", "hlt"];
 
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]

@@ -10,7 +10,7 @@ pub(super) struct DeviceSection {
     pub(super) preset: Option<String>,
     /// `ssd` (the drive runs its FTL) or `open-channel` (the FTL runs on the host, as pblk).
     pub(super) mode: Option<String>,
-    pub(super) capacity: Option<String>,
+    pub(super) capacity: Option<Size>,
     #[serde(default)]
     pub(super) geometry: GeometrySection,
     #[serde(default)]
@@ -34,18 +34,18 @@ pub(super) struct GeometrySection {
     pub(super) planes_per_die: Option<u32>,
     pub(super) blocks_per_plane: Option<u32>,
     pub(super) pages_per_block: Option<u32>,
-    pub(super) page_size: Option<String>,
-    pub(super) unit_size: Option<String>,
+    pub(super) page_size: Option<Size>,
+    pub(super) unit_size: Option<Size>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct TimingSection {
-    pub(super) read: Option<String>,
-    pub(super) program: Option<String>,
-    pub(super) erase: Option<String>,
-    pub(super) channel_rate: Option<String>,
-    pub(super) command: Option<String>,
+    pub(super) read: Option<Duration>,
+    pub(super) program: Option<Duration>,
+    pub(super) erase: Option<Duration>,
+    pub(super) channel_rate: Option<Rate>,
+    pub(super) command: Option<Duration>,
 }
 
 #[derive(Deserialize, Default)]
@@ -70,7 +70,7 @@ pub(super) struct CmtSection {
     pub(super) policy: Option<String>,
     /// Percent per tenant, summing to 100.
     pub(super) shares: Option<Vec<f64>>,
-    pub(super) period: Option<String>,
+    pub(super) period: Option<Duration>,
     pub(super) step: Option<u32>,
     pub(super) floor: Option<u32>,
 }
@@ -78,7 +78,7 @@ pub(super) struct CmtSection {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct BufferSection {
-    pub(super) size: Option<String>,
+    pub(super) size: Option<Size>,
     pub(super) program_queue_depth: Option<u32>,
     pub(super) flush: Option<String>,
     pub(super) high_watermark: Option<f64>,
@@ -92,14 +92,14 @@ pub(super) struct InterfaceSection {
     pub(super) queues: Option<u16>,
     pub(super) queue_depth: Option<u32>,
     pub(super) controller_cores: Option<u32>,
-    pub(super) command_overhead: Option<String>,
-    pub(super) link_rate: Option<String>,
+    pub(super) command_overhead: Option<Duration>,
+    pub(super) link_rate: Option<Rate>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NullSection {
-    pub(super) latency: Option<String>,
+    pub(super) latency: Option<Duration>,
 }
 
 #[derive(Deserialize, Default)]
@@ -126,7 +126,7 @@ pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec,
         nvme.controller_cores = ctx.positive("device.interface.controller_cores", c)?;
     }
     if let Some(o) = &i.command_overhead {
-        nvme.command_overhead = ctx.duration("device.interface.command_overhead", o)?;
+        nvme.command_overhead = o.0;
     }
     let kind = match p.kind {
         DeviceKind::Null(mut n) => {
@@ -137,13 +137,13 @@ pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec,
                 )));
             }
             if let Some(c) = &d.capacity {
-                n.capacity_bytes = ctx.size("device.capacity", c)?;
+                n.capacity_bytes = c.bytes;
                 if n.capacity_bytes < 4096 {
                     return Err(ctx.err("device.capacity: must be at least 4 KiB"));
                 }
             }
             if let Some(l) = &d.null.latency {
-                n.latency = ctx.duration("device.null.latency", l)?;
+                n.latency = l.0;
             }
             if i.link_rate.is_some() {
                 return Err(ctx.err("device.interface.link_rate: the null device moves no data"));
@@ -174,27 +174,25 @@ pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec,
                 ("unit_size", &g.unit_size, &mut geo.unit_bytes),
             ] {
                 if let Some(v) = src {
-                    let bytes = ctx.size(&format!("device.geometry.{key}"), v)?;
+                    let bytes = v.bytes;
                     *dst = u32::try_from(bytes)
                         .map_err(|_| ctx.err(format!("device.geometry.{key}: {bytes} bytes is too large")))?;
                 }
             }
             let t = &d.timing;
-            for (key, src, dst) in [
-                ("read", &t.read, &mut c.timing.read),
-                ("program", &t.program, &mut c.timing.program),
-                ("erase", &t.erase, &mut c.timing.erase),
-                ("command", &t.command, &mut c.timing.command),
+            for (src, dst) in [
+                (&t.read, &mut c.timing.read),
+                (&t.program, &mut c.timing.program),
+                (&t.erase, &mut c.timing.erase),
+                (&t.command, &mut c.timing.command),
             ] {
-                if let Some(v) = src {
-                    *dst = ctx.duration(&format!("device.timing.{key}"), v)?;
-                }
+                *dst = or(&src, *dst);
             }
-            if let Some(r) = &t.channel_rate {
-                c.timing.channel_bytes_per_sec = ctx.rate("device.timing.channel_rate", r)?;
+            if let Some(r) = t.channel_rate {
+                c.timing.channel_bytes_per_sec = r.0;
             }
-            if let Some(r) = &i.link_rate {
-                c.host_link_bytes_per_sec = ctx.rate("device.interface.link_rate", r)?;
+            if let Some(r) = i.link_rate {
+                c.host_link_bytes_per_sec = r.0;
             }
             let f = &d.ftl;
             if let Some(op) = f.overprovisioning {
@@ -237,7 +235,7 @@ pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec,
                         "device.capacity and device.geometry.blocks_per_plane both set the drive's size: give one",
                     ))
                 }
-                Some(cap) => Some((cap.as_str(), ctx.size("device.capacity", cap)?)),
+                Some(cap) => Some((cap.text.as_str(), cap.bytes)),
                 None => None,
             };
             if let Some(t) = f.gc_threshold_blocks {
@@ -253,7 +251,7 @@ pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec,
             size_drive(ctx, &mut c, capacity, f.gc_threshold_blocks)?;
             let b = &d.buffer;
             if let Some(s) = &b.size {
-                let bytes = ctx.size("device.buffer.size", s)?;
+                let bytes = s.bytes;
                 c.buffer_units = u32::try_from(bytes / c.geometry.unit_bytes as u64)
                     .map_err(|_| ctx.err("device.buffer.size: too large"))?;
             }
@@ -401,7 +399,7 @@ pub(super) fn resolve_mapping(ctx: &Ctx, f: &FtlSection, geo: &Geometry) -> Resu
             };
             let period = match &s.period {
                 None => DEFAULT_CMT_PERIOD,
-                Some(p) => match ctx.duration("device.ftl.cmt.period", p)? {
+                Some(p) => match p.0 {
                     Nanos::ZERO => return Err(ctx.err("device.ftl.cmt.period: must be longer than zero")),
                     d => d,
                 },

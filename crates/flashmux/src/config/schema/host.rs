@@ -9,8 +9,8 @@ use super::*;
 pub(super) struct HostSection {
     pub(super) queue_depth: Option<u32>,
     pub(super) scheduler: Option<String>,
-    pub(super) submit_overhead: Option<String>,
-    pub(super) completion_overhead: Option<String>,
+    pub(super) submit_overhead: Option<Duration>,
+    pub(super) completion_overhead: Option<Duration>,
     pub(super) cpu: Option<CpuSection>,
     pub(super) cfq: Option<CfqSection>,
     pub(super) mcfq: Option<McfqSection>,
@@ -21,7 +21,7 @@ pub(super) struct HostSection {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct HwabcSection {
-    pub(super) period: Option<String>,
+    pub(super) period: Option<Duration>,
     pub(super) window: Option<u32>,
     pub(super) windows: Option<u32>,
     /// Smoothing of the update-write run lengths.
@@ -35,7 +35,7 @@ pub(super) struct HwabcSection {
 #[serde(deny_unknown_fields)]
 pub(super) struct FairSection {
     /// Budget refill period.
-    pub(super) period: Option<String>,
+    pub(super) period: Option<Duration>,
     /// Completed requests per regression window.
     pub(super) window: Option<u32>,
     /// Windows in each least-squares fit.
@@ -45,18 +45,18 @@ pub(super) struct FairSection {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CfqSection {
-    pub(super) slice_sync: Option<String>,
-    pub(super) slice_idle: Option<String>,
-    pub(super) target_latency: Option<String>,
+    pub(super) slice_sync: Option<Duration>,
+    pub(super) slice_idle: Option<Duration>,
+    pub(super) target_latency: Option<Duration>,
     pub(super) quantum: Option<u32>,
-    pub(super) fifo_expire_write: Option<String>,
+    pub(super) fifo_expire_write: Option<Duration>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct McfqSection {
-    pub(super) interval: Option<String>,
-    pub(super) window: Option<String>,
+    pub(super) interval: Option<Duration>,
+    pub(super) window: Option<Duration>,
     pub(super) min_scale: Option<f64>,
     pub(super) max_scale: Option<f64>,
 }
@@ -66,12 +66,12 @@ pub(super) struct McfqSection {
 pub(super) struct CpuSection {
     pub(super) cores: Option<u32>,
     pub(super) threads_per_core: Option<u32>,
-    pub(super) quantum: Option<String>,
-    pub(super) context_switch: Option<String>,
-    pub(super) wakeup: Option<String>,
-    pub(super) spin: Option<String>,
-    pub(super) syscall: Option<String>,
-    pub(super) app: Option<String>,
+    pub(super) quantum: Option<Duration>,
+    pub(super) context_switch: Option<Duration>,
+    pub(super) wakeup: Option<Duration>,
+    pub(super) spin: Option<Duration>,
+    pub(super) syscall: Option<Duration>,
+    pub(super) app: Option<Duration>,
     pub(super) smt_slowdown: Option<f64>,
 }
 
@@ -86,14 +86,8 @@ pub(super) fn resolve_host(ctx: &Ctx, h: &HostSection, device_preset: &str) -> R
     Ok(HostConfig {
         queue_depth: ctx.positive("host.queue_depth", h.queue_depth.unwrap_or(DEFAULT_HOST_QUEUE_DEPTH))?,
         scheduler,
-        submit_overhead: match &h.submit_overhead {
-            Some(v) => ctx.duration("host.submit_overhead", v)?,
-            None => DEFAULT_SUBMIT_OVERHEAD,
-        },
-        completion_overhead: match &h.completion_overhead {
-            Some(v) => ctx.duration("host.completion_overhead", v)?,
-            None => DEFAULT_COMPLETION_OVERHEAD,
-        },
+        submit_overhead: or(&h.submit_overhead, DEFAULT_SUBMIT_OVERHEAD),
+        completion_overhead: or(&h.completion_overhead, DEFAULT_COMPLETION_OVERHEAD),
         cpu: h.cpu.as_ref().map(|c| resolve_cpu(ctx, c)).transpose()?,
     })
 }
@@ -144,13 +138,13 @@ pub(super) fn resolve_scheduler_params(ctx: &Ctx, h: &HostSection, kind: Schedul
 pub(super) fn resolve_budget(
     ctx: &Ctx,
     section: &str,
-    (period, window, windows): (&Option<String>, Option<u32>, Option<u32>),
+    (period, window, windows): (&Option<Duration>, Option<u32>, Option<u32>),
     mut p: BudgetParams,
 ) -> Result<BudgetParams, ConfigError> {
     if let Some(v) = period {
-        p.period = ctx.duration(&format!("{section}.period"), v)?;
+        p.period = v.0;
         if p.period < Nanos::from_us(100) {
-            return Err(ctx.err(format!("{section}.period: {v} is too short: expected at least 100us (a refill per request or more)")));
+            return Err(ctx.err(format!("{section}.period: {} is too short: expected at least 100us (a refill per request or more)", v.1)));
         }
     }
     if let Some(w) = window {
@@ -164,15 +158,12 @@ pub(super) fn resolve_budget(
 }
 
 pub(super) fn resolve_cfq(ctx: &Ctx, c: &CfqSection, d: CfqParams) -> Result<CfqParams, ConfigError> {
-    let dur = |key: &str, v: &Option<String>, default: Nanos| -> Result<Nanos, ConfigError> {
-        v.as_deref().map_or(Ok(default), |v| ctx.duration(&format!("host.cfq.{key}"), v))
-    };
     let p = CfqParams {
-        slice_sync: dur("slice_sync", &c.slice_sync, d.slice_sync)?,
-        slice_idle: dur("slice_idle", &c.slice_idle, d.slice_idle)?,
-        target_latency: dur("target_latency", &c.target_latency, d.target_latency)?,
+        slice_sync: or(&c.slice_sync, d.slice_sync),
+        slice_idle: or(&c.slice_idle, d.slice_idle),
+        target_latency: or(&c.target_latency, d.target_latency),
         quantum: ctx.positive("host.cfq.quantum", c.quantum.unwrap_or(d.quantum))?,
-        fifo_expire_write: dur("fifo_expire_write", &c.fifo_expire_write, d.fifo_expire_write)?,
+        fifo_expire_write: or(&c.fifo_expire_write, d.fifo_expire_write),
     };
     for (key, v) in [("slice_sync", p.slice_sync), ("target_latency", p.target_latency)] {
         if v == Nanos::ZERO {
@@ -183,20 +174,18 @@ pub(super) fn resolve_cfq(ctx: &Ctx, c: &CfqSection, d: CfqParams) -> Result<Cfq
 }
 
 pub(super) fn resolve_mots(ctx: &Ctx, m: &McfqSection, d: MotsParams) -> Result<MotsParams, ConfigError> {
-    let interval = match &m.interval {
-        Some(v) => ctx.duration("host.mcfq.interval", v)?,
-        None => d.interval,
-    };
+    let interval = or(&m.interval, d.interval);
     if interval < Nanos::from_ms(1) {
         return Err(ctx.err("host.mcfq.interval: must be at least 1ms"));
     }
     let window = match &m.window {
         None => d.window,
         Some(v) => {
-            let w = ctx.duration("host.mcfq.window", v)?;
+            let w = v.0;
             if w < interval || w.0 % interval.0 != 0 {
                 return Err(ctx.err(format!(
-                    "host.mcfq.window: {v} is not a whole number of sampling intervals ({interval}): the window is made of samples"
+                    "host.mcfq.window: {} is not a whole number of sampling intervals ({interval}): the window is made of samples",
+                    v.1
                 )));
             }
             u32::try_from(w.0 / interval.0).map_err(|_| ctx.err("host.mcfq.window: too many samples"))?
@@ -214,10 +203,7 @@ pub(super) fn resolve_mots(ctx: &Ctx, m: &McfqSection, d: MotsParams) -> Result<
 
 pub(super) fn resolve_cpu(ctx: &Ctx, c: &CpuSection) -> Result<CpuConfig, ConfigError> {
     let d = CpuConfig::default();
-    let dur = |key: &str, v: &Option<String>, default: Nanos| -> Result<Nanos, ConfigError> {
-        v.as_deref().map_or(Ok(default), |v| ctx.duration(&format!("host.cpu.{key}"), v))
-    };
-    let quantum = dur("quantum", &c.quantum, d.quantum)?;
+    let quantum = or(&c.quantum, d.quantum);
     if quantum == Nanos::ZERO {
         return Err(ctx.err("host.cpu.quantum: must be longer than zero"));
     }
@@ -225,11 +211,11 @@ pub(super) fn resolve_cpu(ctx: &Ctx, c: &CpuSection) -> Result<CpuConfig, Config
         cores: ctx.positive("host.cpu.cores", c.cores.unwrap_or(d.cores))?,
         threads_per_core: ctx.positive("host.cpu.threads_per_core", c.threads_per_core.unwrap_or(d.threads_per_core))?,
         quantum,
-        context_switch: dur("context_switch", &c.context_switch, d.context_switch)?,
-        wakeup: dur("wakeup", &c.wakeup, d.wakeup)?,
-        spin: dur("spin", &c.spin, d.spin)?,
-        syscall: dur("syscall", &c.syscall, d.syscall)?,
-        app: dur("app", &c.app, d.app)?,
+        context_switch: or(&c.context_switch, d.context_switch),
+        wakeup: or(&c.wakeup, d.wakeup),
+        spin: or(&c.spin, d.spin),
+        syscall: or(&c.syscall, d.syscall),
+        app: or(&c.app, d.app),
         smt_slowdown: match c.smt_slowdown {
             None => d.smt_slowdown,
             Some(x) if (1.0..=4.0).contains(&x) => x,

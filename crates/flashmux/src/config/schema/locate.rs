@@ -45,24 +45,25 @@ impl<'a> Lines<'a> {
         Lines { text: "", doc: None }
     }
 
-    /// The 1-based line of byte `offset`.
-    pub(super) fn line_at(&self, offset: usize) -> usize {
+    /// The 1-based line of byte `offset` (none for generated text).
+    pub(super) fn line_at(&self, offset: usize) -> Option<usize> {
+        self.doc.as_ref()?;
         let end = offset.min(self.text.len());
-        self.text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+        Some(self.text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1)
     }
 
     /// The line of the key `message` starts with, if the file gives that key.
     pub(super) fn of_message(&self, message: &str) -> Option<usize> {
         let doc = self.doc.as_ref()?;
         let steps = leading_path(message)?;
-        span_of(doc.as_table(), &steps).map(|at| self.line_at(at))
+        span_of(doc.as_table(), &steps).and_then(|at| self.line_at(at))
     }
 
     /// The line of the key at `path` (serde's form: `device.capacity`, `tenant[0].fio`).
     pub(super) fn of_path(&self, path: &str) -> Option<usize> {
         let doc = self.doc.as_ref()?;
         let steps = leading_path(path)?;
-        span_of(doc.as_table(), &steps).map(|at| self.line_at(at))
+        span_of(doc.as_table(), &steps).and_then(|at| self.line_at(at))
     }
 }
 

@@ -13,7 +13,7 @@ use crate::device::SsdConfig;
 use crate::flash::Geometry;
 use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, FtlError, MappingConfig, VictimPolicy};
 use crate::host::{BudgetParams, CfqParams, HostConfig, MotsParams, SchedulerKind};
-use crate::units::{parse_duration, parse_rate, parse_size, Nanos};
+use crate::units::{parse_duration, parse_size, Nanos};
 use crate::virt::{Aio, Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
 use crate::workload::fio::{parse_job_text, read_job_file, FioJob, JobFile};
 use crate::workload::personality;
@@ -24,9 +24,11 @@ mod device;
 mod host;
 mod locate;
 mod tenants;
+mod value;
 mod virt;
 
 use locate::Lines;
+use value::{or, Duration, Rate, Size};
 
 use device::*;
 use host::*;
@@ -57,7 +59,7 @@ struct ScenarioFile {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct StopSection {
-    time: Option<String>,
+    time: Option<Duration>,
     requests: Option<u64>,
 }
 
@@ -65,7 +67,7 @@ struct StopSection {
 #[serde(deny_unknown_fields)]
 struct OutputSection {
     dir: Option<String>,
-    timeline_interval: Option<String>,
+    timeline_interval: Option<Duration>,
 }
 
 /// Defaults that are not part of a device preset.
@@ -112,7 +114,7 @@ impl Ctx<'_> {
         if path == "." {
             return self.err_at(None, inner.to_string().trim_end().to_string());
         }
-        let line = inner.span().map(|s| self.lines.line_at(s.start)).or_else(|| self.lines.of_path(&path));
+        let line = inner.span().and_then(|s| self.lines.line_at(s.start)).or_else(|| self.lines.of_path(&path));
         self.err_at(line, format!("{path}: {}", inner.message().trim_end()))
     }
     fn size(&self, key: &str, v: &str) -> Result<u64, ConfigError> {
@@ -120,9 +122,6 @@ impl Ctx<'_> {
     }
     fn duration(&self, key: &str, v: &str) -> Result<Nanos, ConfigError> {
         parse_duration(v).map_err(|e| self.err(format!("{key}: {e}")))
-    }
-    fn rate(&self, key: &str, v: &str) -> Result<u64, ConfigError> {
-        parse_rate(v).map_err(|e| self.err(format!("{key}: {e}")))
     }
     fn positive<T: PartialOrd + Default + Copy + std::fmt::Display>(&self, key: &str, v: T) -> Result<T, ConfigError> {
         if v > T::default() {
@@ -159,7 +158,7 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
         host.cpu = Some(CpuConfig::default());
     }
     let stop = StopSpec {
-        time: f.stop.time.as_deref().map(|t| ctx.duration("stop.time", t)).transpose()?,
+        time: f.stop.time.as_ref().map(|t| t.0),
         requests: f.stop.requests.map(|r| ctx.positive("stop.requests", r)).transpose()?,
     };
     if stop.time == Some(Nanos::ZERO) {
@@ -169,7 +168,7 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
         dir: f.output.dir.clone().unwrap_or_else(|| DEFAULT_OUTPUT_DIR.into()).into(),
         timeline_interval: match &f.output.timeline_interval {
             None => DEFAULT_TIMELINE_INTERVAL,
-            Some(v) => match ctx.duration("output.timeline_interval", v)? {
+            Some(v) => match v.0 {
                 Nanos::ZERO => return Err(ctx.err("output.timeline_interval: must be longer than zero")),
                 d => d,
             },

@@ -13,17 +13,17 @@ pub(super) struct VirtSection {
     pub(super) emulation: Option<String>,
     pub(super) completion: Option<String>,
     pub(super) queue_size: Option<u32>,
-    pub(super) max_merge: Option<String>,
-    pub(super) batch_window: Option<String>,
+    pub(super) max_merge: Option<Size>,
+    pub(super) batch_window: Option<Duration>,
     pub(super) pin_vcpus: Option<bool>,
     pub(super) pin_iothreads: Option<bool>,
-    pub(super) vq_add: Option<String>,
-    pub(super) vq_pop: Option<String>,
-    pub(super) request_cost: Option<String>,
-    pub(super) vq_push: Option<String>,
-    pub(super) userspace_switch: Option<String>,
+    pub(super) vq_add: Option<Duration>,
+    pub(super) vq_pop: Option<Duration>,
+    pub(super) request_cost: Option<Duration>,
+    pub(super) vq_push: Option<Duration>,
+    pub(super) userspace_switch: Option<Duration>,
     pub(super) aio: Option<String>,
-    pub(super) poll_detect: Option<String>,
+    pub(super) poll_detect: Option<Duration>,
     pub(super) ide_submit_exits: Option<u32>,
     pub(super) ide_complete_exits: Option<u32>,
     pub(super) exits: Option<ExitsSection>,
@@ -41,9 +41,9 @@ pub(super) struct ExitsSection {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ExitCostSection {
-    pub(super) direct: Option<String>,
-    pub(super) indirect: Option<String>,
-    pub(super) sync: Option<String>,
+    pub(super) direct: Option<Duration>,
+    pub(super) indirect: Option<Duration>,
+    pub(super) sync: Option<Duration>,
 }
 
 pub(super) fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, ConfigError> {
@@ -74,9 +74,6 @@ pub(super) fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, Con
     if v.batch_window.is_some() && mode != VirtMode::Multiqueue {
         return Err(ctx.err(format!("virt.batch_window: only for mode multiqueue, not {}", mode.name())));
     }
-    let dur = |key: &str, x: &Option<String>, default: Nanos| -> Result<Nanos, ConfigError> {
-        x.as_deref().map_or(Ok(default), |x| ctx.duration(&format!("virt.{key}"), x))
-    };
     let vcpus = v.vcpus.unwrap_or(d.vcpus);
     if vcpus == 0 {
         return Err(ctx.err("virt.vcpus: a VM needs at least 1 vCPU (got 0)"));
@@ -85,11 +82,10 @@ pub(super) fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, Con
     if let Some(e) = &v.exits {
         for (r, sec) in ExitReason::ALL.iter().zip([&e.io_inst, &e.ext_int, &e.msr_write, &e.hlt]) {
             let Some(sec) = sec else { continue };
-            let key = ExitReason::KEYS[r.index()];
             let c = &mut exits[r.index()];
-            c.direct = dur(&format!("exits.{key}.direct"), &sec.direct, c.direct)?;
-            c.indirect = dur(&format!("exits.{key}.indirect"), &sec.indirect, c.indirect)?;
-            c.sync = dur(&format!("exits.{key}.sync"), &sec.sync, c.sync)?;
+            c.direct = or(&sec.direct, c.direct);
+            c.indirect = or(&sec.indirect, c.indirect);
+            c.sync = or(&sec.sync, c.sync);
         }
     }
     let c = VirtConfig {
@@ -113,17 +109,17 @@ pub(super) fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, Con
             d.completion,
         )?,
         queue_size: ctx.positive("virt.queue_size", v.queue_size.unwrap_or(d.queue_size))?,
-        max_merge_bytes: v.max_merge.as_deref().map_or(Ok(d.max_merge_bytes), |m| ctx.size("virt.max_merge", m))?,
-        batch_window: dur("batch_window", &v.batch_window, d.batch_window)?,
+        max_merge_bytes: v.max_merge.as_ref().map_or(d.max_merge_bytes, |m| m.bytes),
+        batch_window: or(&v.batch_window, d.batch_window),
         pin_vcpus: v.pin_vcpus.unwrap_or(d.pin_vcpus),
         pin_iothreads: v.pin_iothreads.unwrap_or(d.pin_iothreads),
-        vq_add: dur("vq_add", &v.vq_add, d.vq_add)?,
-        vq_pop: dur("vq_pop", &v.vq_pop, d.vq_pop)?,
-        request_cost: dur("request_cost", &v.request_cost, d.request_cost)?,
-        vq_push: dur("vq_push", &v.vq_push, d.vq_push)?,
-        userspace_switch: dur("userspace_switch", &v.userspace_switch, d.userspace_switch)?,
+        vq_add: or(&v.vq_add, d.vq_add),
+        vq_pop: or(&v.vq_pop, d.vq_pop),
+        request_cost: or(&v.request_cost, d.request_cost),
+        vq_push: or(&v.vq_push, d.vq_push),
+        userspace_switch: or(&v.userspace_switch, d.userspace_switch),
         aio: choice(ctx, "virt.aio", &v.aio, &["native", "threads"], &[Aio::Native, Aio::Threads], d.aio)?,
-        poll_detect: dur("poll_detect", &v.poll_detect, d.poll_detect)?,
+        poll_detect: or(&v.poll_detect, d.poll_detect),
         ide_submit_exits: v.ide_submit_exits.unwrap_or(d.ide_submit_exits),
         ide_complete_exits: v.ide_complete_exits.unwrap_or(d.ide_complete_exits),
         exits,
