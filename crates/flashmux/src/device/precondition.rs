@@ -16,34 +16,17 @@ use crate::engine::SimRng;
 use crate::ftl::{Ftl, NO_OWNER};
 use crate::units::Lpn;
 use rand::Rng;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PreconditionState {
-    Clean,
-    SequentialFill,
-    Aged,
-}
-
-impl PreconditionState {
-    pub const NAMES: [&'static str; 3] = ["clean", "sequential-fill", "aged"];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            PreconditionState::Clean => "clean",
-            PreconditionState::SequentialFill => "sequential-fill",
-            PreconditionState::Aged => "aged",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<PreconditionState> {
-        match name {
-            "clean" => Some(PreconditionState::Clean),
-            "sequential-fill" => Some(PreconditionState::SequentialFill),
-            "aged" => Some(PreconditionState::Aged),
-            _ => None,
-        }
+crate::named! {
+    /// How the drive is aged before the run.
+    pub enum PreconditionState: "state" {
+        /// A fresh drive, every block erased.
+        Clean = "clean",
+        /// The first `fill` fraction of every owner segment written once, in order.
+        SequentialFill = "sequential-fill",
+        /// A sequential fill, then random overwrites until GC reaches a steady state.
+        Aged = "aged",
     }
 }
 

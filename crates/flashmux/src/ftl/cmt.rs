@@ -45,24 +45,15 @@ const NIL: u32 = u32::MAX;
 /// Period records kept at most (balancing continues beyond, unrecorded).
 pub const MAX_PERIOD_RECORDS: usize = 1_000_000;
 
-/// CMT policy names as used in config files.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CmtPolicyKind {
-    Shared,
-    Partitioned,
-    Balanced,
-}
-
-impl CmtPolicyKind {
-    pub const NAMES: [&'static str; 3] = ["shared", "partitioned", "balanced"];
-    const ALL: [CmtPolicyKind; 3] = [Self::Shared, Self::Partitioned, Self::Balanced];
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::NAMES.iter().position(|n| *n == name).map(|i| Self::ALL[i])
-    }
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
+crate::named! {
+    /// How the map cache is shared among tenants.
+    pub enum CmtPolicyKind: "policy" {
+        /// One LRU list for every tenant.
+        Shared = "shared",
+        /// One LRU list per tenant, sized by its share.
+        Partitioned = "partitioned",
+        /// As partitioned, with pages moved between tenants every period.
+        Balanced = "balanced",
     }
 }
 

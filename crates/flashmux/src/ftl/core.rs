@@ -28,15 +28,15 @@ pub enum Loc {
     Flash(Ppa),
 }
 
-/// How GC picks the block to clean.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum VictimPolicy {
-    /// Fewest valid units (least copying now).
-    Greedy,
-    /// Largest (1 − u) / 2u × age (Rosenblum & Ousterhout's LFS cleaner): prefers old, cold
-    /// blocks whose remaining data is unlikely to be invalidated soon.
-    CostBenefit,
+crate::named! {
+    /// How GC picks the block to clean.
+    pub enum VictimPolicy: "policy" {
+        /// Fewest valid units (least copying now).
+        Greedy = "greedy",
+        /// Largest (1 − u) / 2u × age (Rosenblum & Ousterhout's LFS cleaner): prefers old, cold
+        /// blocks whose remaining data is unlikely to be invalidated soon.
+        CostBenefit = "cost-benefit",
+    }
 }
 
 #[derive(Clone, Debug)]

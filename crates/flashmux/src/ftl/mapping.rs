@@ -21,14 +21,24 @@ pub enum MappingConfig {
     Dftl { entry_bytes: u32, cmt: CmtConfig },
 }
 
+crate::named! {
+    /// The mapping modes by name (`device.ftl.mapping`).
+    pub enum MappingKind: "mapping" {
+        Full = "full",
+        Dftl = "dftl",
+    }
+}
+
 impl MappingConfig {
-    pub const NAMES: [&'static str; 2] = ["full", "dftl"];
+    pub fn kind(&self) -> MappingKind {
+        match self {
+            MappingConfig::Full => MappingKind::Full,
+            MappingConfig::Dftl { .. } => MappingKind::Dftl,
+        }
+    }
     /// The name used in config files.
     pub fn name(&self) -> &'static str {
-        match self {
-            MappingConfig::Full => "full",
-            MappingConfig::Dftl { .. } => "dftl",
-        }
+        self.kind().name()
     }
     /// L2P entries per translation page, DFTL only.
     pub fn entries_per_page(&self, page_bytes: u32) -> Option<u32> {

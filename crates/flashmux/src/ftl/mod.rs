@@ -16,7 +16,7 @@ pub use self::core::{
     Ftl, FtlError, FtlParams, FtlStats, GcJob, Loc, TenantGc, VictimPolicy, MAP_OWNER, NO_OWNER,
 };
 pub use cmt::{CmtConfig, CmtPolicy, CmtPolicyKind, CmtStats, Eviction, PeriodRecord};
-pub use mapping::{FullMap, MapStats, MappingConfig};
+pub use mapping::{FullMap, MapStats, MappingConfig, MappingKind};
 
 #[cfg(test)]
 mod tests;

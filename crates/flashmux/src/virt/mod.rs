@@ -40,84 +40,67 @@ pub use report::{ExitStat, LockStat, ThreadStat, VirtResult, VmResult};
 use crate::units::Nanos;
 use serde::Serialize;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum VirtMode {
-    /// No VM: the workload runs on the host.
-    BareMetal,
-    /// Trap-and-emulate IDE controller in the QEMU process.
-    IdeEmulation,
-    /// virtio-blk-data-plane: one virtqueue, one global mutex, one I/O thread (paper A Baseline).
-    Dataplane,
-    /// virtio-blk multi-queue: a virtqueue per vCPU, one batching I/O thread (paper A MQ).
-    Multiqueue,
-    /// A virtqueue and a pinned I/O thread per vCPU, no global mutex (paper A MT).
-    PerVcpuThreads,
+crate::named! {
+    /// Where the workload runs, and the VM's I/O path if in a VM.
+    pub enum VirtMode: "mode" {
+        /// No VM: the workload runs on the host.
+        BareMetal = "bare-metal",
+        /// Trap-and-emulate IDE controller in the QEMU process.
+        IdeEmulation = "ide-emulation",
+        /// virtio-blk-data-plane: one virtqueue, one global mutex, one I/O thread (paper A Baseline).
+        Dataplane = "dataplane",
+        /// virtio-blk multi-queue: a virtqueue per vCPU, one batching I/O thread (paper A MQ).
+        Multiqueue = "multiqueue",
+        /// A virtqueue and a pinned I/O thread per vCPU, no global mutex (paper A MT).
+        PerVcpuThreads = "per-vcpu-threads",
+    }
 }
 
 impl VirtMode {
-    pub const NAMES: [&'static str; 5] =
-        ["bare-metal", "ide-emulation", "dataplane", "multiqueue", "per-vcpu-threads"];
-
-    pub fn from_name(name: &str) -> Option<VirtMode> {
-        Some(match name {
-            "bare-metal" => VirtMode::BareMetal,
-            "ide-emulation" => VirtMode::IdeEmulation,
-            "dataplane" => VirtMode::Dataplane,
-            "multiqueue" => VirtMode::Multiqueue,
-            "per-vcpu-threads" => VirtMode::PerVcpuThreads,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        Self::NAMES[self as usize]
-    }
-
     pub fn is_vm(self) -> bool {
         self != VirtMode::BareMetal
     }
 }
 
-/// How a userspace I/O thread (the QEMU process) issues requests to the host (QEMU's `aio=`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Aio {
-    /// Linux AIO: the I/O thread submits with `io_submit` itself.
-    Native,
-    /// QEMU's thread pool (its default, and the only way before Linux AIO support): each
-    /// request is handed to a worker thread, which must wake before it makes the system call.
-    Threads,
+crate::named! {
+    /// How a userspace I/O thread (the QEMU process) issues requests to the host (QEMU's `aio=`).
+    pub enum Aio: "value" {
+        /// Linux AIO: the I/O thread submits with `io_submit` itself.
+        Native = "native",
+        /// QEMU's thread pool (its default, and the only way before Linux AIO support): each
+        /// request is handed to a worker thread, which must wake before it makes the system call.
+        Threads = "threads",
+    }
 }
 
-/// How the guest tells the host that a request is waiting.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Notify {
-    /// The kick is a VM exit (IO_INST) that signals the I/O thread's eventfd.
-    Exit,
-    /// A polling thread on a dedicated hardware thread watches the queue: no exit, no wake-up.
-    Poll,
+crate::named! {
+    /// How the guest tells the host that a request is waiting.
+    pub enum Notify: "value" {
+        /// The kick is a VM exit (IO_INST) that signals the I/O thread's eventfd.
+        Exit = "exit",
+        /// A polling thread on a dedicated hardware thread watches the queue: no exit, no wake-up.
+        Poll = "poll",
+    }
 }
 
-/// Where the device is emulated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Emulation {
-    /// In the QEMU user process: every system call of the I/O thread crosses user/kernel.
-    Userspace,
-    /// In the hypervisor's own context (a kernel thread): no user/kernel crossings.
-    InHypervisor,
+crate::named! {
+    /// Where the device is emulated.
+    pub enum Emulation: "value" {
+        /// In the QEMU user process: every system call of the I/O thread crosses user/kernel.
+        Userspace = "userspace",
+        /// In the hypervisor's own context (a kernel thread): no user/kernel crossings.
+        InHypervisor = "in-hypervisor",
+    }
 }
 
-/// How a completion reaches the guest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Completion {
-    /// Interrupt injection: an EXT_INT exit if the vCPU is running, and the EOI is an exit.
-    Inject,
-    /// ELI-style direct delivery through a shadow IDT and x2APIC EOI: no exit.
-    Exitless,
+crate::named! {
+    /// How a completion reaches the guest.
+    pub enum Completion: "value" {
+        /// Interrupt injection: an EXT_INT exit if the vCPU is running, and the EOI is an exit.
+        Inject = "inject",
+        /// ELI-style direct delivery through a shadow IDT and x2APIC EOI: no exit.
+        Exitless = "exitless",
+    }
 }
 
 /// VM exit reasons, as `perf kvm stat` names them.

@@ -4,12 +4,29 @@
 
 use super::*;
 
+crate::named! {
+    /// `device.mode`.
+    pub(super) enum DriveMode: "mode" {
+        /// The drive runs its FTL.
+        Ssd = "ssd",
+        /// The FTL runs on the host, as pblk.
+        OpenChannel = "open-channel",
+    }
+}
+
+crate::named! {
+    /// `device.buffer.flush`: when the flusher writes the buffer to flash.
+    pub(super) enum FlushKind: "policy" {
+        Page = "page",
+        Watermark = "watermark",
+    }
+}
+
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct DeviceSection {
     pub(super) preset: Option<String>,
-    /// `ssd` (the drive runs its FTL) or `open-channel` (the FTL runs on the host, as pblk).
-    pub(super) mode: Option<String>,
+    pub(super) mode: Option<DriveMode>,
     pub(super) capacity: Option<Size>,
     #[serde(default)]
     pub(super) geometry: GeometrySection,
@@ -52,8 +69,8 @@ pub(super) struct TimingSection {
 #[serde(deny_unknown_fields)]
 pub(super) struct FtlSection {
     pub(super) overprovisioning: Option<f64>,
-    pub(super) mapping: Option<String>,
-    pub(super) gc_victim: Option<String>,
+    pub(super) mapping: Option<MappingKind>,
+    pub(super) gc_victim: Option<VictimPolicy>,
     pub(super) gc_threshold_blocks: Option<u32>,
     /// DFTL: bytes per L2P entry in a translation page.
     pub(super) entry_size: Option<u32>,
@@ -67,7 +84,7 @@ pub(super) struct CmtSection {
     pub(super) size: Option<String>,
     /// The same in translation pages.
     pub(super) pages: Option<u32>,
-    pub(super) policy: Option<String>,
+    pub(super) policy: Option<CmtPolicyKind>,
     /// Percent per tenant, summing to 100.
     pub(super) shares: Option<Vec<f64>>,
     pub(super) period: Option<Duration>,
@@ -80,7 +97,7 @@ pub(super) struct CmtSection {
 pub(super) struct BufferSection {
     pub(super) size: Option<Size>,
     pub(super) program_queue_depth: Option<u32>,
-    pub(super) flush: Option<String>,
+    pub(super) flush: Option<FlushKind>,
     pub(super) high_watermark: Option<f64>,
     pub(super) low_watermark: Option<f64>,
     pub(super) volatile_write_cache: Option<bool>,
@@ -105,7 +122,7 @@ pub(super) struct NullSection {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct PreconditionSection {
-    pub(super) state: Option<String>,
+    pub(super) state: Option<PreconditionState>,
     pub(super) fill: Option<f64>,
 }
 
@@ -131,7 +148,7 @@ pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec,
     let kind = match p.kind {
         DeviceKind::Null(mut n) => {
             reject_ssd_keys(ctx, d, name)?;
-            if d.mode.as_deref().is_some_and(|m| m != "ssd") {
+            if d.mode.is_some_and(|m| m != DriveMode::Ssd) {
                 return Err(ctx.err(format!(
                     "device.mode: preset '{name}' has no flash, so no FTL to run on the host: open-channel needs a flash preset"
                 )));
@@ -204,30 +221,13 @@ pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec,
                 c.overprovisioning = op;
             }
             c.mapping = resolve_mapping(ctx, f, &c.geometry)?;
-            c.open_channel = match d.mode.as_deref() {
-                None => c.open_channel,
-                Some("ssd") => false,
-                Some("open-channel") => true,
-                Some(m) => {
-                    return Err(ctx.err(format!("device.mode: unknown mode '{m}': expected one of ssd, open-channel")))
-                }
-            };
+            c.open_channel = d.mode.map_or(c.open_channel, |m| m == DriveMode::OpenChannel);
             if c.open_channel && c.mapping != MappingConfig::Full {
                 return Err(ctx.err(
                     "device.ftl.mapping: an open-channel drive's FTL runs on the host (pblk), which keeps the whole L2P table in host memory: use mapping = \"full\"",
                 ));
             }
-            if let Some(v) = &f.gc_victim {
-                c.victim_policy = match v.as_str() {
-                    "greedy" => VictimPolicy::Greedy,
-                    "cost-benefit" => VictimPolicy::CostBenefit,
-                    _ => {
-                        return Err(ctx.err(format!(
-                            "device.ftl.gc_victim: unknown policy '{v}': expected one of greedy, cost-benefit"
-                        )))
-                    }
-                };
-            }
+            c.victim_policy = f.gc_victim.unwrap_or(c.victim_policy);
             c.geometry.validate().map_err(|e| ctx.err(format!("device.geometry: {e}")))?;
             let capacity = match &d.capacity {
                 Some(_) if bpp_given => {
@@ -353,9 +353,8 @@ pub(super) const DEFAULT_CMT_PERIOD: Nanos = Nanos::from_secs(10);
 /// `device.ftl.mapping` and its DFTL keys. The CMT's size in pages is set later, once the
 /// drive's size is known ([`finish_mapping`]); here it holds 0 and `cmt_size` what was asked.
 pub(super) fn resolve_mapping(ctx: &Ctx, f: &FtlSection, geo: &Geometry) -> Result<MappingConfig, ConfigError> {
-    let mode = f.mapping.as_deref().unwrap_or("full");
-    match mode {
-        "full" => {
+    match f.mapping.unwrap_or(MappingKind::Full) {
+        MappingKind::Full => {
             if f.entry_size.is_some() || f.cmt.is_some() {
                 return Err(ctx.err(
                     "device.ftl: entry_size and [device.ftl.cmt] apply only with mapping = \"dftl\"",
@@ -363,7 +362,7 @@ pub(super) fn resolve_mapping(ctx: &Ctx, f: &FtlSection, geo: &Geometry) -> Resu
             }
             Ok(MappingConfig::Full)
         }
-        "dftl" => {
+        MappingKind::Dftl => {
             let entry_bytes = f.entry_size.unwrap_or(4);
             if entry_bytes == 0 || entry_bytes > geo.page_bytes {
                 return Err(ctx.err(format!(
@@ -373,15 +372,7 @@ pub(super) fn resolve_mapping(ctx: &Ctx, f: &FtlSection, geo: &Geometry) -> Resu
             }
             let empty = CmtSection::default();
             let s = f.cmt.as_ref().unwrap_or(&empty);
-            let policy = match s.policy.as_deref() {
-                None => CmtPolicyKind::Shared,
-                Some(p) => CmtPolicyKind::from_name(p).ok_or_else(|| {
-                    ctx.err(format!(
-                        "device.ftl.cmt.policy: unknown policy '{p}': expected one of {}",
-                        CmtPolicyKind::NAMES.join(", ")
-                    ))
-                })?,
-            };
+            let policy = s.policy.unwrap_or(CmtPolicyKind::Shared);
             let shares = match &s.shares {
                 None => None,
                 Some(v) => {
@@ -410,10 +401,6 @@ pub(super) fn resolve_mapping(ctx: &Ctx, f: &FtlSection, geo: &Geometry) -> Resu
             // with every policy so one base scenario can sweep the policy.
             Ok(MappingConfig::Dftl { entry_bytes, cmt: CmtConfig { pages: 0, policy, shares, period, step, floor } })
         }
-        other => Err(ctx.err(format!(
-            "device.ftl.mapping: unknown mapping '{other}': expected one of {}",
-            MappingConfig::NAMES.join(", ")
-        ))),
     }
 }
 
@@ -464,13 +451,13 @@ pub(super) fn finish_mapping(ctx: &Ctx, f: &FtlSection, c: &mut SsdConfig, tenan
 
 pub(super) fn resolve_flush(ctx: &Ctx, b: &BufferSection, preset: FlushPolicy) -> Result<FlushPolicy, ConfigError> {
     let watermarks = b.high_watermark.is_some() || b.low_watermark.is_some();
-    match b.flush.as_deref() {
+    match b.flush {
         None if !watermarks => Ok(preset),
-        Some("page") if !watermarks => Ok(FlushPolicy::Page),
-        None | Some("page") => Err(ctx.err(
+        Some(FlushKind::Page) if !watermarks => Ok(FlushPolicy::Page),
+        None | Some(FlushKind::Page) => Err(ctx.err(
             "device.buffer: high_watermark and low_watermark apply only with flush = \"watermark\"",
         )),
-        Some("watermark") => {
+        Some(FlushKind::Watermark) => {
             let high = b.high_watermark.unwrap_or(0.9);
             let low = b.low_watermark.unwrap_or(0.7);
             if !(0.0 < low && low < high && high <= 1.0) {
@@ -480,7 +467,6 @@ pub(super) fn resolve_flush(ctx: &Ctx, b: &BufferSection, preset: FlushPolicy) -
             }
             Ok(FlushPolicy::Watermark { high, low })
         }
-        Some(other) => Err(ctx.err(format!("device.buffer.flush: unknown policy '{other}': expected one of page, watermark"))),
     }
 }
 
@@ -506,15 +492,7 @@ pub(super) fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Res
 }
 
 pub(super) fn resolve_precondition(ctx: &Ctx, p: &PreconditionSection) -> Result<PreconditionSpec, ConfigError> {
-    let state = match p.state.as_deref() {
-        None => PreconditionState::Clean,
-        Some(name) => PreconditionState::from_name(name).ok_or_else(|| {
-            ctx.err(format!(
-                "precondition.state: unknown state '{name}': expected one of {}",
-                PreconditionState::NAMES.join(", ")
-            ))
-        })?,
-    };
+    let state = p.state.unwrap_or(PreconditionState::Clean);
     let fill = p.fill.unwrap_or(1.0);
     if !(fill > 0.0 && fill <= 1.0) {
         return Err(ctx.err(format!("precondition.fill: {fill} is out of range: expected a fraction in (0, 1], e.g. 0.8")));

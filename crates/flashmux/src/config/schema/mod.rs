@@ -11,7 +11,7 @@ use crate::device::precondition::{PreconditionSpec, PreconditionState};
 use crate::device::FlushPolicy;
 use crate::device::SsdConfig;
 use crate::flash::Geometry;
-use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, FtlError, MappingConfig, VictimPolicy};
+use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, FtlError, MappingConfig, MappingKind, VictimPolicy};
 use crate::host::{BudgetParams, CfqParams, HostConfig, MotsParams, SchedulerKind};
 use crate::units::{parse_duration, parse_size, Nanos};
 use crate::virt::{Aio, Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
@@ -202,19 +202,6 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
         notes: collected.notes,
         global_options: collected.globals,
     })
-}
-
-fn choice<T>(ctx: &Ctx, key: &str, v: &Option<String>, names: &[&str], values: &[T], default: T) -> Result<T, ConfigError>
-where
-    T: Copy,
-{
-    match v.as_deref() {
-        None => Ok(default),
-        Some(s) => match names.iter().position(|n| *n == s) {
-            Some(i) => Ok(values[i]),
-            None => Err(ctx.err(format!("{key}: unknown value '{s}': expected one of {}", names.join(", ")))),
-        },
-    }
 }
 
 /// Gathers what every job file contributes beyond its jobs: warnings, notes of unmodelled

@@ -7,11 +7,11 @@ use super::*;
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct VirtSection {
-    pub(super) mode: Option<String>,
+    pub(super) mode: Option<VirtMode>,
     pub(super) vcpus: Option<u32>,
-    pub(super) notify: Option<String>,
-    pub(super) emulation: Option<String>,
-    pub(super) completion: Option<String>,
+    pub(super) notify: Option<Notify>,
+    pub(super) emulation: Option<Emulation>,
+    pub(super) completion: Option<Completion>,
     pub(super) queue_size: Option<u32>,
     pub(super) max_merge: Option<Size>,
     pub(super) batch_window: Option<Duration>,
@@ -22,7 +22,7 @@ pub(super) struct VirtSection {
     pub(super) request_cost: Option<Duration>,
     pub(super) vq_push: Option<Duration>,
     pub(super) userspace_switch: Option<Duration>,
-    pub(super) aio: Option<String>,
+    pub(super) aio: Option<Aio>,
     pub(super) poll_detect: Option<Duration>,
     pub(super) ide_submit_exits: Option<u32>,
     pub(super) ide_complete_exits: Option<u32>,
@@ -48,12 +48,7 @@ pub(super) struct ExitCostSection {
 
 pub(super) fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, ConfigError> {
     let d = VirtConfig::default();
-    let mode = match &v.mode {
-        None => VirtMode::BareMetal,
-        Some(m) => VirtMode::from_name(m).ok_or_else(|| {
-            ctx.err(format!("virt.mode: unknown mode '{m}': expected one of {}", VirtMode::NAMES.join(", ")))
-        })?,
-    };
+    let mode = v.mode.unwrap_or(VirtMode::BareMetal);
     if !mode.is_vm() {
         let given = [
             ("vcpus", v.vcpus.is_some()),
@@ -91,23 +86,9 @@ pub(super) fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, Con
     let c = VirtConfig {
         mode,
         vcpus,
-        notify: choice(ctx, "virt.notify", &v.notify, &["exit", "poll"], &[Notify::Exit, Notify::Poll], d.notify)?,
-        emulation: choice(
-            ctx,
-            "virt.emulation",
-            &v.emulation,
-            &["userspace", "in-hypervisor"],
-            &[Emulation::Userspace, Emulation::InHypervisor],
-            if mode == VirtMode::IdeEmulation { Emulation::Userspace } else { d.emulation },
-        )?,
-        completion: choice(
-            ctx,
-            "virt.completion",
-            &v.completion,
-            &["inject", "exitless"],
-            &[Completion::Inject, Completion::Exitless],
-            d.completion,
-        )?,
+        notify: v.notify.unwrap_or(d.notify),
+        emulation: v.emulation.unwrap_or(if mode == VirtMode::IdeEmulation { Emulation::Userspace } else { d.emulation }),
+        completion: v.completion.unwrap_or(d.completion),
         queue_size: ctx.positive("virt.queue_size", v.queue_size.unwrap_or(d.queue_size))?,
         max_merge_bytes: v.max_merge.as_ref().map_or(d.max_merge_bytes, |m| m.bytes),
         batch_window: or(&v.batch_window, d.batch_window),
@@ -118,7 +99,7 @@ pub(super) fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, Con
         request_cost: or(&v.request_cost, d.request_cost),
         vq_push: or(&v.vq_push, d.vq_push),
         userspace_switch: or(&v.userspace_switch, d.userspace_switch),
-        aio: choice(ctx, "virt.aio", &v.aio, &["native", "threads"], &[Aio::Native, Aio::Threads], d.aio)?,
+        aio: v.aio.unwrap_or(d.aio),
         poll_detect: or(&v.poll_detect, d.poll_detect),
         ide_submit_exits: v.ide_submit_exits.unwrap_or(d.ide_submit_exits),
         ide_complete_exits: v.ide_complete_exits.unwrap_or(d.ide_complete_exits),
