@@ -251,6 +251,53 @@ impl Scenario {
         Some(s)
     }
 
+    /// Checks every part's rules (each config type's `validate`) and the rules between parts.
+    /// The loader checks each where it reads the key (so its errors have lines);
+    /// [`crate::sim::Simulator::new`] calls this, so a scenario built or changed in code meets
+    /// the rules a file must. The error starts with the key it is about.
+    pub fn validate(&self) -> Result<(), String> {
+        match &self.device.kind {
+            DeviceKind::Ssd(c) => c.validate()?,
+            DeviceKind::Null(n) => n.validate()?,
+        }
+        check_host_ftl(&self.host, &self.device)?;
+        self.host.validate()?;
+        self.virt.validate()?;
+        if self.virt.mode.is_vm() && self.host.cpu.is_none() {
+            return Err(format!("virt.mode: a VM ({}) runs on host threads: it needs host.cpu", self.virt.mode));
+        }
+        self.precondition.validate()?;
+        if self.stop.time == Some(Nanos::ZERO) {
+            return Err("stop.time: must be longer than zero".into());
+        }
+        if self.stop.requests == Some(0) {
+            return Err("stop.requests: must be at least 1 (got 0)".into());
+        }
+        if self.output.timeline_interval == Nanos::ZERO {
+            return Err("output.timeline_interval: must be longer than zero".into());
+        }
+        if self.tenants.is_empty() {
+            return Err("no tenants: a scenario needs at least one".into());
+        }
+        let capacity = self.device.capacity_bytes();
+        for (i, t) in self.tenants.iter().enumerate() {
+            if !(1..=MAX_WEIGHT).contains(&t.weight) {
+                return Err(format!(
+                    "tenant[{i}] ({}).weight: {} is not a valid weight: expected a whole number from 1 to {MAX_WEIGHT} (default {DEFAULT_WEIGHT})",
+                    t.name, t.weight
+                ));
+            }
+            let (off, len) = t.region;
+            if len == 0 || off % 512 != 0 || len % 512 != 0 || off.checked_add(len).is_none_or(|end| end > capacity) {
+                return Err(format!(
+                    "tenant[{i}] ({}).region: {off}+{len} bytes: expected a non-zero multiple of 512 bytes within the device's {capacity} bytes",
+                    t.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// SHA-256 (hex) of everything that determines the run's results.
     pub fn config_hash(&self) -> String {
         let view = serde_json::json!({
@@ -295,6 +342,19 @@ impl Scenario {
         h.update(view.to_string().as_bytes());
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
+}
+
+/// The budget schedulers throttle where a host FTL takes requests: only an open-channel drive
+/// has one.
+fn check_host_ftl(host: &HostConfig, device: &DeviceSpec) -> Result<(), String> {
+    let open_channel = matches!(&device.kind, DeviceKind::Ssd(c) if c.open_channel);
+    if host.scheduler.needs_host_ftl() && !open_channel {
+        return Err(format!(
+            "host.scheduler: '{}' needs an open-channel drive (device.mode = \"open-channel\", or preset \"cosmos\"): it throttles where the host FTL takes requests (pblk's ring write buffer) and prices them from what that FTL sees; a drive that runs its own FTL shows the host neither",
+            host.scheduler.name()
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

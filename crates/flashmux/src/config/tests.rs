@@ -497,3 +497,49 @@ fn generated_text_names_keys_but_no_lines() {
     let e = Scenario::from_generated_toml(&text, "point 3", Path::new(".")).unwrap_err().to_string();
     assert!(e.starts_with("point 3: device.capacity: invalid size 'x'"), "{e}");
 }
+
+#[test]
+fn a_scenario_changed_in_code_meets_the_rules_a_file_must() {
+    use crate::sim::{SimError, Simulator};
+    let good = load(MINIMAL).unwrap();
+    assert_eq!(good.validate(), Ok(()));
+    let rejected = |change: &dyn Fn(&mut Scenario), key: &str| {
+        let mut s = good.clone();
+        change(&mut s);
+        let e = s.validate().expect_err(key);
+        assert!(e.starts_with(key), "{key}: {e}");
+        match Simulator::new(s) {
+            Err(SimError::Config(m)) => assert_eq!(m, e),
+            Err(other) => panic!("{key}: {other}"),
+            Ok(_) => panic!("{key}: built"),
+        }
+    };
+    rejected(&|s| s.tenants[0].weight = 0, "tenant[0] (a).weight");
+    rejected(&|s| s.tenants[0].region.1 += 1 << 40, "tenant[0] (a).region");
+    rejected(&|s| s.host.queue_depth = 0, "host.queue_depth");
+    rejected(&|s| s.host.scheduler = crate::host::SchedulerKind::from_name("fair").unwrap(), "host.scheduler");
+    rejected(&|s| s.virt.mode = crate::virt::VirtMode::Dataplane, "virt.mode");
+    rejected(&|s| s.precondition.fill = 1.5, "precondition.fill");
+    rejected(&|s| s.output.timeline_interval = Nanos::ZERO, "output.timeline_interval");
+    rejected(&|s| s.stop.requests = Some(0), "stop.requests");
+    rejected(
+        &|s| {
+            let DeviceKind::Ssd(c) = &mut s.device.kind else { unreachable!() };
+            c.buffer_units = 1;
+        },
+        "device.buffer.size",
+    );
+    rejected(
+        &|s| {
+            let DeviceKind::Ssd(c) = &mut s.device.kind else { unreachable!() };
+            c.flush = crate::device::FlushPolicy::Watermark { high: 0.5, low: 0.6 };
+        },
+        "device.buffer: watermarks",
+    );
+    rejected(
+        &|s| {
+            s.host.cpu = Some(crate::virt::CpuConfig { smt_slowdown: 9.0, ..Default::default() });
+        },
+        "host.cpu.smt_slowdown",
+    );
+}

@@ -15,7 +15,7 @@ mod report;
 mod ssd;
 
 pub use report::{CmtReport, DeviceResult, TenantDeviceCounters, TenantDeviceReport};
-pub use ssd::{FlushPolicy, GcMode, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats};
+pub use ssd::{FlushPolicy, GcMode, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats, MAX_OVERPROVISIONING};
 
 use crate::units::{DieId, Nanos, QueueId, ReqId, SimTime, TenantId};
 use serde::Serialize;
@@ -101,6 +101,16 @@ pub struct NullConfig {
     pub latency: Nanos,
 }
 
+impl NullConfig {
+    /// At least one 4 KiB block.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.capacity_bytes < 4096 {
+            return Err("device.capacity: must be at least 4 KiB".into());
+        }
+        Ok(())
+    }
+}
+
 pub enum Backend {
     Ssd(Box<Ssd>),
     Null(NullConfig),
@@ -146,7 +156,10 @@ impl Device {
     pub fn build(nvme: NvmeConfig, kind: &DeviceKind, tenants: usize) -> Result<Device, SsdError> {
         let backend = match kind {
             DeviceKind::Ssd(c) => Backend::Ssd(Box::new(Ssd::new(c.clone(), tenants)?)),
-            DeviceKind::Null(n) => Backend::Null(n.clone()),
+            DeviceKind::Null(n) => {
+                n.validate().map_err(SsdError::Config)?;
+                Backend::Null(n.clone())
+            }
         };
         Ok(Device::new(nvme, backend))
     }

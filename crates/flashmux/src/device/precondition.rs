@@ -37,6 +37,16 @@ pub struct PreconditionSpec {
     pub fill: f64,
 }
 
+impl PreconditionSpec {
+    /// `fill` is a fraction in (0, 1].
+    pub fn validate(&self) -> Result<(), String> {
+        if self.fill > 0.0 && self.fill <= 1.0 {
+            return Ok(());
+        }
+        Err(format!("precondition.fill: {} is out of range: expected a fraction in (0, 1], e.g. 0.8", self.fill))
+    }
+}
+
 /// A contiguous range of logical units and who owns the data written there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {

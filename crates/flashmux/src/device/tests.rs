@@ -608,3 +608,42 @@ fn the_device_preconditions_itself_by_tenant_region_and_starts_counting_afresh()
     let mut null = Device::new(nvme(), Backend::Null(NullConfig { capacity_bytes: 1 << 20, latency: Nanos(1) }));
     assert_eq!(null.precondition(&spec, &[(0, 1 << 20)], 7, &|| false), Default::default());
 }
+
+#[test]
+fn a_drive_built_in_code_meets_the_rules_a_scenario_file_must() {
+    assert!(Ssd::new(ssd_config(1, 1, 8), 1).is_ok());
+    let rejected = |change: &dyn Fn(&mut SsdConfig), key: &str| {
+        let mut c = ssd_config(1, 1, 8);
+        change(&mut c);
+        match Ssd::new(c, 1) {
+            Err(SsdError::Config(m)) => assert!(m.starts_with(key), "{key}: {m}"),
+            Err(e) => panic!("{key}: {e}"),
+            Ok(_) => panic!("{key}: built"),
+        }
+    };
+    rejected(&|c| c.buffer_units = 3, "device.buffer.size: 12288 bytes is too small");
+    rejected(&|c| c.overprovisioning = 0.0, "device.ftl.overprovisioning");
+    rejected(&|c| c.gc_threshold_blocks = 1, "device.ftl.gc_threshold_blocks");
+    rejected(&|c| c.program_queue_depth = 0, "device.buffer.program_queue_depth");
+    rejected(&|c| c.flush = FlushPolicy::Watermark { high: 1.5, low: 0.5 }, "device.buffer: watermarks");
+    rejected(&|c| c.geometry.channels = 0, "device.geometry");
+    rejected(
+        &|c| {
+            c.open_channel = true;
+            c.mapping = MappingConfig::Dftl {
+                entry_bytes: 4,
+                cmt: crate::ftl::CmtConfig {
+                    pages: 4,
+                    policy: crate::ftl::CmtPolicyKind::Shared,
+                    shares: None,
+                    period: Nanos::from_secs(1),
+                    step: 1,
+                    floor: 1,
+                },
+            }
+        },
+        "device.ftl.mapping",
+    );
+    let null = DeviceKind::Null(NullConfig { capacity_bytes: 512, latency: Nanos(1) });
+    assert!(matches!(Device::build(nvme(), &null, 1), Err(SsdError::Config(m)) if m.starts_with("device.capacity")));
+}

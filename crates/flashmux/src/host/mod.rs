@@ -27,3 +27,14 @@ pub struct HostConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<crate::virt::CpuConfig>,
 }
+
+impl HostConfig {
+    /// Checks the host's rules; the error names the key (`host.*`).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.queue_depth == 0 {
+            return Err("host.queue_depth: must be at least 1 (got 0)".into());
+        }
+        self.scheduler.validate()?;
+        self.cpu.as_ref().map_or(Ok(()), |c| c.validate())
+    }
+}

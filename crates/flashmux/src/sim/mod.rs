@@ -93,6 +93,10 @@ pub enum SimError {
     Device(String),
     #[error("{0}")]
     Trace(String),
+    /// The scenario breaks a rule of [`Scenario::validate`] (one built or changed in code: the
+    /// loader refuses such a file).
+    #[error("scenario: {0}")]
+    Config(String),
 }
 
 pub struct Simulator {
@@ -133,6 +137,7 @@ impl Simulator {
     /// says so, preconditioning ends there and the simulator is built already finished
     /// ([`StopReason::Interrupted`]), so its results say what was done.
     pub fn new_polling(scenario: Scenario, stop: &dyn Fn() -> bool) -> Result<Simulator, SimError> {
+        scenario.validate().map_err(SimError::Config)?;
         let device = build_device(&scenario)?;
         let work = Workloads::build(&scenario, device.sector_bytes())?;
         let mut sim = Simulator {

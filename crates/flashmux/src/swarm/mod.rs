@@ -405,5 +405,6 @@ fn sim_reason(e: &SimError) -> String {
         SimError::Fio(f) => fio_reason(f),
         SimError::Device(m) => format!("device: {}", normalize(m, 50)),
         SimError::Trace(m) => format!("trace: {}", normalize(m, 50)),
+        SimError::Config(m) => format!("scenario: {}", normalize(m, 50)),
     }
 }

@@ -165,6 +165,25 @@ impl CpuConfig {
     pub fn hw_threads(&self) -> u32 {
         self.cores * self.threads_per_core
     }
+
+    /// Checks the host CPU's rules; the error names the key (`host.cpu.*`).
+    pub fn validate(&self) -> Result<(), String> {
+        for (key, v) in [("cores", self.cores), ("threads_per_core", self.threads_per_core)] {
+            if v == 0 {
+                return Err(format!("host.cpu.{key}: must be at least 1 (got 0)"));
+            }
+        }
+        if self.quantum == Nanos::ZERO {
+            return Err("host.cpu.quantum: must be longer than zero".into());
+        }
+        if !(1.0..=4.0).contains(&self.smt_slowdown) {
+            return Err(format!(
+                "host.cpu.smt_slowdown: {} is out of range: expected a factor from 1.0 (none) to 4.0",
+                self.smt_slowdown
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for CpuConfig {
@@ -224,6 +243,22 @@ pub struct VirtConfig {
     pub ide_complete_exits: u32,
     /// Costs per exit reason, indexed by [`ExitReason::index`].
     pub exits: [ExitCost; 4],
+}
+
+impl VirtConfig {
+    /// Checks the VM path's rules; the error names the key (`virt.*`).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.vcpus == 0 {
+            return Err("virt.vcpus: a VM needs at least 1 vCPU (got 0)".into());
+        }
+        if self.queue_size == 0 {
+            return Err("virt.queue_size: must be at least 1 (got 0)".into());
+        }
+        if self.aio == Aio::Threads && self.emulation == Emulation::InHypervisor {
+            return Err("virt.aio = \"threads\": QEMU's thread pool is userspace emulation's; with emulation = \"in-hypervisor\" the hypervisor submits requests itself (drop virt.aio)".into());
+        }
+        Ok(())
+    }
 }
 
 impl Default for VirtConfig {

@@ -155,9 +155,7 @@ pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec,
             }
             if let Some(c) = &d.capacity {
                 n.capacity_bytes = c.bytes;
-                if n.capacity_bytes < 4096 {
-                    return Err(ctx.err("device.capacity: must be at least 4 KiB"));
-                }
+                n.validate().map_err(|e| ctx.err(e))?;
             }
             if let Some(l) = &d.null.latency {
                 n.latency = l.0;
@@ -213,20 +211,11 @@ pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec,
             }
             let f = &d.ftl;
             if let Some(op) = f.overprovisioning {
-                if !(op > 0.0 && op <= MAX_OVERPROVISIONING) {
-                    return Err(ctx.err(format!(
-                        "device.ftl.overprovisioning: {op} is out of range: expected a fraction of the logical capacity above 0 and at most {MAX_OVERPROVISIONING} (0.07 is 7% more flash than logical space, 10 is 11 times as much)"
-                    )));
-                }
+                SsdConfig::check_overprovisioning(op).map_err(|e| ctx.err(e))?;
                 c.overprovisioning = op;
             }
             c.mapping = resolve_mapping(ctx, f, &c.geometry)?;
             c.open_channel = d.mode.map_or(c.open_channel, |m| m == DriveMode::OpenChannel);
-            if c.open_channel && c.mapping != MappingConfig::Full {
-                return Err(ctx.err(
-                    "device.ftl.mapping: an open-channel drive's FTL runs on the host (pblk), which keeps the whole L2P table in host memory: use mapping = \"full\"",
-                ));
-            }
             c.victim_policy = f.gc_victim.unwrap_or(c.victim_policy);
             c.geometry.validate().map_err(|e| ctx.err(format!("device.geometry: {e}")))?;
             let capacity = match &d.capacity {
@@ -239,11 +228,7 @@ pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec,
                 None => None,
             };
             if let Some(t) = f.gc_threshold_blocks {
-                if t < 2 {
-                    return Err(ctx.err(format!(
-                        "device.ftl.gc_threshold_blocks: {t} is too low: at least 2 free blocks per plane are needed (one for host writes, one for GC)"
-                    )));
-                }
+                SsdConfig::check_gc_threshold(t).map_err(|e| ctx.err(e))?;
             }
             // What the over-provisioning decides (the size for a capacity, the default GC
             // threshold), kept apart so that a better over-provisioning can be looked for below.
@@ -260,19 +245,7 @@ pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec,
             }
             c.flush = resolve_flush(ctx, b, c.flush)?;
             c.volatile_write_cache = b.volatile_write_cache.unwrap_or(c.volatile_write_cache);
-            let stripe_units = c.geometry.planes() * c.geometry.units_per_page();
-            if c.buffer_units < 2 * stripe_units {
-                return Err(ctx.err(format!(
-                    "device.buffer.size: {} bytes is too small: the write buffer must hold at least two flash pages per plane ({} bytes) so the flusher can always fill a page",
-                    c.buffer_units as u64 * c.geometry.unit_bytes as u64,
-                    2 * stripe_units as u64 * c.geometry.page_bytes as u64 / c.geometry.units_per_page() as u64
-                )));
-            }
-            if c.logical_units() == 0 {
-                return Err(ctx.err(
-                    "device: the drive's capacity is smaller than one flash page per plane after over-provisioning",
-                ));
-            }
+            c.validate().map_err(|e| ctx.err(e))?;
             Ftl::check_params(&c.geometry, &c.ftl_params()).map_err(|e| match e {
                 FtlError::OverprovisioningTooLow { .. } => ctx.err(format!(
                     "device.ftl: {e}; to fix it: {}",
@@ -285,9 +258,6 @@ pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec,
     };
     Ok(DeviceSpec { preset: name.to_string(), kind, nvme })
 }
-
-/// The largest `device.ftl.overprovisioning`: eleven times as much flash as logical space.
-pub(super) const MAX_OVERPROVISIONING: f64 = 10.0;
 
 /// Sizes the drive for `capacity` (the key's text and its bytes), if one is given, and sets the
 /// GC threshold (`threshold`, or the default for the drive's size): the settings that follow from
@@ -364,12 +334,7 @@ pub(super) fn resolve_mapping(ctx: &Ctx, f: &FtlSection, geo: &Geometry) -> Resu
         }
         MappingKind::Dftl => {
             let entry_bytes = f.entry_size.unwrap_or(4);
-            if entry_bytes == 0 || entry_bytes > geo.page_bytes {
-                return Err(ctx.err(format!(
-                    "device.ftl.entry_size: {entry_bytes} bytes: expected 1 to the page size ({} bytes)",
-                    geo.page_bytes
-                )));
-            }
+            SsdConfig::check_entry_size(entry_bytes, geo.page_bytes).map_err(|e| ctx.err(e))?;
             let empty = CmtSection::default();
             let s = f.cmt.as_ref().unwrap_or(&empty);
             let policy = s.policy.unwrap_or(CmtPolicyKind::Shared);
@@ -458,14 +423,9 @@ pub(super) fn resolve_flush(ctx: &Ctx, b: &BufferSection, preset: FlushPolicy) -
             "device.buffer: high_watermark and low_watermark apply only with flush = \"watermark\"",
         )),
         Some(FlushKind::Watermark) => {
-            let high = b.high_watermark.unwrap_or(0.9);
-            let low = b.low_watermark.unwrap_or(0.7);
-            if !(0.0 < low && low < high && high <= 1.0) {
-                return Err(ctx.err(format!(
-                    "device.buffer: watermarks low = {low}, high = {high}: expected 0 < low < high <= 1 (fractions of the buffer)"
-                )));
-            }
-            Ok(FlushPolicy::Watermark { high, low })
+            let p = FlushPolicy::Watermark { high: b.high_watermark.unwrap_or(0.9), low: b.low_watermark.unwrap_or(0.7) };
+            p.validate().map_err(|e| ctx.err(e))?;
+            Ok(p)
         }
     }
 }
@@ -494,9 +454,7 @@ pub(super) fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Res
 pub(super) fn resolve_precondition(ctx: &Ctx, p: &PreconditionSection) -> Result<PreconditionSpec, ConfigError> {
     let state = p.state.unwrap_or(PreconditionState::Clean);
     let fill = p.fill.unwrap_or(1.0);
-    if !(fill > 0.0 && fill <= 1.0) {
-        return Err(ctx.err(format!("precondition.fill: {fill} is out of range: expected a fraction in (0, 1], e.g. 0.8")));
-    }
+    PreconditionSpec { state, fill }.validate().map_err(|e| ctx.err(e))?;
     if let (Some(f), PreconditionState::Clean) = (p.fill, state) {
         return Err(ctx.err(format!(
             "precondition.fill: {f} means nothing on a clean drive (precondition.state is \"clean\"{}): a clean drive holds no data; set state = \"sequential-fill\" or \"aged\", or drop fill",

@@ -83,13 +83,15 @@ pub(super) fn resolve_host(ctx: &Ctx, h: &HostSection, device_preset: &str) -> R
         })?,
     };
     let scheduler = resolve_scheduler_params(ctx, h, scheduler, device_preset)?;
-    Ok(HostConfig {
-        queue_depth: ctx.positive("host.queue_depth", h.queue_depth.unwrap_or(DEFAULT_HOST_QUEUE_DEPTH))?,
+    let host = HostConfig {
+        queue_depth: h.queue_depth.unwrap_or(DEFAULT_HOST_QUEUE_DEPTH),
         scheduler,
         submit_overhead: or(&h.submit_overhead, DEFAULT_SUBMIT_OVERHEAD),
         completion_overhead: or(&h.completion_overhead, DEFAULT_COMPLETION_OVERHEAD),
-        cpu: h.cpu.as_ref().map(|c| resolve_cpu(ctx, c)).transpose()?,
-    })
+        cpu: h.cpu.as_ref().map(resolve_cpu),
+    };
+    host.validate().map_err(|e| ctx.err(e))?;
+    Ok(host)
 }
 
 /// `[host.cfq]` and `[host.mcfq]`: each only with a scheduler that uses it.
@@ -109,12 +111,12 @@ pub(super) fn resolve_scheduler_params(ctx: &Ctx, h: &HostSection, kind: Schedul
             "host.hwabc: applies only with scheduler = \"hwabc\" or \"hwabc-oracle\" (the scheduler is '{name}')"
         )));
     }
-    let cfq = |p: CfqParams| h.cfq.as_ref().map_or(Ok(p), |c| resolve_cfq(ctx, c, p));
+    let cfq = |p: CfqParams| h.cfq.as_ref().map_or(p, |c| resolve_cfq(c, p));
     Ok(match kind {
         SchedulerKind::None => kind,
-        SchedulerKind::Cfq(p) => SchedulerKind::Cfq(cfq(p)?),
+        SchedulerKind::Cfq(p) => SchedulerKind::Cfq(cfq(p)),
         SchedulerKind::Mcfq(p, m) => {
-            SchedulerKind::Mcfq(cfq(p)?, h.mcfq.as_ref().map_or(Ok(m), |s| resolve_mots(ctx, s, m))?)
+            SchedulerKind::Mcfq(cfq(p), h.mcfq.as_ref().map_or(Ok(m), |s| resolve_mots(ctx, s, m))?)
         }
         SchedulerKind::Fair(p) => SchedulerKind::Fair(match &h.fair {
             Some(f) => resolve_budget(ctx, "host.fair", (&f.period, f.window, f.windows), p)?,
@@ -128,7 +130,6 @@ pub(super) fn resolve_scheduler_params(ctx: &Ctx, h: &HostSection, kind: Schedul
             hw.alpha = s.alpha.unwrap_or(hw.alpha);
             hw.a = s.a.unwrap_or(hw.a);
             hw.b = s.b.unwrap_or(hw.b);
-            hw.validate().map_err(|e| ctx.err(format!("host.hwabc.{e}")))?;
             SchedulerKind::Hwabc(p, hw)
         }
     })
@@ -153,73 +154,55 @@ pub(super) fn resolve_budget(
     if let Some(n) = windows {
         p.cost.windows = ctx.positive(&format!("{section}.windows"), n)?;
     }
-    p.cost.validate().map_err(|e| ctx.err(format!("{section}: {e}")))?;
     Ok(p)
 }
 
-pub(super) fn resolve_cfq(ctx: &Ctx, c: &CfqSection, d: CfqParams) -> Result<CfqParams, ConfigError> {
-    let p = CfqParams {
+/// `[host.cfq]` over `d` (its rules are [`CfqParams::validate`]'s).
+pub(super) fn resolve_cfq(c: &CfqSection, d: CfqParams) -> CfqParams {
+    CfqParams {
         slice_sync: or(&c.slice_sync, d.slice_sync),
         slice_idle: or(&c.slice_idle, d.slice_idle),
         target_latency: or(&c.target_latency, d.target_latency),
-        quantum: ctx.positive("host.cfq.quantum", c.quantum.unwrap_or(d.quantum))?,
+        quantum: c.quantum.unwrap_or(d.quantum),
         fifo_expire_write: or(&c.fifo_expire_write, d.fifo_expire_write),
+    }
+}
+
+/// `[host.mcfq]` over `d`: the window is given as a duration, a whole number of sampling
+/// intervals (the other rules are [`MotsParams::validate`]'s).
+pub(super) fn resolve_mots(ctx: &Ctx, m: &McfqSection, d: MotsParams) -> Result<MotsParams, ConfigError> {
+    let mut p = MotsParams {
+        interval: or(&m.interval, d.interval),
+        window: d.window,
+        min_scale: m.min_scale.unwrap_or(d.min_scale),
+        max_scale: m.max_scale.unwrap_or(d.max_scale),
     };
-    for (key, v) in [("slice_sync", p.slice_sync), ("target_latency", p.target_latency)] {
-        if v == Nanos::ZERO {
-            return Err(ctx.err(format!("host.cfq.{key}: must be longer than zero")));
+    p.validate().map_err(|e| ctx.err(e))?;
+    if let Some(v) = &m.window {
+        let (w, interval) = (v.0, p.interval);
+        if w < interval || w.0 % interval.0 != 0 {
+            return Err(ctx.err(format!(
+                "host.mcfq.window: {} is not a whole number of sampling intervals ({interval}): the window is made of samples",
+                v.1
+            )));
         }
+        p.window = u32::try_from(w.0 / interval.0).map_err(|_| ctx.err("host.mcfq.window: too many samples"))?;
     }
     Ok(p)
 }
 
-pub(super) fn resolve_mots(ctx: &Ctx, m: &McfqSection, d: MotsParams) -> Result<MotsParams, ConfigError> {
-    let interval = or(&m.interval, d.interval);
-    if interval < Nanos::from_ms(1) {
-        return Err(ctx.err("host.mcfq.interval: must be at least 1ms"));
-    }
-    let window = match &m.window {
-        None => d.window,
-        Some(v) => {
-            let w = v.0;
-            if w < interval || w.0 % interval.0 != 0 {
-                return Err(ctx.err(format!(
-                    "host.mcfq.window: {} is not a whole number of sampling intervals ({interval}): the window is made of samples",
-                    v.1
-                )));
-            }
-            u32::try_from(w.0 / interval.0).map_err(|_| ctx.err("host.mcfq.window: too many samples"))?
-        }
-    };
-    let min_scale = m.min_scale.unwrap_or(d.min_scale);
-    let max_scale = m.max_scale.unwrap_or(d.max_scale);
-    if !(min_scale > 0.0 && min_scale <= 1.0 && (1.0..=1000.0).contains(&max_scale)) {
-        return Err(ctx.err(format!(
-            "host.mcfq: min_scale = {min_scale}, max_scale = {max_scale}: expected 0 < min_scale <= 1 <= max_scale <= 1000"
-        )));
-    }
-    Ok(MotsParams { interval, window, min_scale, max_scale })
-}
-
-pub(super) fn resolve_cpu(ctx: &Ctx, c: &CpuSection) -> Result<CpuConfig, ConfigError> {
+/// `[host.cpu]` over paper A's host (its rules are [`CpuConfig::validate`]'s).
+pub(super) fn resolve_cpu(c: &CpuSection) -> CpuConfig {
     let d = CpuConfig::default();
-    let quantum = or(&c.quantum, d.quantum);
-    if quantum == Nanos::ZERO {
-        return Err(ctx.err("host.cpu.quantum: must be longer than zero"));
-    }
-    Ok(CpuConfig {
-        cores: ctx.positive("host.cpu.cores", c.cores.unwrap_or(d.cores))?,
-        threads_per_core: ctx.positive("host.cpu.threads_per_core", c.threads_per_core.unwrap_or(d.threads_per_core))?,
-        quantum,
+    CpuConfig {
+        cores: c.cores.unwrap_or(d.cores),
+        threads_per_core: c.threads_per_core.unwrap_or(d.threads_per_core),
+        quantum: or(&c.quantum, d.quantum),
         context_switch: or(&c.context_switch, d.context_switch),
         wakeup: or(&c.wakeup, d.wakeup),
         spin: or(&c.spin, d.spin),
         syscall: or(&c.syscall, d.syscall),
         app: or(&c.app, d.app),
-        smt_slowdown: match c.smt_slowdown {
-            None => d.smt_slowdown,
-            Some(x) if (1.0..=4.0).contains(&x) => x,
-            Some(x) => return Err(ctx.err(format!("host.cpu.smt_slowdown: {x} is out of range: expected a factor from 1.0 (none) to 4.0"))),
-        },
-    })
+        smt_slowdown: c.smt_slowdown.unwrap_or(d.smt_slowdown),
+    }
 }

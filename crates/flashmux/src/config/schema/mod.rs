@@ -9,7 +9,7 @@ use super::{
 };
 use crate::device::precondition::{PreconditionSpec, PreconditionState};
 use crate::device::FlushPolicy;
-use crate::device::SsdConfig;
+use crate::device::{SsdConfig, MAX_OVERPROVISIONING};
 use crate::flash::Geometry;
 use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, FtlError, MappingConfig, MappingKind, VictimPolicy};
 use crate::host::{BudgetParams, CfqParams, HostConfig, MotsParams, SchedulerKind};
@@ -145,13 +145,7 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
     let device = resolve_device(&ctx, &f.device)?;
     let precondition = resolve_precondition(&ctx, &f.precondition)?;
     let mut host = resolve_host(&ctx, &f.host, &device.preset)?;
-    let open_channel = matches!(&device.kind, DeviceKind::Ssd(c) if c.open_channel);
-    if host.scheduler.needs_host_ftl() && !open_channel {
-        return Err(ctx.err(format!(
-            "host.scheduler: '{}' needs an open-channel drive (device.mode = \"open-channel\", or preset \"cosmos\"): it throttles where the host FTL takes requests (pblk's ring write buffer) and prices them from what that FTL sees; a drive that runs its own FTL shows the host neither",
-            host.scheduler.name()
-        )));
-    }
+    super::check_host_ftl(&host, &device).map_err(|e| ctx.err(e))?;
     let virt = resolve_virt(&ctx, &f.virt)?;
     if virt.mode.is_vm() && host.cpu.is_none() {
         // A VM runs on host threads: the CPU model is on, with paper A's host by default.
@@ -188,7 +182,7 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
     if let DeviceKind::Ssd(c) = &mut device.kind {
         finish_mapping(&ctx, &f.device.ftl, c, tenants.len())?;
     }
-    Ok(Scenario {
+    let s = Scenario {
         name: f.name.unwrap_or_else(|| Path::new(file).file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into())),
         seed: f.seed.unwrap_or(DEFAULT_SEED),
         device,
@@ -201,7 +195,11 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
         warnings: collected.warnings,
         notes: collected.notes,
         global_options: collected.globals,
-    })
+    };
+    // Every rule was checked above, where its key was read; this is the boundary's assertion
+    // that the scenario meets the rules `Simulator::new` will check again.
+    s.validate().map_err(|e| ctx.err(e))?;
+    Ok(s)
 }
 
 /// Gathers what every job file contributes beyond its jobs: warnings, notes of unmodelled

@@ -70,9 +70,6 @@ pub(super) fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, Con
         return Err(ctx.err(format!("virt.batch_window: only for mode multiqueue, not {}", mode.name())));
     }
     let vcpus = v.vcpus.unwrap_or(d.vcpus);
-    if vcpus == 0 {
-        return Err(ctx.err("virt.vcpus: a VM needs at least 1 vCPU (got 0)"));
-    }
     let mut exits = d.exits;
     if let Some(e) = &v.exits {
         for (r, sec) in ExitReason::ALL.iter().zip([&e.io_inst, &e.ext_int, &e.msr_write, &e.hlt]) {
@@ -89,7 +86,7 @@ pub(super) fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, Con
         notify: v.notify.unwrap_or(d.notify),
         emulation: v.emulation.unwrap_or(if mode == VirtMode::IdeEmulation { Emulation::Userspace } else { d.emulation }),
         completion: v.completion.unwrap_or(d.completion),
-        queue_size: ctx.positive("virt.queue_size", v.queue_size.unwrap_or(d.queue_size))?,
+        queue_size: v.queue_size.unwrap_or(d.queue_size),
         max_merge_bytes: v.max_merge.as_ref().map_or(d.max_merge_bytes, |m| m.bytes),
         batch_window: or(&v.batch_window, d.batch_window),
         pin_vcpus: v.pin_vcpus.unwrap_or(d.pin_vcpus),
@@ -105,9 +102,7 @@ pub(super) fn resolve_virt(ctx: &Ctx, v: &VirtSection) -> Result<VirtConfig, Con
         ide_complete_exits: v.ide_complete_exits.unwrap_or(d.ide_complete_exits),
         exits,
     };
-    if c.aio == Aio::Threads && c.emulation == Emulation::InHypervisor {
-        return Err(ctx.err("virt.aio = \"threads\": QEMU's thread pool is userspace emulation's; with emulation = \"in-hypervisor\" the hypervisor submits requests itself (drop virt.aio)"));
-    }
+    c.validate().map_err(|e| ctx.err(e))?;
     Ok(c)
 }
 

@@ -48,15 +48,17 @@
 //! Gupta et al. (ASPLOS '09); open-channel mode follows Linux's pblk.
 
 mod array;
+mod config;
 mod flusher;
 mod gc;
 mod map_path;
 
+pub use config::{FlushPolicy, SsdConfig, MAX_OVERPROVISIONING};
 pub use gc::GcMode;
 
 use super::{CmdState, Command, DeviceEvent, IoOp, Outbox};
-use crate::flash::{Geometry, Timing};
-use crate::ftl::{CmtPolicy, Ftl, FtlParams, Loc, MapStats, MappingConfig, VictimPolicy};
+use crate::flash::Geometry;
+use crate::ftl::{CmtPolicy, Ftl, Loc, MapStats};
 use super::HostFtl;
 use crate::units::{Lpn, SimTime, TenantId};
 use array::FlashArray;
@@ -64,70 +66,6 @@ use flusher::Flusher;
 use gc::GcBook;
 use map_path::MapPath;
 use serde::Serialize;
-
-/// Configuration of the SSD back end.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SsdConfig {
-    pub geometry: Geometry,
-    pub timing: Timing,
-    /// Spare capacity as a fraction of the logical capacity: physical = logical × (1 + op).
-    pub overprovisioning: f64,
-    pub victim_policy: VictimPolicy,
-    pub gc_threshold_blocks: u32,
-    /// DRAM write-buffer capacity in mapping units.
-    pub buffer_units: u32,
-    /// Programs that may be queued on one die at once.
-    pub program_queue_depth: u32,
-    /// When the write buffer is drained to flash.
-    pub flush: FlushPolicy,
-    /// Host link (PCIe/SATA) bandwidth per direction, bytes per second.
-    pub host_link_bytes_per_sec: u64,
-    /// How the controller holds the L2P table.
-    pub mapping: MappingConfig,
-    /// The write buffer is lost on a power failure (no power-loss protection), so a flush must
-    /// program it. `false`: protected, a flush costs the command overhead only (and hashes as
-    /// absent, as before the setting existed).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub volatile_write_cache: bool,
-    /// An open-channel drive whose FTL runs on the host, like Linux pblk (docs/MODEL.md §1b):
-    /// the write buffer is pblk's ring write buffer in host memory, the "controller" is pblk's
-    /// submission path on host cores, and the host scheduler may ask the FTL ([`HostFtl`]).
-    /// Hashes as absent when false.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub open_channel: bool,
-}
-
-impl SsdConfig {
-    /// Logical mapping units exported: physical / (1 + op), rounded down to whole stripes of
-    /// one flash page per plane so every plane holds the same share.
-    pub fn logical_units(&self) -> u64 {
-        let g = &self.geometry;
-        let stripe = g.units_per_page() as u64 * g.planes() as u64;
-        let raw = (g.total_units() as f64 / (1.0 + self.overprovisioning)).floor() as u64;
-        raw / stripe * stripe
-    }
-
-    /// The FTL's parameters for this drive.
-    pub fn ftl_params(&self) -> FtlParams {
-        FtlParams {
-            logical_units: self.logical_units(),
-            victim_policy: self.victim_policy,
-            gc_threshold_blocks: self.gc_threshold_blocks,
-            map_entries_per_page: self.mapping.entries_per_page(self.geometry.page_bytes),
-        }
-    }
-}
-
-/// When dirty data leaves the write buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "policy")]
-pub enum FlushPolicy {
-    /// As soon as a plane has a flash page of dirty units (and its die can take a program).
-    Page,
-    /// Only once the buffer is `high` full (fraction of its slots dirty), then down to `low`:
-    /// data stays longer in DRAM, so rewrites of hot data hit the buffer instead of flash.
-    Watermark { high: f64, low: f64 },
-}
 
 /// Per-tenant counters of the device's data path.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -208,11 +146,15 @@ pub enum SsdError {
     Ftl(#[from] crate::ftl::FtlError),
     #[error("map cache: {0}")]
     Cmt(#[from] crate::ftl::cmt::CmtError),
+    /// A rule of [`SsdConfig::validate`] broken.
+    #[error("{0}")]
+    Config(String),
 }
 
 impl Ssd {
     /// Builds the drive for `tenants` tenants (the map cache keeps per-tenant state).
     pub fn new(cfg: SsdConfig, tenants: usize) -> Result<Ssd, SsdError> {
+        cfg.validate().map_err(SsdError::Config)?;
         let geo = cfg.geometry.clone();
         let ftl = Ftl::new(&geo, cfg.ftl_params())?;
         let planes = geo.planes() as usize;

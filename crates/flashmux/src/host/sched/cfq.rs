@@ -95,6 +95,19 @@ impl Default for CfqParams {
 }
 
 impl CfqParams {
+    /// Checks the tunables; the error names the key (`host.cfq.*`).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.quantum == 0 {
+            return Err("host.cfq.quantum: must be at least 1 (got 0)".into());
+        }
+        for (key, v) in [("slice_sync", self.slice_sync), ("target_latency", self.target_latency)] {
+            if v == Nanos::ZERO {
+                return Err(format!("host.cfq.{key}: must be longer than zero"));
+            }
+        }
+        Ok(())
+    }
+
     /// `2 × slice_idle`, Linux's `base_low_slice`.
     fn low_slice(&self) -> Nanos {
         Nanos(2 * self.slice_idle.0).min(self.slice_sync).max(MIN_SLICE)

@@ -127,6 +127,28 @@ impl SchedulerKind {
         }
     }
 
+    /// Checks the policy's parameters; the error names the key (`host.cfq.*`, `host.fair.*`, ...).
+    pub fn validate(&self) -> Result<(), String> {
+        let budget = |section: &str, p: &BudgetParams| -> Result<(), String> {
+            if p.period < Nanos::from_us(100) {
+                return Err(format!(
+                    "{section}.period: {} is too short: expected at least 100us (a refill per request or more)",
+                    p.period
+                ));
+            }
+            p.cost.validate().map_err(|e| format!("{section}: {e}"))
+        };
+        match self {
+            SchedulerKind::None => Ok(()),
+            SchedulerKind::Cfq(p) => p.validate(),
+            SchedulerKind::Mcfq(p, m) => p.validate().and_then(|()| m.validate()),
+            SchedulerKind::Fair(p) => budget("host.fair", p),
+            SchedulerKind::Hwabc(p, h) => {
+                budget("host.hwabc", p).and_then(|()| h.validate().map_err(|e| format!("host.hwabc.{e}")))
+            }
+        }
+    }
+
     /// Whether the policy must see the FTL: it runs only on an open-channel drive.
     pub fn needs_host_ftl(&self) -> bool {
         matches!(self, SchedulerKind::Fair(_) | SchedulerKind::Hwabc(..))

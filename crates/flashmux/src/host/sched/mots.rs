@@ -39,6 +39,25 @@ pub struct MotsParams {
     pub max_scale: f64,
 }
 
+impl MotsParams {
+    /// Checks the parameters; the error names the key (`host.mcfq.*`).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.interval < Nanos::from_ms(1) {
+            return Err("host.mcfq.interval: must be at least 1ms".into());
+        }
+        if self.window == 0 {
+            return Err("host.mcfq.window: must be at least one sampling interval".into());
+        }
+        let (min, max) = (self.min_scale, self.max_scale);
+        if !(min > 0.0 && min <= 1.0 && (1.0..=1000.0).contains(&max)) {
+            return Err(format!(
+                "host.mcfq: min_scale = {min}, max_scale = {max}: expected 0 < min_scale <= 1 <= max_scale <= 1000"
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for MotsParams {
     fn default() -> Self {
         MotsParams { interval: Nanos::from_secs(1), window: 10, min_scale: 0.125, max_scale: 8.0 }

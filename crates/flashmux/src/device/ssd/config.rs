@@ -1,0 +1,149 @@
+//! The SSD's configuration and its rules: what a drive needs to be built, checked in one place
+//! ([`SsdConfig::validate`]) that the scenario loader and [`super::Ssd::new`] both call, so a
+//! configuration made in code meets the same rules as one read from a file. Messages name the
+//! scenario file's keys (`device.buffer.size: ...`).
+//!
+//! The FTL checks its own parameters (enough spare blocks for GC to make progress) when it is
+//! built ([`crate::ftl::Ftl::check_params`]).
+
+use crate::flash::{Geometry, Timing};
+use crate::ftl::{FtlParams, MappingConfig, VictimPolicy};
+use serde::Serialize;
+
+/// The largest `device.ftl.overprovisioning`: eleven times as much flash as logical space.
+pub const MAX_OVERPROVISIONING: f64 = 10.0;
+
+/// Configuration of the SSD back end.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SsdConfig {
+    pub geometry: Geometry,
+    pub timing: Timing,
+    /// Spare capacity as a fraction of the logical capacity: physical = logical × (1 + op).
+    pub overprovisioning: f64,
+    pub victim_policy: VictimPolicy,
+    pub gc_threshold_blocks: u32,
+    /// DRAM write-buffer capacity in mapping units.
+    pub buffer_units: u32,
+    /// Programs that may be queued on one die at once.
+    pub program_queue_depth: u32,
+    /// When the write buffer is drained to flash.
+    pub flush: FlushPolicy,
+    /// Host link (PCIe/SATA) bandwidth per direction, bytes per second.
+    pub host_link_bytes_per_sec: u64,
+    /// How the controller holds the L2P table.
+    pub mapping: MappingConfig,
+    /// The write buffer is lost on a power failure (no power-loss protection), so a flush must
+    /// program it. `false`: protected, a flush costs the command overhead only (and hashes as
+    /// absent, as before the setting existed).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub volatile_write_cache: bool,
+    /// An open-channel drive whose FTL runs on the host, like Linux pblk (docs/MODEL.md §1b):
+    /// the write buffer is pblk's ring write buffer in host memory, the "controller" is pblk's
+    /// submission path on host cores, and the host scheduler may ask the FTL ([`crate::device::HostFtl`]).
+    /// Hashes as absent when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub open_channel: bool,
+}
+
+impl SsdConfig {
+    /// Logical mapping units exported: physical / (1 + op), rounded down to whole stripes of
+    /// one flash page per plane so every plane holds the same share.
+    pub fn logical_units(&self) -> u64 {
+        let g = &self.geometry;
+        let stripe = g.units_per_page() as u64 * g.planes() as u64;
+        let raw = (g.total_units() as f64 / (1.0 + self.overprovisioning)).floor() as u64;
+        raw / stripe * stripe
+    }
+
+    /// The FTL's parameters for this drive.
+    pub fn ftl_params(&self) -> FtlParams {
+        FtlParams {
+            logical_units: self.logical_units(),
+            victim_policy: self.victim_policy,
+            gc_threshold_blocks: self.gc_threshold_blocks,
+            map_entries_per_page: self.mapping.entries_per_page(self.geometry.page_bytes),
+        }
+    }
+
+    /// Checks the drive's rules; the error names the key and what was expected.
+    pub fn validate(&self) -> Result<(), String> {
+        self.geometry.validate().map_err(|e| format!("device.geometry: {e}"))?;
+        Self::check_overprovisioning(self.overprovisioning)?;
+        if self.open_channel && self.mapping != MappingConfig::Full {
+            return Err("device.ftl.mapping: an open-channel drive's FTL runs on the host (pblk), which keeps the whole L2P table in host memory: use mapping = \"full\"".into());
+        }
+        if let MappingConfig::Dftl { entry_bytes, .. } = self.mapping {
+            Self::check_entry_size(entry_bytes, self.geometry.page_bytes)?;
+        }
+        Self::check_gc_threshold(self.gc_threshold_blocks)?;
+        if self.program_queue_depth == 0 {
+            return Err("device.buffer.program_queue_depth: must be at least 1 (got 0)".into());
+        }
+        self.flush.validate()?;
+        let g = &self.geometry;
+        let stripe_units = g.planes() * g.units_per_page();
+        if self.buffer_units < 2 * stripe_units {
+            return Err(format!(
+                "device.buffer.size: {} bytes is too small: the write buffer must hold at least two flash pages per plane ({} bytes) so the flusher can always fill a page",
+                self.buffer_units as u64 * g.unit_bytes as u64,
+                2 * stripe_units as u64 * g.page_bytes as u64 / g.units_per_page() as u64
+            ));
+        }
+        if self.logical_units() == 0 {
+            return Err("device: the drive's capacity is smaller than one flash page per plane after over-provisioning".into());
+        }
+        Ok(())
+    }
+
+    /// `device.ftl.overprovisioning`: above 0 and at most [`MAX_OVERPROVISIONING`].
+    pub fn check_overprovisioning(op: f64) -> Result<(), String> {
+        if op > 0.0 && op <= MAX_OVERPROVISIONING {
+            return Ok(());
+        }
+        Err(format!(
+            "device.ftl.overprovisioning: {op} is out of range: expected a fraction of the logical capacity above 0 and at most {MAX_OVERPROVISIONING} (0.07 is 7% more flash than logical space, 10 is 11 times as much)"
+        ))
+    }
+
+    /// `device.ftl.gc_threshold_blocks`: GC needs a free block for host writes and one for itself.
+    pub fn check_gc_threshold(t: u32) -> Result<(), String> {
+        if t >= 2 {
+            return Ok(());
+        }
+        Err(format!(
+            "device.ftl.gc_threshold_blocks: {t} is too low: at least 2 free blocks per plane are needed (one for host writes, one for GC)"
+        ))
+    }
+
+    /// `device.ftl.entry_size`: a translation page holds at least one L2P entry.
+    pub fn check_entry_size(entry_bytes: u32, page_bytes: u32) -> Result<(), String> {
+        if entry_bytes != 0 && entry_bytes <= page_bytes {
+            return Ok(());
+        }
+        Err(format!("device.ftl.entry_size: {entry_bytes} bytes: expected 1 to the page size ({page_bytes} bytes)"))
+    }
+}
+
+/// When dirty data leaves the write buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "policy")]
+pub enum FlushPolicy {
+    /// As soon as a plane has a flash page of dirty units (and its die can take a program).
+    Page,
+    /// Only once the buffer is `high` full (fraction of its slots dirty), then down to `low`:
+    /// data stays longer in DRAM, so rewrites of hot data hit the buffer instead of flash.
+    Watermark { high: f64, low: f64 },
+}
+
+impl FlushPolicy {
+    /// Watermarks are fractions of the buffer with 0 < low < high <= 1.
+    pub fn validate(&self) -> Result<(), String> {
+        match *self {
+            FlushPolicy::Page => Ok(()),
+            FlushPolicy::Watermark { high, low } if 0.0 < low && low < high && high <= 1.0 => Ok(()),
+            FlushPolicy::Watermark { high, low } => Err(format!(
+                "device.buffer: watermarks low = {low}, high = {high}: expected 0 < low < high <= 1 (fractions of the buffer)"
+            )),
+        }
+    }
+}
