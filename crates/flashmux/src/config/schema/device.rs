@@ -131,8 +131,16 @@ pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec,
     let p = preset(name).ok_or_else(|| {
         ctx.err(format!("device.preset: unknown preset '{name}': expected one of {}", PRESET_NAMES.join(", ")))
     })?;
-    let mut nvme = p.nvme;
-    let i = &d.interface;
+    let nvme = resolve_interface(ctx, &d.interface, p.nvme)?;
+    let kind = match p.kind {
+        DeviceKind::Null(n) => DeviceKind::Null(resolve_null(ctx, d, name, n)?),
+        DeviceKind::Ssd(c) => DeviceKind::Ssd(resolve_ssd(ctx, d, name, c)?),
+    };
+    Ok(DeviceSpec { preset: name.to_string(), kind, nvme })
+}
+
+/// `[device.interface]` over the preset's NVMe front end (the link rate is the SSD's).
+fn resolve_interface(ctx: &Ctx, i: &InterfaceSection, mut nvme: NvmeConfig) -> Result<NvmeConfig, ConfigError> {
     if let Some(q) = i.queues {
         nvme.queues = ctx.positive("device.interface.queues", q)?;
     }
@@ -142,121 +150,121 @@ pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec,
     if let Some(c) = i.controller_cores {
         nvme.controller_cores = ctx.positive("device.interface.controller_cores", c)?;
     }
-    if let Some(o) = &i.command_overhead {
-        nvme.command_overhead = o.0;
+    nvme.command_overhead = or(&i.command_overhead, nvme.command_overhead);
+    Ok(nvme)
+}
+
+/// The null device: a capacity and a latency; every flash key is an error.
+fn resolve_null(ctx: &Ctx, d: &DeviceSection, name: &str, mut n: NullConfig) -> Result<NullConfig, ConfigError> {
+    reject_ssd_keys(ctx, d, name)?;
+    if d.mode.is_some_and(|m| m != DriveMode::Ssd) {
+        return Err(ctx.err(format!(
+            "device.mode: preset '{name}' has no flash, so no FTL to run on the host: open-channel needs a flash preset"
+        )));
     }
-    let kind = match p.kind {
-        DeviceKind::Null(mut n) => {
-            reject_ssd_keys(ctx, d, name)?;
-            if d.mode.is_some_and(|m| m != DriveMode::Ssd) {
-                return Err(ctx.err(format!(
-                    "device.mode: preset '{name}' has no flash, so no FTL to run on the host: open-channel needs a flash preset"
-                )));
-            }
-            if let Some(c) = &d.capacity {
-                n.capacity_bytes = c.bytes;
-                n.validate().map_err(|e| ctx.err(e))?;
-            }
-            if let Some(l) = &d.null.latency {
-                n.latency = l.0;
-            }
-            if i.link_rate.is_some() {
-                return Err(ctx.err("device.interface.link_rate: the null device moves no data"));
-            }
-            DeviceKind::Null(n)
+    if let Some(c) = &d.capacity {
+        n.capacity_bytes = c.bytes;
+        n.validate().map_err(|e| ctx.err(e))?;
+    }
+    n.latency = or(&d.null.latency, n.latency);
+    if d.interface.link_rate.is_some() {
+        return Err(ctx.err("device.interface.link_rate: the null device moves no data"));
+    }
+    Ok(n)
+}
+
+/// A flash preset with the scenario's keys applied, sized to the capacity asked for, and
+/// checked ([`SsdConfig::validate`], then the FTL's own check with the fixes it suggests).
+fn resolve_ssd(ctx: &Ctx, d: &DeviceSection, name: &str, mut c: SsdConfig) -> Result<SsdConfig, ConfigError> {
+    if d.null.latency.is_some() {
+        return Err(ctx.err(format!("device.null.latency: only for the null device, not preset '{name}'")));
+    }
+    apply_geometry(ctx, &d.geometry, &mut c.geometry)?;
+    let t = &d.timing;
+    for (src, dst) in [
+        (&t.read, &mut c.timing.read),
+        (&t.program, &mut c.timing.program),
+        (&t.erase, &mut c.timing.erase),
+        (&t.command, &mut c.timing.command),
+    ] {
+        *dst = or(src, *dst);
+    }
+    if let Some(r) = t.channel_rate {
+        c.timing.channel_bytes_per_sec = r.0;
+    }
+    if let Some(r) = d.interface.link_rate {
+        c.host_link_bytes_per_sec = r.0;
+    }
+    let f = &d.ftl;
+    if let Some(op) = f.overprovisioning {
+        SsdConfig::check_overprovisioning(op).map_err(|e| ctx.err(e))?;
+        c.overprovisioning = op;
+    }
+    c.mapping = resolve_mapping(ctx, f, &c.geometry)?;
+    c.open_channel = d.mode.map_or(c.open_channel, |m| m == DriveMode::OpenChannel);
+    c.victim_policy = f.gc_victim.unwrap_or(c.victim_policy);
+    c.geometry.validate().map_err(|e| ctx.err(format!("device.geometry: {e}")))?;
+    let capacity = match &d.capacity {
+        Some(_) if d.geometry.blocks_per_plane.is_some() => {
+            return Err(ctx.err("device.capacity and device.geometry.blocks_per_plane both set the drive's size: give one"))
         }
-        DeviceKind::Ssd(mut c) => {
-            if d.null.latency.is_some() {
-                return Err(ctx.err(format!("device.null.latency: only for the null device, not preset '{name}'")));
-            }
-            let g = &d.geometry;
-            let geo = &mut c.geometry;
-            let bpp_given = g.blocks_per_plane.is_some();
-            for (key, src, dst) in [
-                ("channels", g.channels, &mut geo.channels),
-                ("chips_per_channel", g.chips_per_channel, &mut geo.chips_per_channel),
-                ("dies_per_chip", g.dies_per_chip, &mut geo.dies_per_chip),
-                ("planes_per_die", g.planes_per_die, &mut geo.planes_per_die),
-                ("blocks_per_plane", g.blocks_per_plane, &mut geo.blocks_per_plane),
-                ("pages_per_block", g.pages_per_block, &mut geo.pages_per_block),
-            ] {
-                if let Some(v) = src {
-                    *dst = ctx.positive(&format!("device.geometry.{key}"), v)?;
-                }
-            }
-            for (key, src, dst) in [
-                ("page_size", &g.page_size, &mut geo.page_bytes),
-                ("unit_size", &g.unit_size, &mut geo.unit_bytes),
-            ] {
-                if let Some(v) = src {
-                    let bytes = v.bytes;
-                    *dst = u32::try_from(bytes)
-                        .map_err(|_| ctx.err(format!("device.geometry.{key}: {bytes} bytes is too large")))?;
-                }
-            }
-            let t = &d.timing;
-            for (src, dst) in [
-                (&t.read, &mut c.timing.read),
-                (&t.program, &mut c.timing.program),
-                (&t.erase, &mut c.timing.erase),
-                (&t.command, &mut c.timing.command),
-            ] {
-                *dst = or(&src, *dst);
-            }
-            if let Some(r) = t.channel_rate {
-                c.timing.channel_bytes_per_sec = r.0;
-            }
-            if let Some(r) = i.link_rate {
-                c.host_link_bytes_per_sec = r.0;
-            }
-            let f = &d.ftl;
-            if let Some(op) = f.overprovisioning {
-                SsdConfig::check_overprovisioning(op).map_err(|e| ctx.err(e))?;
-                c.overprovisioning = op;
-            }
-            c.mapping = resolve_mapping(ctx, f, &c.geometry)?;
-            c.open_channel = d.mode.map_or(c.open_channel, |m| m == DriveMode::OpenChannel);
-            c.victim_policy = f.gc_victim.unwrap_or(c.victim_policy);
-            c.geometry.validate().map_err(|e| ctx.err(format!("device.geometry: {e}")))?;
-            let capacity = match &d.capacity {
-                Some(_) if bpp_given => {
-                    return Err(ctx.err(
-                        "device.capacity and device.geometry.blocks_per_plane both set the drive's size: give one",
-                    ))
-                }
-                Some(cap) => Some((cap.text.as_str(), cap.bytes)),
-                None => None,
-            };
-            if let Some(t) = f.gc_threshold_blocks {
-                SsdConfig::check_gc_threshold(t).map_err(|e| ctx.err(e))?;
-            }
-            // What the over-provisioning decides (the size for a capacity, the default GC
-            // threshold), kept apart so that a better over-provisioning can be looked for below.
-            let unsized_drive = c.clone();
-            size_drive(ctx, &mut c, capacity, f.gc_threshold_blocks)?;
-            let b = &d.buffer;
-            if let Some(s) = &b.size {
-                let bytes = s.bytes;
-                c.buffer_units = u32::try_from(bytes / c.geometry.unit_bytes as u64)
-                    .map_err(|_| ctx.err("device.buffer.size: too large"))?;
-            }
-            if let Some(q) = b.program_queue_depth {
-                c.program_queue_depth = ctx.positive("device.buffer.program_queue_depth", q)?;
-            }
-            c.flush = resolve_flush(ctx, b, c.flush)?;
-            c.volatile_write_cache = b.volatile_write_cache.unwrap_or(c.volatile_write_cache);
-            c.validate().map_err(|e| ctx.err(e))?;
-            Ftl::check_params(&c.geometry, &c.ftl_params()).map_err(|e| match e {
-                FtlError::OverprovisioningTooLow { .. } => ctx.err(format!(
-                    "device.ftl: {e}; to fix it: {}",
-                    op_fixes(ctx, &unsized_drive, &c, capacity, f.gc_threshold_blocks).join(", or ")
-                )),
-                e => ctx.err(format!("device.ftl: {e}")),
-            })?;
-            DeviceKind::Ssd(c)
-        }
+        Some(cap) => Some((cap.text.as_str(), cap.bytes)),
+        None => None,
     };
-    Ok(DeviceSpec { preset: name.to_string(), kind, nvme })
+    if let Some(t) = f.gc_threshold_blocks {
+        SsdConfig::check_gc_threshold(t).map_err(|e| ctx.err(e))?;
+    }
+    // What the over-provisioning decides (the size for a capacity, the default GC
+    // threshold), kept apart so that a better over-provisioning can be looked for below.
+    let unsized_drive = c.clone();
+    size_drive(ctx, &mut c, capacity, f.gc_threshold_blocks)?;
+    apply_buffer(ctx, &d.buffer, &mut c)?;
+    c.validate().map_err(|e| ctx.err(e))?;
+    Ftl::check_params(&c.geometry, &c.ftl_params()).map_err(|e| match e {
+        FtlError::OverprovisioningTooLow { .. } => ctx.err(format!(
+            "device.ftl: {e}; to fix it: {}",
+            op_fixes(ctx, &unsized_drive, &c, capacity, f.gc_threshold_blocks).join(", or ")
+        )),
+        e => ctx.err(format!("device.ftl: {e}")),
+    })?;
+    Ok(c)
+}
+
+/// `[device.geometry]` over the preset's.
+fn apply_geometry(ctx: &Ctx, g: &GeometrySection, geo: &mut Geometry) -> Result<(), ConfigError> {
+    for (key, src, dst) in [
+        ("channels", g.channels, &mut geo.channels),
+        ("chips_per_channel", g.chips_per_channel, &mut geo.chips_per_channel),
+        ("dies_per_chip", g.dies_per_chip, &mut geo.dies_per_chip),
+        ("planes_per_die", g.planes_per_die, &mut geo.planes_per_die),
+        ("blocks_per_plane", g.blocks_per_plane, &mut geo.blocks_per_plane),
+        ("pages_per_block", g.pages_per_block, &mut geo.pages_per_block),
+    ] {
+        if let Some(v) = src {
+            *dst = ctx.positive(&format!("device.geometry.{key}"), v)?;
+        }
+    }
+    for (key, src, dst) in [("page_size", &g.page_size, &mut geo.page_bytes), ("unit_size", &g.unit_size, &mut geo.unit_bytes)] {
+        if let Some(v) = src {
+            let bytes = v.bytes;
+            *dst = u32::try_from(bytes).map_err(|_| ctx.err(format!("device.geometry.{key}: {bytes} bytes is too large")))?;
+        }
+    }
+    Ok(())
+}
+
+/// `[device.buffer]` over the preset's, once the drive's unit size is known.
+fn apply_buffer(ctx: &Ctx, b: &BufferSection, c: &mut SsdConfig) -> Result<(), ConfigError> {
+    if let Some(s) = &b.size {
+        c.buffer_units = u32::try_from(s.bytes / c.geometry.unit_bytes as u64)
+            .map_err(|_| ctx.err("device.buffer.size: too large"))?;
+    }
+    if let Some(q) = b.program_queue_depth {
+        c.program_queue_depth = ctx.positive("device.buffer.program_queue_depth", q)?;
+    }
+    c.flush = resolve_flush(ctx, b, c.flush)?;
+    c.volatile_write_cache = b.volatile_write_cache.unwrap_or(c.volatile_write_cache);
+    Ok(())
 }
 
 /// Sizes the drive for `capacity` (the key's text and its bytes), if one is given, and sets the
