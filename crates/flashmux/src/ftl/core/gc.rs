@@ -243,3 +243,62 @@ impl Ftl {
         self.collect_garbage(plane);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{BlockState, Ftl, FtlParams, GcJob, Loc, VictimPolicy};
+    use crate::flash::Geometry;
+    use crate::units::{Lpn, PlaneId, Ppa};
+
+    /// The header's example: 4 units a page, a victim with 3 valid units in two of its pages,
+    /// and a GC block whose current page already holds 2 units: 2 pages read, 3 units moved,
+    /// 1 page filled (programmed), the third unit waiting in a partly filled page.
+    #[test]
+    fn relocation_counts_the_pages_it_reads_and_fills() {
+        let geo = Geometry {
+            channels: 1,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 1,
+            blocks_per_plane: 16,
+            pages_per_block: 4,
+            page_bytes: 4 * 4096,
+            unit_bytes: 4096,
+        };
+        let params = FtlParams {
+            logical_units: 64,
+            victim_policy: VictimPolicy::Greedy,
+            gc_threshold_blocks: 2,
+            map_entries_per_page: None,
+        };
+        let mut ftl = Ftl::new(&geo, params).unwrap();
+        let plane = PlaneId(0);
+        // Block 0 takes logical pages 0..16; all but 1, 2 (page 0) and 5 (page 1) are rewritten.
+        for l in 0..16 {
+            ftl.program_host(plane, Lpn(l), 0);
+        }
+        for l in (0..16).filter(|l| ![1, 2, 5].contains(l)) {
+            ftl.program_host(plane, Lpn(l), 0);
+        }
+        assert_eq!(ftl.blocks[0].state, BlockState::Full);
+        assert_eq!(ftl.blocks[0].valid, 3);
+        // GC's open block, with its first page half written.
+        let gc_block = ftl.planes[0].free.pop_front().unwrap();
+        ftl.blocks[gc_block as usize].state = BlockState::Active;
+        ftl.blocks[gc_block as usize].written = 2;
+        ftl.planes[0].gc_active = Some(gc_block);
+        ftl.check_invariants();
+
+        ftl.relocate(plane, 0);
+        let job = ftl.take_gc_job().unwrap();
+        assert_eq!(job, GcJob { plane, victim: 0, read_pages: 2, program_pages: 1, moved_units: 3 });
+        let first = gc_block * 16;
+        for (k, l) in [1, 2, 5].into_iter().enumerate() {
+            assert_eq!(ftl.lookup(Lpn(l)), Loc::Flash(Ppa(first + 2 + k as u32)), "logical page {l}");
+        }
+        assert_eq!(ftl.blocks[gc_block as usize].written, 5);
+        assert_eq!(ftl.tenant_gc(crate::units::TenantId(0)).units_moved, 3);
+        assert_eq!(ftl.tenant_gc(crate::units::TenantId(0)).erased_units, 16);
+        ftl.check_invariants();
+    }
+}
