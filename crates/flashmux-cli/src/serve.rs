@@ -97,6 +97,35 @@ enum Timing {
 }
 
 pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
+    let s = scenario(&a)?;
+    let opts = options(&a)?;
+    for w in &s.warnings {
+        eprintln!("flashmux: warning: {w}");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let flag = stop.clone();
+        ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the SIGINT/SIGTERM handler")?;
+    }
+    // Where the results go, and whether the machine can hold the model, are checked before
+    // serving.
+    crate::check_memory(std::slice::from_ref(&s))?;
+    let out = output::OutputDir::prepare(&s.output.dir)?;
+    // The timeline streams into the output directory: a server may run for days.
+    let timeline = out.timeline();
+    let results = serve_streaming(s, opts, stop, Box::new(|m| eprintln!("flashmux serve: {m}")), Some(timeline.sink()))?;
+    let interrupted = results.stop_reason == flashmux::metrics::StopReason::Interrupted;
+    if let Some(sv) = &results.serve {
+        print_summary(sv);
+    }
+    output::write_all(&results, &out, a.output_format, Some(timeline))?;
+    // Stopped while the drive was being preconditioned: nothing was served.
+    Ok(if interrupted { ExitCode::from(crate::EXIT_INTERRUPTED) } else { ExitCode::SUCCESS })
+}
+
+/// The scenario served: `--scenario`'s file or the built-in one, with the command line's
+/// output directory, seed and drive state.
+fn scenario(a: &ServeArgs) -> anyhow::Result<Scenario> {
     let mut s = match &a.scenario {
         Some(p) => Scenario::load_for_serve(p)?,
         None => Scenario::serve_from_toml(DEFAULT_SERVE_SCENARIO, "<built-in serve scenario>", Path::new("."))?,
@@ -108,6 +137,11 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         s.seed = seed;
     }
     crate::set_drive_state(&mut s, a.precondition.as_deref(), a.fill)?;
+    Ok(s)
+}
+
+/// The server's options from the command line, each flag checked in turn.
+fn options(a: &ServeArgs) -> anyhow::Result<Options> {
     let listen = match (&a.socket, a.listen) {
         (Some(p), _) => Listen::Unix(p.clone()),
         (None, Some(addr)) if !addr.ip().is_loopback() => {
@@ -137,21 +171,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
-    let idle_timeout = positive_duration("--idle-timeout", &a.idle_timeout)?;
-    let handshake_timeout = positive_duration("--handshake-timeout", &a.handshake_timeout)?;
-    for w in &s.warnings {
-        eprintln!("flashmux: warning: {w}");
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let flag = stop.clone();
-        ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the SIGINT/SIGTERM handler")?;
-    }
-    // Where the results go, and whether the machine can hold the model, are checked before
-    // serving.
-    crate::check_memory(std::slice::from_ref(&s))?;
-    let out = output::OutputDir::prepare(&s.output.dir)?;
-    let opts = Options {
+    Ok(Options {
         listen,
         io_threads: match a.io_threads {
             ThreadsArg::PerConnection => IoThreads::PerConnection,
@@ -162,41 +182,37 @@ pub fn run(a: ServeArgs) -> anyhow::Result<ExitCode> {
         stats_interval,
         max_connections: a.max_connections,
         reply_memory,
-        idle_timeout,
-        handshake_timeout,
+        idle_timeout: positive_duration("--idle-timeout", &a.idle_timeout)?,
+        handshake_timeout: positive_duration("--handshake-timeout", &a.handshake_timeout)?,
+    })
+}
+
+/// The run's two summary lines on stderr: requests and timing error; reply memory, pauses,
+/// drops, refusals and handshakes.
+fn print_summary(sv: &flashmux::metrics::ServeResult) {
+    let timing = match &sv.timing_error_ns {
+        Some(q) => format!(
+            "; reply time − model time: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+            q.p50 as f64 / 1e3,
+            q.p99 as f64 / 1e3,
+            q.max as f64 / 1e3
+        ),
+        None => String::new(),
     };
-    // The timeline streams into the output directory: a server may run for days.
-    let timeline = out.timeline();
-    let results = serve_streaming(s, opts, stop, Box::new(|m| eprintln!("flashmux serve: {m}")), Some(timeline.sink()))?;
-    let interrupted = results.stop_reason == flashmux::metrics::StopReason::Interrupted;
-    if let Some(sv) = &results.serve {
-        let timing = match &sv.timing_error_ns {
-            Some(q) => format!(
-                "; reply time − model time: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
-                q.p50 as f64 / 1e3,
-                q.p99 as f64 / 1e3,
-                q.max as f64 / 1e3
-            ),
-            None => String::new(),
-        };
-        eprintln!(
-            "flashmux serve: served {} requests ({} errors) on {} connections in {:.1} s{timing}",
-            sv.requests, sv.errors, sv.connections, sv.wall_s
-        );
-        eprintln!(
-            "flashmux serve: reply memory peak {:.1} MiB of {} MiB; reading paused {} times; {} connections dropped (idle), {} refused; {} handshakes timed out, {} closed for newer ones",
-            sv.reply_bytes_peak as f64 / f64::from(1 << 20),
-            sv.reply_bytes_limit >> 20,
-            sv.read_pauses,
-            sv.connections_dropped,
-            sv.connections_refused,
-            sv.handshakes_timed_out,
-            sv.handshakes_evicted
-        );
-    }
-    output::write_all(&results, &out, a.output_format, Some(timeline))?;
-    // Stopped while the drive was being preconditioned: nothing was served.
-    Ok(if interrupted { ExitCode::from(crate::EXIT_INTERRUPTED) } else { ExitCode::SUCCESS })
+    eprintln!(
+        "flashmux serve: served {} requests ({} errors) on {} connections in {:.1} s{timing}",
+        sv.requests, sv.errors, sv.connections, sv.wall_s
+    );
+    eprintln!(
+        "flashmux serve: reply memory peak {:.1} MiB of {} MiB; reading paused {} times; {} connections dropped (idle), {} refused; {} handshakes timed out, {} closed for newer ones",
+        sv.reply_bytes_peak as f64 / f64::from(1 << 20),
+        sv.reply_bytes_limit >> 20,
+        sv.read_pauses,
+        sv.connections_dropped,
+        sv.connections_refused,
+        sv.handshakes_timed_out,
+        sv.handshakes_evicted
+    );
 }
 
 /// A duration flag that must be longer than zero.

@@ -1,3 +1,43 @@
+//! The page-mapping FTL's state: where each logical page's data is, which tenant wrote each
+//! physical unit, and the state of every block. It changes instantly; the device (`device/ssd/`)
+//! decides when the flash does the work and for how long.
+//!
+//! # Model
+//! The flash is a flat array of mapping units (`Ppa` = block × units per block + unit). The L2P
+//! table (`l2p`, a `u32` per logical page) names a logical page's unit, a write-buffer slot
+//! (`BUF_FLAG`) or nothing (`UNMAPPED`); the P2L table (`p2l`) names each unit's logical page, a
+//! unit of a translation page (`MAP_BIT`) or nothing (`NO_LPN`); the ownership ledger (`owner`)
+//! names the tenant that wrote each unit. A logical page's plane is fixed by channel-first
+//! striping by flash page ([`Ftl::plane_of`]); inside the plane each write stream has one open
+//! block. The work is split by role:
+//! - `core/alloc.rs`: writes and invalidation — host programs, padding, buffered data, TRIM, and
+//!   which open block each write goes to ([`Ftl::open_block`], the placement seam);
+//! - `core/gc.rs`: GC — when a plane is cleaned, the victim (greedy over the valid-count buckets
+//!   of `ftl/buckets.rs`, or cost-benefit), relocation of its valid units, the erase's end;
+//! - `core/map.rs`: DFTL's translation pages — the directory (`gtd`), their own open blocks;
+//! - `core/invariants.rs`: [`Ftl::check_invariants`], that all of the above agree.
+//!
+//! # Example
+//! 4 KiB units in 16 KiB pages (4 units a page): logical page 13 is in stripe 13 >> 2 = 3, so it
+//! lives in plane `stripe_to_plane[3 % planes]`. Rewriting it invalidates its old unit (that
+//! block's valid count drops by one, and a full block moves down one bucket), takes the next unit
+//! of the plane's open host block, and points L2P[13] and P2L[new unit] at each other. When that
+//! block is full, the next write opens a free one; if the plane's free (plus being-erased) blocks
+//! are then at or below the threshold, GC cleans victims in the plane before the write goes on.
+//!
+//! # Parameters ([`FtlParams`])
+//! `logical_units` (mapping units exported to the host), `victim_policy` (greedy or
+//! cost-benefit), `gc_threshold_blocks` (free + erasing blocks per plane at which GC starts, at
+//! least 2), `map_entries_per_page` (DFTL's L2P entries per translation page; `None`: the whole
+//! table in DRAM). Sources: page mapping as in Agrawal et al., "Design Tradeoffs for SSD
+//! Performance" (USENIX ATC 2008); DFTL as in Gupta et al. (ASPLOS 2009); cost-benefit as in
+//! Rosenblum & Ousterhout's LFS cleaner.
+
+mod alloc;
+mod gc;
+mod invariants;
+mod map;
+
 use super::buckets::ValidBuckets;
 use crate::engine::prefetch;
 use crate::flash::Geometry;
@@ -360,414 +400,6 @@ impl Ftl {
         self.owner[ppa.index()]
     }
 
-    /// New data for `lpn` now lives in write-buffer slot `slot`; any copy on flash is stale.
-    pub fn set_buffered(&mut self, lpn: Lpn, slot: BufferSlot) {
-        let slot = slot.0;
-        debug_assert!(slot & BUF_FLAG == 0);
-        self.invalidate_flash_copy(lpn);
-        self.l2p[lpn.index()] = slot | BUF_FLAG;
-    }
-
-    /// TRIM: the logical page holds no data any more. Returns where it was.
-    pub fn unmap(&mut self, lpn: Lpn) -> Loc {
-        let was = self.lookup(lpn);
-        if was != Loc::Unmapped {
-            self.stats.trimmed_units += 1;
-        }
-        self.invalidate_flash_copy(lpn);
-        self.l2p[lpn.index()] = UNMAPPED;
-        was
-    }
-
-    fn invalidate_flash_copy(&mut self, lpn: Lpn) {
-        if let Loc::Flash(ppa) = self.lookup(lpn) {
-            debug_assert_eq!(self.p2l[ppa.index()], lpn.0);
-            self.invalidate_unit(ppa);
-        }
-    }
-
-    fn invalidate_unit(&mut self, ppa: Ppa) {
-        self.p2l[ppa.index()] = NO_LPN;
-        let b = self.block_of(ppa);
-        let blk = &mut self.blocks[b as usize];
-        if blk.state == BlockState::Full {
-            self.buckets.decrement(b, blk.valid);
-        }
-        blk.valid -= 1;
-    }
-
-    /// Whether `plane` can take `units` more host units now without eating into GC's reserve.
-    pub fn can_program_host(&self, plane: PlaneId, units: u32) -> bool {
-        let p = &self.planes[plane.index()];
-        let room = p.user_active.map_or(0, |b| self.units_per_block - self.blocks[b as usize].written);
-        room >= units || p.free.len() > GC_RESERVE_BLOCKS
-    }
-
-    /// Programs host data for `lpn` (written by `owner`) into `plane`'s open host block and maps it.
-    /// May start garbage collection, whose jobs the caller collects with [`Ftl::take_gc_job`].
-    pub fn program_host(&mut self, plane: PlaneId, lpn: Lpn, owner: u16) -> Ppa {
-        debug_assert_eq!(self.plane_of(lpn), plane);
-        // Invalidate first, so that GC started by this allocation does not copy the stale data.
-        self.invalidate_flash_copy(lpn);
-        self.l2p[lpn.index()] = UNMAPPED;
-        let ppa = self.alloc(plane, Stream::Host);
-        self.place(ppa, lpn, owner);
-        self.close_if_full(plane, Stream::Host, ppa);
-        self.stats.host_units_programmed += 1;
-        ppa
-    }
-
-    /// Fills the rest of the open host block's current flash page with padding, so the next
-    /// program starts on a page boundary (used after unit-by-unit preconditioning).
-    pub fn pad_host_page(&mut self, plane: PlaneId) {
-        while let Some(b) = self.planes[plane.index()].user_active {
-            if self.blocks[b as usize].written % self.units_per_page == 0 {
-                break;
-            }
-            let ppa = self.alloc(plane, Stream::Host);
-            self.owner[ppa.index()] = NO_OWNER;
-            self.close_if_full(plane, Stream::Host, ppa);
-            self.stats.padding_units_programmed += 1;
-        }
-    }
-
-    fn place(&mut self, ppa: Ppa, lpn: Lpn, owner: u16) {
-        self.l2p[lpn.index()] = ppa.0;
-        self.place_raw(ppa, lpn.0, owner);
-    }
-
-    fn place_raw(&mut self, ppa: Ppa, p2l: u32, owner: u16) {
-        self.p2l[ppa.index()] = p2l;
-        self.owner[ppa.index()] = owner;
-        let b = self.block_of(ppa) as usize;
-        self.blocks[b].valid += 1;
-    }
-
-    /// Next free unit of `plane`'s open block for `stream`, opening a block when needed.
-    fn alloc(&mut self, plane: PlaneId, stream: Stream) -> Ppa {
-        self.alloc_units(plane, stream, 1)
-    }
-
-    /// `n` consecutive units of `plane`'s open block for `stream` (the caller keeps `n` dividing
-    /// the block's remaining room, as whole translation pages do).
-    fn alloc_units(&mut self, plane: PlaneId, stream: Stream, n: u32) -> Ppa {
-        let upb = self.units_per_block;
-        let current = *self.open_block(plane, stream);
-        // A block that fills is closed below, so an open block always has room.
-        let block = match current {
-            Some(b) => b,
-            None => {
-                let p = &mut self.planes[plane.index()];
-                assert!(
-                    p.free.len() > stream.reserve(),
-                    "plane {}: no free block for {} writes (caller must check can_program_host/can_program_map)",
-                    plane.0,
-                    match stream {
-                        Stream::Host => "host",
-                        Stream::Gc => "GC",
-                        Stream::Map | Stream::MapGc => "translation-page",
-                    }
-                );
-                let b = p.free.pop_front().expect("checked above");
-                *self.open_block(plane, stream) = Some(b);
-                let blk = &mut self.blocks[b as usize];
-                blk.state = BlockState::Active;
-                blk.map = matches!(stream, Stream::Map | Stream::MapGc);
-                if matches!(stream, Stream::Host | Stream::Map) {
-                    self.collect_garbage(plane);
-                }
-                b
-            }
-        };
-        let blk = &mut self.blocks[block as usize];
-        debug_assert!(upb - blk.written >= n, "{n} units do not fit in block {block}");
-        let ppa = Ppa(block * upb + blk.written);
-        blk.written += n;
-        self.write_seq += n as u64;
-        blk.last_write_seq = self.write_seq;
-        ppa
-    }
-
-    /// Closes `stream`'s open block once its last unit is written (after the unit is placed, so
-    /// the block enters the victim pool with its true valid count).
-    fn close_if_full(&mut self, plane: PlaneId, stream: Stream, ppa: Ppa) {
-        let block = self.block_of(ppa);
-        let blk = &mut self.blocks[block as usize];
-        if blk.written < self.units_per_block {
-            return;
-        }
-        blk.state = BlockState::Full;
-        let valid = blk.valid;
-        self.buckets.insert(block, valid);
-        *self.open_block(plane, stream) = None;
-    }
-
-    /// The placement seam: the open block of `plane` that a write of `stream` goes to (`None`:
-    /// the next write opens a free block). Every unit the FTL writes — host data
-    /// ([`Ftl::program_host`]), padding, GC copies, translation pages — gets its block here, and
-    /// the plane itself comes from static striping ([`Ftl::plane_of`]). Today each plane has one
-    /// open block per [`Stream`]. Data placement plugs in at this function and that enum: NVMe
-    /// FDP makes a stream per reclaim unit handle (each handle its own open reclaim unit, GC
-    /// copying per handle type), Streams a stream per stream id (each its own open block), and
-    /// ZNS a zone's block with its write pointer as `written` (no device GC stream).
-    fn open_block(&mut self, plane: PlaneId, stream: Stream) -> &mut Option<u32> {
-        let p = &mut self.planes[plane.index()];
-        match stream {
-            Stream::Host => &mut p.user_active,
-            Stream::Gc => &mut p.gc_active,
-            Stream::Map => &mut p.map_active,
-            Stream::MapGc => &mut p.map_gc_active,
-        }
-    }
-
-    fn room(&self, block: Option<u32>) -> u32 {
-        block.map_or(0, |b| self.units_per_block - self.blocks[b as usize].written)
-    }
-
-    /// Translation pages of the L2P table (0 without DFTL).
-    pub fn map_pages(&self) -> u32 {
-        self.gtd.len() as u32
-    }
-    /// L2P entries per translation page (0 without DFTL).
-    pub fn map_entries_per_page(&self) -> u32 {
-        self.map_entries
-    }
-    /// The translation page holding `lpn`'s entry (DFTL only).
-    pub fn map_page_of(&self, lpn: Lpn) -> MapPage {
-        debug_assert!(self.map_entries > 0, "no translation pages without DFTL");
-        MapPage(lpn.0 / self.map_entries)
-    }
-    /// The plane that stores translation page `mp` (striped like data, by page).
-    pub fn map_plane(&self, mp: MapPage) -> PlaneId {
-        self.stripe_to_plane[mp.index() % self.stripe_to_plane.len()]
-    }
-    /// The global flash page that holds translation page `mp` now.
-    pub fn map_location(&self, mp: MapPage) -> u32 {
-        let first = self.gtd[mp.index()];
-        debug_assert_ne!(first, UNMAPPED, "translation page {} was never written", mp.0);
-        self.page_of(Ppa(first))
-    }
-
-    /// Whether a map flush can be programmed in `plane` now without eating into GC's reserve.
-    pub fn can_program_map(&self, plane: PlaneId) -> bool {
-        let p = &self.planes[plane.index()];
-        self.room(p.map_active) >= self.units_per_page || p.free.len() > GC_RESERVE_BLOCKS
-    }
-
-    /// Programs translation page `mp` (a whole flash page) into `plane`'s open map block and
-    /// points the translation directory at it; the old copy becomes invalid. May start GC.
-    pub fn program_map(&mut self, plane: PlaneId, mp: MapPage) -> Ppa {
-        debug_assert_eq!(self.map_plane(mp), plane);
-        self.invalidate_map_copy(mp);
-        let first = self.place_map_page(plane, mp, Stream::Map);
-        self.stats.map_units_programmed += self.units_per_page as u64;
-        first
-    }
-
-    /// Writes translation page `mp` as one flash page of `stream`'s open block.
-    fn place_map_page(&mut self, plane: PlaneId, mp: MapPage, stream: Stream) -> Ppa {
-        let upp = self.units_per_page;
-        let first = self.alloc_units(plane, stream, upp);
-        debug_assert_eq!(first.0 % upp, 0, "translation pages start on a page boundary");
-        for k in 0..upp {
-            let ppa = first.0 + k;
-            self.p2l[ppa as usize] = MAP_BIT | (mp.0 * upp + k);
-            self.owner[ppa as usize] = MAP_OWNER;
-        }
-        let b = self.block_of(first) as usize;
-        self.blocks[b].valid += upp;
-        self.close_if_full(plane, stream, Ppa(first.0 + upp - 1));
-        self.gtd[mp.index()] = first.0;
-        first
-    }
-
-    fn invalidate_map_copy(&mut self, mp: MapPage) {
-        let first = self.gtd[mp.index()];
-        if first == UNMAPPED {
-            return;
-        }
-        let upp = self.units_per_page;
-        self.p2l[first as usize..(first + upp) as usize].fill(NO_LPN);
-        let b = self.block_of(Ppa(first));
-        let blk = &mut self.blocks[b as usize];
-        if blk.state == BlockState::Full {
-            self.buckets.remove(b, blk.valid);
-            self.buckets.insert(b, blk.valid - upp);
-        }
-        blk.valid -= upp;
-        self.gtd[mp.index()] = UNMAPPED;
-    }
-
-    /// Translation pages whose entries GC changed since the last call, with the owner of the
-    /// moved data (one entry per page per victim block).
-    pub fn take_gc_map_updates(&mut self, into: &mut Vec<(MapPage, u16)>) {
-        into.append(&mut self.gc_map_updates);
-    }
-
-    /// GC work spent on translation pages.
-    pub fn map_gc(&self) -> &TenantGc {
-        &self.map_gc
-    }
-
-    /// Cleans victims in `plane` while its free-or-erasing blocks are at or below the threshold.
-    /// When it cleans anything, the die's other planes that are within one block of their own
-    /// threshold are cleaned too, so that their jobs can run together as multi-plane operations
-    /// (planes of a die are written in step, so they would need GC moments later anyway).
-    fn collect_garbage(&mut self, plane: PlaneId) {
-        if self.collect_garbage_below(plane, self.params.gc_threshold_blocks) {
-            let first = plane.0 / self.planes_per_die * self.planes_per_die;
-            for sibling in (first..first + self.planes_per_die).map(PlaneId).filter(|&p| p != plane) {
-                self.collect_garbage_below(sibling, self.params.gc_threshold_blocks + 1);
-            }
-        }
-    }
-
-    /// Cleans victims in `plane` while its free-or-erasing blocks are at or below `threshold`.
-    /// Returns whether it cleaned any.
-    fn collect_garbage_below(&mut self, plane: PlaneId, threshold: u32) -> bool {
-        // Each run frees at least one unit net, so this ends; the bound only guards against a bug.
-        for run in 0..=self.blocks_per_plane {
-            let p = &self.planes[plane.index()];
-            if p.free.len() + p.erasing as usize > threshold as usize {
-                return run > 0;
-            }
-            let Some(victim) = self.pick_victim(plane) else { return run > 0 };
-            let blk = &self.blocks[victim as usize];
-            let p = &self.planes[plane.index()];
-            let gc_room = self.room(if blk.map { p.map_gc_active } else { p.gc_active });
-            if blk.valid > gc_room && p.free.is_empty() {
-                // Wait for an erase to finish before copying more.
-                return run > 0;
-            }
-            self.relocate(plane, victim);
-        }
-        panic!("GC in plane {} did not converge", plane.0);
-    }
-
-    fn pick_victim(&mut self, plane: PlaneId) -> Option<u32> {
-        let first = plane.0 * self.blocks_per_plane;
-        let upb = self.units_per_block;
-        match self.params.victim_policy {
-            VictimPolicy::Greedy => self.buckets.min_below(plane.0, upb),
-            VictimPolicy::CostBenefit => {
-                // Cost-benefit depends on age, which changes for every block at every write:
-                // no index keeps it sorted, so it scans the plane (once per GC run).
-                let candidates = (first..first + self.blocks_per_plane).filter(|&b| {
-                    let blk = &self.blocks[b as usize];
-                    blk.state == BlockState::Full && blk.valid < upb
-                });
-                let now = self.write_seq;
-                let score = |b: u32| {
-                    let blk = &self.blocks[b as usize];
-                    let u = blk.valid as f64 / upb as f64;
-                    if u == 0.0 {
-                        return f64::INFINITY;
-                    }
-                    let age = (now - blk.last_write_seq) as f64 + 1.0;
-                    (1.0 - u) / (2.0 * u) * age
-                };
-                // Highest score; ties go to the lowest block number (max_by keeps the last max).
-                candidates.fold(None, |best: Option<(u32, f64)>, b| {
-                    let s = score(b);
-                    match best {
-                        Some((_, bs)) if bs >= s => best,
-                        _ => Some((b, s)),
-                    }
-                })
-                .map(|(b, _)| b)
-            }
-        }
-    }
-
-    /// Copies the victim's valid units to the plane's GC block and queues the victim for erasing.
-    fn relocate(&mut self, plane: PlaneId, victim: u32) {
-        let upb = self.units_per_block;
-        let upp = self.units_per_page;
-        let base = victim * upb;
-        let written = self.blocks[victim as usize].written;
-        let mut program_pages = 0u32;
-        let mut read_pages = 0u32;
-        // Out of the victim pool before its valid count starts dropping.
-        self.buckets.remove(victim, self.blocks[victim as usize].valid);
-        self.blocks[victim as usize].state = BlockState::Erasing;
-        self.planes[plane.index()].erasing += 1;
-        // Attribute the erase and list the valid units; then prefetch their L2P entries, which are
-        // scattered over the table, so they arrive in parallel instead of one stall per unit.
-        let mut valid = std::mem::take(&mut self.gc_scratch);
-        valid.clear();
-        for page in 0..written.div_ceil(upp) {
-            let mut page_had_valid = false;
-            for u in page * upp..((page + 1) * upp).min(written) {
-                let old = base + u;
-                let owner = self.owner[old as usize];
-                self.attribute(owner).erased_units += 1;
-                let lpn = self.p2l[old as usize];
-                if lpn != NO_LPN {
-                    page_had_valid = true;
-                    valid.push((old, lpn, owner));
-                }
-            }
-            read_pages += page_had_valid as u32;
-        }
-        let map_block = self.blocks[victim as usize].map;
-        if !map_block {
-            for &(_, lpn, _) in &valid {
-                prefetch(&self.l2p[lpn as usize]);
-            }
-        }
-        let stream = if map_block { Stream::MapGc } else { Stream::Gc };
-        self.relocations += 1;
-        for &(old, lpn, owner) in &valid {
-            let new = self.alloc(plane, stream);
-            // A GC page is programmed when its last unit is filled; a partly filled page waits
-            // for the next run.
-            program_pages += ((new.0 + 1) & (upp - 1) == 0) as u32;
-            self.p2l[old as usize] = NO_LPN;
-            self.blocks[victim as usize].valid -= 1;
-            if map_block {
-                // Whole translation pages move in order into a page-aligned map block.
-                debug_assert!(lpn & MAP_BIT != 0 && lpn != NO_LPN, "data in a translation block");
-                let unit = lpn & !MAP_BIT;
-                self.place_raw(new, lpn, owner);
-                if unit % upp == 0 {
-                    self.gtd[(unit / upp) as usize] = new.0;
-                }
-                self.stats.gc_map_units_moved += 1;
-            } else {
-                self.place(new, Lpn(lpn), owner);
-                if let Some(mp) = lpn.checked_div(self.map_entries) {
-                    // One map update per translation page per victim (DFTL's batched update).
-                    if self.map_update_stamp[mp as usize] != self.relocations {
-                        self.map_update_stamp[mp as usize] = self.relocations;
-                        self.gc_map_updates.push((MapPage(mp), owner));
-                    }
-                }
-            }
-            self.close_if_full(plane, stream, new);
-            self.attribute(owner).units_moved += 1;
-        }
-        let moved = valid.len() as u32;
-        self.gc_scratch = valid;
-        debug_assert_eq!(self.blocks[victim as usize].valid, 0);
-        self.stats.gc_runs += 1;
-        self.stats.gc_units_programmed += moved as u64;
-        self.pending_gc.push_back(GcJob { plane, victim, read_pages, program_pages, moved_units: moved });
-    }
-
-    fn attribute(&mut self, owner: u16) -> &mut TenantGc {
-        if owner == NO_OWNER {
-            return &mut self.unowned_gc;
-        }
-        if owner == MAP_OWNER {
-            return &mut self.map_gc;
-        }
-        let i = owner as usize;
-        if i >= self.tenant_gc.len() {
-            self.tenant_gc.resize(i + 1, TenantGc::default());
-        }
-        &mut self.tenant_gc[i]
-    }
-
     /// Writes `lpn` with no timing, as preconditioning does: GC runs and its erases complete at once.
     pub fn write_untimed(&mut self, lpn: Lpn, owner: u16) {
         let plane = self.plane_of(lpn);
@@ -814,119 +446,9 @@ impl Ftl {
         }
     }
 
-    /// The next GC job the device has not yet scheduled.
-    pub fn take_gc_job(&mut self) -> Option<GcJob> {
-        self.pending_gc.pop_front()
-    }
-
-    /// The device finished erasing a GC victim: the block is free again.
-    pub fn finish_erase(&mut self, victim: u32) {
-        let plane = PlaneId(victim / self.blocks_per_plane);
-        let blk = &mut self.blocks[victim as usize];
-        assert_eq!(blk.state, BlockState::Erasing, "block {victim} finished an erase it never started");
-        blk.state = BlockState::Free;
-        blk.written = 0;
-        blk.erase_count += 1;
-        self.stats.erases += 1;
-        let p = &mut self.planes[plane.index()];
-        p.erasing -= 1;
-        p.free.push_back(victim);
-        // GC may have stopped for want of a free block; it can go on now.
-        self.collect_garbage(plane);
-    }
-
     /// Free blocks in `plane` (not counting blocks being erased).
     pub fn free_blocks(&self, plane: PlaneId) -> usize {
         self.planes[plane.index()].free.len()
     }
 
-    /// Checks every structural invariant; panics with a description on the first violation.
-    /// Cost: linear in the drive's size.
-    pub fn check_invariants(&self) {
-        let upb = self.units_per_block;
-        let mut mapped_to_flash = 0u64;
-        for (lpn, &v) in self.l2p.iter().enumerate() {
-            if v != UNMAPPED && v & BUF_FLAG == 0 {
-                mapped_to_flash += 1;
-                assert_eq!(self.p2l[v as usize], lpn as u32, "L2P[{lpn}]={v} but P2L disagrees");
-            }
-        }
-        for (mp, &first) in self.gtd.iter().enumerate() {
-            assert_ne!(first, UNMAPPED, "translation page {mp} has no copy on flash");
-            assert_eq!(first % self.units_per_page, 0, "translation page {mp} not page-aligned");
-            for k in 0..self.units_per_page {
-                let want = MAP_BIT | (mp as u32 * self.units_per_page + k);
-                assert_eq!(self.p2l[(first + k) as usize], want, "GTD[{mp}] unit {k}: P2L disagrees");
-                assert!(self.blocks[self.block_of(Ppa(first)) as usize].map, "translation page {mp} in a data block");
-            }
-            mapped_to_flash += self.units_per_page as u64;
-        }
-        let mut total_valid = 0u64;
-        for (b, blk) in self.blocks.iter().enumerate() {
-            let units = &self.p2l[b * upb as usize..(b + 1) * upb as usize];
-            let valid = units.iter().filter(|&&l| l != NO_LPN).count() as u32;
-            assert_eq!(valid, blk.valid, "block {b}: valid count {} but {} units valid", blk.valid, valid);
-            assert!(blk.written <= upb);
-            assert!(
-                units[blk.written as usize..].iter().all(|&l| l == NO_LPN),
-                "block {b}: data beyond the write pointer"
-            );
-            for (u, &lpn) in units.iter().enumerate() {
-                if lpn == NO_LPN {
-                    continue;
-                }
-                let ppa = (b * upb as usize + u) as u32;
-                if lpn & MAP_BIT != 0 {
-                    let unit = lpn & !MAP_BIT;
-                    let mp = (unit / self.units_per_page) as usize;
-                    assert!(blk.map, "block {b}: translation unit in a data block");
-                    assert_eq!(self.gtd[mp] + unit % self.units_per_page, ppa, "stale translation unit");
-                } else {
-                    assert!(!blk.map, "block {b}: data in a translation block");
-                    assert_eq!(self.l2p[lpn as usize], ppa, "stale P2L entry");
-                }
-            }
-            match blk.state {
-                BlockState::Free => assert!(blk.written == 0 && blk.valid == 0, "free block {b} not empty"),
-                BlockState::Erasing => assert_eq!(blk.valid, 0, "block {b} erasing with valid data"),
-                BlockState::Full => assert_eq!(blk.written, upb, "full block {b} not full"),
-                BlockState::Active => assert!(blk.written < upb),
-            }
-            total_valid += blk.valid as u64;
-        }
-        assert_eq!(total_valid, mapped_to_flash, "valid units != logical pages mapped to flash");
-        let mut bucketed = 0usize;
-        for plane in 0..self.planes.len() as u32 {
-            for v in 0..=upb {
-                for b in self.buckets.members(plane, v) {
-                    let blk = &self.blocks[b as usize];
-                    assert_eq!(b / self.blocks_per_plane, plane, "block {b} in another plane's bucket");
-                    assert!(blk.state == BlockState::Full && blk.valid == v, "block {b} in wrong bucket {v}");
-                    bucketed += 1;
-                }
-            }
-        }
-        let full = self.blocks.iter().filter(|b| b.state == BlockState::Full).count();
-        assert_eq!(bucketed, full, "full blocks missing from the victim buckets");
-        for (p, plane) in self.planes.iter().enumerate() {
-            let range = p as u32 * self.blocks_per_plane..(p as u32 + 1) * self.blocks_per_plane;
-            for &b in &plane.free {
-                assert!(range.contains(&b), "plane {p} free list holds foreign block {b}");
-                assert_eq!(self.blocks[b as usize].state, BlockState::Free);
-            }
-            let count = |s| range.clone().filter(|&b| self.blocks[b as usize].state == s).count();
-            assert_eq!(count(BlockState::Free), plane.free.len(), "plane {p}: free list out of sync");
-            assert_eq!(count(BlockState::Erasing), plane.erasing as usize, "plane {p}: erasing count");
-            let actives = plane
-                .user_active
-                .iter()
-                .chain(plane.gc_active.iter())
-                .chain(plane.map_active.iter())
-                .chain(plane.map_gc_active.iter());
-            assert_eq!(count(BlockState::Active), actives.clone().count(), "plane {p}: active blocks");
-            for &b in actives {
-                assert!(range.contains(&b) && self.blocks[b as usize].state == BlockState::Active);
-            }
-        }
-    }
 }

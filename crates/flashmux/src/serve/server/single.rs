@@ -5,6 +5,7 @@
 //! running the model, writing replies — is serialised in it, as if under one global lock.
 //! Handshakes run on short-lived threads, which hand each negotiated connection over.
 
+use super::model::{answer_due, ns_since, print_stats, MAX_SLEEP_NS, SPIN_NS};
 use super::*;
 use std::os::unix::net::UnixStream;
 
@@ -61,16 +62,53 @@ pub(super) fn io_thread(
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
     }
     let _ = wake.set_nonblocking(true);
-    let mut conns: BTreeMap<u64, Polled> = BTreeMap::new();
+    let mut io = IoLoop {
+        conns: BTreeMap::new(),
+        due: Vec::new(),
+        data: Vec::new(),
+        chunk: vec![0u8; READ_CHUNK],
+        fds: Vec::new(),
+        ids: Vec::new(),
+    };
     let mut handoffs_done = false;
-    let mut due: Vec<Due<Submission>> = Vec::new();
-    let mut data = Vec::new();
-    let mut chunk = vec![0u8; READ_CHUNK];
     let stats_ns = stats.map(|d| d.as_nanos().max(1) as u64);
     let mut next_stats = stats_ns.unwrap_or(u64::MAX);
-    let mut fds: Vec<libc::pollfd> = Vec::new();
-    let mut ids: Vec<u64> = Vec::new();
     loop {
+        handoffs_done |= io.take_handoffs(shared, &handoffs);
+        let ready = io.poll(&wake, &engine, origin, next_stats);
+        io.serve_sockets(shared, &mut engine, ready, origin);
+        let now = ns_since(origin, Instant::now());
+        io.answer_due(shared, &mut engine, now, origin);
+        io.send_and_unblock(shared, &mut engine, origin);
+        if now >= next_stats {
+            print_stats(shared, &mut engine, now, stats_ns.unwrap_or(1));
+            next_stats = now + stats_ns.unwrap_or(u64::MAX);
+        }
+        io.close_finished(shared);
+        if handoffs_done && io.conns.is_empty() && engine.in_flight() == 0 {
+            return (engine, ns_since(origin, Instant::now()));
+        }
+    }
+}
+
+/// The I/O thread's state: its connections, and buffers reused from turn to turn.
+struct IoLoop {
+    conns: BTreeMap<u64, Polled>,
+    /// Requests the model has completed, to answer.
+    due: Vec<Due<Submission>>,
+    /// The reply being built.
+    data: Vec<u8>,
+    /// What a socket read lands in.
+    chunk: Vec<u8>,
+    /// The poll set: the wake-up socket, then a connection each (their numbers in `ids`).
+    fds: Vec<libc::pollfd>,
+    ids: Vec<u64>,
+}
+
+impl IoLoop {
+    /// Takes the connections handed over since the last turn. True once the handshake threads
+    /// can hand over no more (the server is stopping).
+    fn take_handoffs(&mut self, shared: &Shared, handoffs: &Receiver<Handoff>) -> bool {
         loop {
             match handoffs.try_recv() {
                 Ok(h) => {
@@ -89,20 +127,22 @@ pub(super) fn io_thread(
                         hup: false,
                         blocked: false,
                     };
-                    conns.insert(h.id, p);
+                    self.conns.insert(h.id, p);
                 }
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => {
-                    handoffs_done = true;
-                    break;
-                }
+                Err(TryRecvError::Empty) => return false,
+                Err(TryRecvError::Disconnected) => return true,
             }
         }
-        // Wait for a socket, a handover, or the model's next event.
-        fds.clear();
-        ids.clear();
-        fds.push(libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(&wake), events: libc::POLLIN, revents: 0 });
-        for (&id, c) in &conns {
+    }
+
+    /// Waits for a socket, a handover, or the model's next event (or the next stats line): in
+    /// the kernel until shortly before the event, then without sleeping. Returns what `ppoll`
+    /// returned (above 0: sockets are ready).
+    fn poll(&mut self, wake: &UnixStream, engine: &Engine<Submission>, origin: Instant, next_stats: u64) -> libc::c_int {
+        self.fds.clear();
+        self.ids.clear();
+        self.fds.push(libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(wake), events: libc::POLLIN, revents: 0 });
+        for (&id, c) in &self.conns {
             let mut events = 0;
             if c.wants_input() {
                 events |= libc::POLLIN;
@@ -112,41 +152,50 @@ pub(super) fn io_thread(
             }
             // A hung-up socket would wake every poll: it is read and written without one.
             let fd = if c.hup { -1 } else { c.out.stream.fd() };
-            fds.push(libc::pollfd { fd, events, revents: 0 });
-            ids.push(id);
+            self.fds.push(libc::pollfd { fd, events, revents: 0 });
+            self.ids.push(id);
         }
         let now = ns_since(origin, Instant::now());
         let target = engine.next_event_ns().unwrap_or(u64::MAX).min(next_stats).min(now + MAX_SLEEP_NS);
-        // Sleep in the kernel until shortly before the event, then poll without sleeping.
         let sleep = target.saturating_sub(now).saturating_sub(SPIN_NS);
         let ts = libc::timespec { tv_sec: (sleep / 1_000_000_000) as libc::time_t, tv_nsec: (sleep % 1_000_000_000) as libc::c_long };
         // SAFETY: `fds` is a live, initialised array of `fds.len()` pollfds; `ts` outlives the call.
-        let ready = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
-        if ready > 0 && fds[0].revents != 0 {
+        let ready = unsafe { libc::ppoll(self.fds.as_mut_ptr(), self.fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+        if ready > 0 && self.fds[0].revents != 0 {
             let mut sink = [0u8; 64];
-            while matches!((&wake).read(&mut sink), Ok(n) if n > 0) {}
+            while matches!((&*wake).read(&mut sink), Ok(n) if n > 0) {}
         }
-        for (i, &id) in ids.iter().enumerate() {
-            let revents = if ready > 0 { fds[i + 1].revents } else { 0 };
-            let Some(c) = conns.get_mut(&id) else { continue };
+        ready
+    }
+
+    /// Reads the sockets that are ready (or hung up) and handles the whole requests their
+    /// input holds.
+    fn serve_sockets(&mut self, shared: &Shared, engine: &mut Engine<Submission>, ready: libc::c_int, origin: Instant) {
+        for (i, &id) in self.ids.iter().enumerate() {
+            let revents = if ready > 0 { self.fds[i + 1].revents } else { 0 };
+            let Some(c) = self.conns.get_mut(&id) else { continue };
             if revents & (libc::POLLHUP | libc::POLLERR) != 0 {
                 c.hup = true;
             }
             if c.wants_input() && (c.hup || revents & libc::POLLIN != 0) {
-                read_input(shared, c, &mut chunk);
+                read_input(shared, c, &mut self.chunk);
             }
             if !c.input.is_empty() {
-                handle_input(shared, &mut engine, id, c, &mut data, origin);
+                handle_input(shared, engine, id, c, &mut self.data, origin);
             }
         }
-        let now = ns_since(origin, Instant::now());
-        engine.advance(now, &mut due);
-        for d in due.drain(..) {
+    }
+
+    /// Advances the model to `now` and answers what it completed.
+    fn answer_due(&mut self, shared: &Shared, engine: &mut Engine<Submission>, now: u64, origin: Instant) {
+        engine.advance(now, &mut self.due);
+        for d in self.due.drain(..) {
             let id = d.info.conn_id;
-            if let Some(c) = conns.get_mut(&id) {
-                c.out.lend_spare(&mut data, d.info.reserved);
+            if let Some(c) = self.conns.get_mut(&id) {
+                c.out.lend_spare(&mut self.data, d.info.reserved);
             }
-            answer_due(shared, &mut engine, d, origin, &mut data, |s, reply| match conns.get_mut(&id) {
+            let conns = &mut self.conns;
+            answer_due(shared, engine, d, origin, &mut self.data, |s, reply| match conns.get_mut(&id) {
                 Some(c) => {
                     c.in_model -= 1;
                     c.out.send(shared, reply, s.reserved);
@@ -156,30 +205,33 @@ pub(super) fn io_thread(
                 None => shared.budget.give_back(&mut s.reserved.clone(), s.reserved),
             });
         }
-        for c in conns.values_mut() {
+    }
+
+    /// Writes what the sockets take of the queued replies; then handles the requests that
+    /// waited for room, as replies that left (or connections that went) may have made some.
+    fn send_and_unblock(&mut self, shared: &Shared, engine: &mut Engine<Submission>, origin: Instant) {
+        for c in self.conns.values_mut() {
             c.out.drain(shared);
         }
-        // Replies that left, or connections that went, may have made room for waiting requests.
-        for (&id, c) in conns.iter_mut() {
+        for (&id, c) in self.conns.iter_mut() {
             if c.blocked {
-                handle_input(shared, &mut engine, id, c, &mut data, origin);
+                handle_input(shared, engine, id, c, &mut self.data, origin);
             }
         }
-        if now >= next_stats {
-            print_stats(shared, &mut engine, now, stats_ns.unwrap_or(1));
-            next_stats = now + stats_ns.unwrap_or(u64::MAX);
-        }
-        let finished: Vec<u64> = conns
+    }
+
+    /// Closes the connections that are done: dead, or closed by the client with nothing left
+    /// to answer or send, and none of their requests in the model.
+    fn close_finished(&mut self, shared: &Shared) {
+        let finished: Vec<u64> = self
+            .conns
             .iter()
             .filter(|(_, c)| c.in_model == 0 && (c.out.dead || (c.eof && !c.blocked && !c.out.waiting())))
             .map(|(&id, _)| id)
             .collect();
         for id in finished {
-            conns.remove(&id);
+            self.conns.remove(&id);
             close(shared, id);
-        }
-        if handoffs_done && conns.is_empty() && engine.in_flight() == 0 {
-            return (engine, ns_since(origin, Instant::now()));
         }
     }
 }

@@ -1,0 +1,127 @@
+//! The FTL's structural invariants, checked from scratch: L2P and P2L agree both ways; each
+//! translation page has one page-aligned copy in a translation block that the directory points
+//! at; each block's valid count is its valid units, with none past its write pointer; every full
+//! block is in exactly its valid-count bucket; each plane's free list, erasing count and open
+//! blocks match the block states. Cost: linear in the drive's size (`--check-invariants` and
+//! the tests run it; nothing on a hot path does).
+
+use super::{BlockState, Ftl, BUF_FLAG, MAP_BIT, NO_LPN, UNMAPPED};
+use crate::units::Ppa;
+
+impl Ftl {
+    /// Checks every structural invariant; panics with a description on the first violation.
+    /// Cost: linear in the drive's size.
+    pub fn check_invariants(&self) {
+        let mapped_to_flash = self.check_l2p() + self.check_directory();
+        let total_valid: u64 = (0..self.blocks.len()).map(|b| self.check_block(b)).sum();
+        assert_eq!(total_valid, mapped_to_flash, "valid units != logical pages mapped to flash");
+        self.check_buckets();
+        for p in 0..self.planes.len() {
+            self.check_plane(p);
+        }
+    }
+
+    /// Every logical page mapped to flash is the page its unit's P2L entry names. Returns how
+    /// many are.
+    fn check_l2p(&self) -> u64 {
+        let mut mapped_to_flash = 0u64;
+        for (lpn, &v) in self.l2p.iter().enumerate() {
+            if v != UNMAPPED && v & BUF_FLAG == 0 {
+                mapped_to_flash += 1;
+                assert_eq!(self.p2l[v as usize], lpn as u32, "L2P[{lpn}]={v} but P2L disagrees");
+            }
+        }
+        mapped_to_flash
+    }
+
+    /// Every translation page has a page-aligned copy in a translation block, whose units P2L
+    /// names. Returns the units they hold.
+    fn check_directory(&self) -> u64 {
+        let mut units = 0u64;
+        for (mp, &first) in self.gtd.iter().enumerate() {
+            assert_ne!(first, UNMAPPED, "translation page {mp} has no copy on flash");
+            assert_eq!(first % self.units_per_page, 0, "translation page {mp} not page-aligned");
+            for k in 0..self.units_per_page {
+                let want = MAP_BIT | (mp as u32 * self.units_per_page + k);
+                assert_eq!(self.p2l[(first + k) as usize], want, "GTD[{mp}] unit {k}: P2L disagrees");
+                assert!(self.blocks[self.block_of(Ppa(first)) as usize].map, "translation page {mp} in a data block");
+            }
+            units += self.units_per_page as u64;
+        }
+        units
+    }
+
+    /// Block `b`'s valid count, write pointer and state agree with its units, and each valid
+    /// unit is the current copy of what it holds. Returns its valid units.
+    fn check_block(&self, b: usize) -> u64 {
+        let upb = self.units_per_block;
+        let blk = &self.blocks[b];
+        let units = &self.p2l[b * upb as usize..(b + 1) * upb as usize];
+        let valid = units.iter().filter(|&&l| l != NO_LPN).count() as u32;
+        assert_eq!(valid, blk.valid, "block {b}: valid count {} but {} units valid", blk.valid, valid);
+        assert!(blk.written <= upb);
+        assert!(units[blk.written as usize..].iter().all(|&l| l == NO_LPN), "block {b}: data beyond the write pointer");
+        for (u, &lpn) in units.iter().enumerate() {
+            if lpn == NO_LPN {
+                continue;
+            }
+            let ppa = (b * upb as usize + u) as u32;
+            if lpn & MAP_BIT != 0 {
+                let unit = lpn & !MAP_BIT;
+                let mp = (unit / self.units_per_page) as usize;
+                assert!(blk.map, "block {b}: translation unit in a data block");
+                assert_eq!(self.gtd[mp] + unit % self.units_per_page, ppa, "stale translation unit");
+            } else {
+                assert!(!blk.map, "block {b}: data in a translation block");
+                assert_eq!(self.l2p[lpn as usize], ppa, "stale P2L entry");
+            }
+        }
+        match blk.state {
+            BlockState::Free => assert!(blk.written == 0 && blk.valid == 0, "free block {b} not empty"),
+            BlockState::Erasing => assert_eq!(blk.valid, 0, "block {b} erasing with valid data"),
+            BlockState::Full => assert_eq!(blk.written, upb, "full block {b} not full"),
+            BlockState::Active => assert!(blk.written < upb),
+        }
+        blk.valid as u64
+    }
+
+    /// Every full block is in its own plane's bucket for its valid count, and nothing else is.
+    fn check_buckets(&self) {
+        let mut bucketed = 0usize;
+        for plane in 0..self.planes.len() as u32 {
+            for v in 0..=self.units_per_block {
+                for b in self.buckets.members(plane, v) {
+                    let blk = &self.blocks[b as usize];
+                    assert_eq!(b / self.blocks_per_plane, plane, "block {b} in another plane's bucket");
+                    assert!(blk.state == BlockState::Full && blk.valid == v, "block {b} in wrong bucket {v}");
+                    bucketed += 1;
+                }
+            }
+        }
+        let full = self.blocks.iter().filter(|b| b.state == BlockState::Full).count();
+        assert_eq!(bucketed, full, "full blocks missing from the victim buckets");
+    }
+
+    /// Plane `p`'s free list, erasing count and open blocks match its blocks' states.
+    fn check_plane(&self, p: usize) {
+        let plane = &self.planes[p];
+        let range = p as u32 * self.blocks_per_plane..(p as u32 + 1) * self.blocks_per_plane;
+        for &b in &plane.free {
+            assert!(range.contains(&b), "plane {p} free list holds foreign block {b}");
+            assert_eq!(self.blocks[b as usize].state, BlockState::Free);
+        }
+        let count = |s| range.clone().filter(|&b| self.blocks[b as usize].state == s).count();
+        assert_eq!(count(BlockState::Free), plane.free.len(), "plane {p}: free list out of sync");
+        assert_eq!(count(BlockState::Erasing), plane.erasing as usize, "plane {p}: erasing count");
+        let actives = plane
+            .user_active
+            .iter()
+            .chain(plane.gc_active.iter())
+            .chain(plane.map_active.iter())
+            .chain(plane.map_gc_active.iter());
+        assert_eq!(count(BlockState::Active), actives.clone().count(), "plane {p}: active blocks");
+        for &b in actives {
+            assert!(range.contains(&b) && self.blocks[b as usize].state == BlockState::Active);
+        }
+    }
+}
