@@ -418,3 +418,41 @@ fn skip(input: &mut dyn BufRead, mut n: u64) -> io::Result<bool> {
     }
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(act: u32, bytes: u32, sector: u64) -> Record {
+        Record { at: 0, time_ns: 0, sector, bytes, act, pid: 1, device: 0 }
+    }
+
+    const ISSUE: u32 = 7;
+
+    /// A record's operation, in the order the kernel's `fill_rwbs` tests the categories.
+    #[test]
+    fn operation_from_event_and_categories() {
+        let op = |tc: u32, bytes: u32| record((tc << 16) | ISSUE, bytes, 8).op(ISSUE);
+        assert_eq!(op(0, 4096), Some(TraceOp::Read));
+        assert_eq!(op(TC_WRITE, 4096), Some(TraceOp::Write));
+        assert_eq!(op(TC_DISCARD | TC_WRITE, 4096), Some(TraceOp::Trim));
+        assert_eq!(op(TC_FLUSH | TC_WRITE, 0), Some(TraceOp::Flush));
+        // No bytes and no flush: nothing to replay.
+        assert_eq!(op(TC_WRITE, 0), None);
+        // Notifications and SCSI passthrough are not requests; nor are other events.
+        assert_eq!(op(TC_NOTIFY, 4096), None);
+        assert_eq!(op(TC_PC | TC_WRITE, 4096), None);
+        assert_eq!(record((TC_WRITE << 16) | 8, 4096, 8).op(ISSUE), None);
+    }
+
+    /// Extents in bytes, a flush's 0 and 0, and the values no request can have.
+    #[test]
+    fn extent_in_bytes_and_bounds() {
+        let bad = |bytes: u32, sector: u64| record(0, bytes, sector).extent(TraceOp::Write).err();
+        assert_eq!(record(0, 4096, 8).extent(TraceOp::Read).ok(), Some((4096, 4096)));
+        assert_eq!(record(0, 0, 99).extent(TraceOp::Flush).ok(), Some((0, 0)));
+        assert_eq!(bad(4096, 1 << 55).map(|b| b.field), Some("sector"));
+        assert_eq!(bad((MAX_LEN + 512) as u32, 0).map(|b| b.field), Some("bytes"));
+        assert_eq!(bad(4096, u64::MAX / 512).map(|b| b.field), Some("sector"));
+    }
+}

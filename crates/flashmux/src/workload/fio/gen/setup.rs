@@ -450,3 +450,64 @@ fn splitmix64(x: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::fio::parse_job_text;
+
+    fn job(body: &str) -> FioJob {
+        parse_job_text(&format!("[t]\n{body}\n"), "t.fio", &|_| None).expect("job parses").jobs.remove(0)
+    }
+
+    /// The step that sets a pass's and the job's limits: trimwrite's pass holds the trims and
+    /// the writes, a random writer without the random map may write its io_size in one pass, and
+    /// only the directions fio counts count.
+    #[test]
+    fn limits_by_direction_and_map() {
+        let j = job("rw=trimwrite\nbs=4k\nsize=1m");
+        let l = limits(&j, 1 << 20, false, Blocks::of(&j, false).active, false);
+        assert_eq!((l.pass_cap, l.volume, l.counted), (2 << 20, 1 << 20, [false, true, false]));
+
+        let j = job("rw=randwrite\nbs=4k\nsize=1m\nio_size=8m");
+        let active = Blocks::of(&j, true).active;
+        assert_eq!(limits(&j, 1 << 20, true, active, true).pass_cap, 8 << 20);
+        assert_eq!(limits(&j, 1 << 20, true, active, false).pass_cap, 1 << 20);
+
+        let j = job("rw=randrw\nbs=4k\nloops=3");
+        let l = limits(&j, 1 << 20, true, Blocks::of(&j, true).active, false);
+        assert_eq!((l.loops, l.counted), (3, [true, true, false]));
+    }
+
+    /// fio's effective norandommap: the option, a skewed distribution, or a blockalign other
+    /// than the least block size; the random map otherwise.
+    #[test]
+    fn norandommap_as_fio_fixes_it_up() {
+        let on = |body: &str| {
+            let j = job(body);
+            fio_norandommap(&j, &Blocks::of(&j, j.rw.is_random()))
+        };
+        assert!(!on("rw=randread\nbs=4k"));
+        assert!(on("rw=randread\nbs=4k\nnorandommap"));
+        assert!(on("rw=randread\nbs=4k\nrandom_distribution=zipf:1.2"));
+        assert!(on("rw=randread\nbs=8k\nba=4k"));
+        assert!(!on("rw=randread\nbs=4k\nba=4k"));
+    }
+
+    /// A sequential job's hole must be whole sectors; a random job has none.
+    #[test]
+    fn holes_are_sector_multiples() {
+        assert_eq!(hole(&job("rw=write:8k\nbs=4k"), false, 512).ok(), Some(8192));
+        assert_eq!(hole(&job("rw=randwrite:4\nbs=4k"), true, 512).ok(), Some(0));
+        assert!(hole(&job("rw=write:1000\nbs=4k"), false, 512).is_err());
+    }
+
+    /// Three streams per instance, different from each other and from another instance's.
+    #[test]
+    fn stream_seeds_are_independent() {
+        let seeds = [SEED_IO, SEED_SETUP, SEED_SKEW].map(|p| stream_seed(7, 0, p));
+        assert!(seeds[0] != seeds[1] && seeds[1] != seeds[2] && seeds[0] != seeds[2]);
+        assert_ne!(stream_seed(7, 1, SEED_IO), seeds[0]);
+        assert_eq!(stream_seed(7, 0, SEED_IO), seeds[0]);
+    }
+}
