@@ -4,9 +4,10 @@
 //!
 //! A flash drive is drawn in steps that each hand the next what it needs: the geometry (the
 //! preset's, or drawn until it fits the case's bounds: at most 2^14 units when invariants are
-//! checked every few events, 2^17 usually, 2^21 for a large case; at least 64 KiB per tenant and
-//! 256 KiB in all), the mapping and translation entry size, the drive mode, the blocks per plane
-//! B and logical blocks L (e.g. B = 40, T = 2: L ≤ 40 - 5 - slack), over-provisioning from B / L,
+//! checked more often than every 30 events, 2^17 usually, 2^21 for a large case; at least 64 KiB
+//! per tenant and 256 KiB in all), the mapping and translation entry size, the drive mode, the
+//! blocks per plane B and logical blocks L (e.g. B = 40 and GC threshold T = 2 without DFTL:
+//! L = 40 - (T + 3) - slack = 35 - slack), over-provisioning from B / L,
 //! and the size, by capacity or by blocks per plane. The returned logical capacity is what the
 //! loader will compute, so the tenants' regions are drawn inside it.
 
