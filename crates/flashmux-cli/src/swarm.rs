@@ -63,15 +63,7 @@ pub fn run(args: SwarmArgs) -> anyhow::Result<ExitCode> {
     let limits = Limits { max_events: args.max_events.max(1), ..Limits::default() };
     let work = args.output_dir.join("work");
     std::fs::create_dir_all(&args.output_dir).with_context(|| format!("creating {}", args.output_dir.display()))?;
-
-    // Panics are failures to report, not crashes: keep their message, location and backtrace,
-    // and print nothing here.
-    std::panic::set_hook(Box::new(|info| {
-        let at = info.location().map_or(String::new(), |l| format!(" at {}:{}:{}", l.file(), l.line(), l.column()));
-        let msg = swarm::panic_message(info.payload());
-        let bt = std::backtrace::Backtrace::force_capture().to_string();
-        *LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some((format!("{msg}{at}"), bt));
-    }));
+    install_panic_hook();
     let interrupted = Arc::new(AtomicBool::new(false));
     {
         let f = interrupted.clone();
@@ -100,61 +92,8 @@ pub fn run(args: SwarmArgs) -> anyhow::Result<ExitCode> {
         let outcome = swarm::run_case(&case, &work, &limits);
         let took = t0.elapsed();
         *current.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        s.runs += 1;
-        s.slowest.push((took, seed));
-        s.slowest.sort_by(|a, b| b.cmp(a));
-        s.slowest.truncate(5);
-        match outcome {
-            Outcome::Passed(p) => {
-                if args.verbose {
-                    let line = format!(
-                        "passed seed {seed}: {:?}{}, {} events, {} requests, {} GC runs, {:.0} ms",
-                        p.stop,
-                        if p.capped { " (event bound)" } else { "" },
-                        p.events,
-                        p.requests,
-                        p.gc_runs,
-                        took.as_secs_f64() * 1000.0
-                    );
-                    match &bar {
-                        Some(b) => b.println(line),
-                        None => eprintln!("{line}"),
-                    }
-                }
-                s.passed += 1;
-                s.capped += p.capped as u64;
-                s.events += p.events;
-                s.requests += p.requests;
-                s.with_gc += (p.gc_runs > 0) as u64;
-            }
-            Outcome::Rejected { reason, message } => {
-                if args.verbose {
-                    let line = format!("rejected seed {seed}: {message}");
-                    match &bar {
-                        Some(b) => b.println(line),
-                        None => eprintln!("{line}"),
-                    }
-                }
-                s.rejected += 1;
-                *s.reasons.entry(reason).or_default() += 1;
-            }
-            Outcome::Failed(f) => {
-                let (message, backtrace) = match LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                    // A panic: the hook saw where.
-                    Some((m, bt)) if f.stage != "check" => (m, Some(bt)),
-                    _ => (f.message.clone(), None),
-                };
-                let report = save_failure(&case, &args.output_dir, f.stage, &message, backtrace.as_deref())?;
-                let line = format!("FAIL seed {seed} ({}): {message}\n{report}", f.stage);
-                match &bar {
-                    Some(b) => b.println(line),
-                    None => eprintln!("{line}"),
-                }
-                s.failed.push(seed);
-                if !args.keep_going {
-                    break;
-                }
-            }
+        if !tally(&args, &bar, &mut s, &case, outcome, took)? {
+            break;
         }
         let msg = format!("{} passed, {} rejected, {} failed", s.passed, s.rejected, s.failed.len());
         match &bar {
@@ -181,6 +120,75 @@ pub fn run(args: SwarmArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Panics are failures to report, not crashes: keep their message, location and backtrace in
+/// [`LAST_PANIC`], and print nothing here.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let at = info.location().map_or(String::new(), |l| format!(" at {}:{}:{}", l.file(), l.line(), l.column()));
+        let msg = swarm::panic_message(info.payload());
+        let bt = std::backtrace::Backtrace::force_capture().to_string();
+        *LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some((format!("{msg}{at}"), bt));
+    }));
+}
+
+/// A line above the progress bar, or on standard error without one.
+fn say(bar: &Option<ProgressBar>, line: String) {
+    match bar {
+        Some(b) => b.println(line),
+        None => eprintln!("{line}"),
+    }
+}
+
+/// Counts a case's outcome in `s`, saving a failure and saying what `--verbose` asks for;
+/// returns whether to go on.
+fn tally(args: &SwarmArgs, bar: &Option<ProgressBar>, s: &mut Summary, case: &Case, outcome: Outcome, took: Duration) -> anyhow::Result<bool> {
+    let seed = case.seed;
+    s.runs += 1;
+    s.slowest.push((took, seed));
+    s.slowest.sort_by(|a, b| b.cmp(a));
+    s.slowest.truncate(5);
+    match outcome {
+        Outcome::Passed(p) => {
+            if args.verbose {
+                let line = format!(
+                    "passed seed {seed}: {:?}{}, {} events, {} requests, {} GC runs, {:.0} ms",
+                    p.stop,
+                    if p.capped { " (event bound)" } else { "" },
+                    p.events,
+                    p.requests,
+                    p.gc_runs,
+                    took.as_secs_f64() * 1000.0
+                );
+                say(bar, line);
+            }
+            s.passed += 1;
+            s.capped += p.capped as u64;
+            s.events += p.events;
+            s.requests += p.requests;
+            s.with_gc += (p.gc_runs > 0) as u64;
+        }
+        Outcome::Rejected { reason, message } => {
+            if args.verbose {
+                say(bar, format!("rejected seed {seed}: {message}"));
+            }
+            s.rejected += 1;
+            *s.reasons.entry(reason).or_default() += 1;
+        }
+        Outcome::Failed(f) => {
+            let (message, backtrace) = match LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                // A panic: the hook saw where.
+                Some((m, bt)) if f.stage != "check" => (m, Some(bt)),
+                _ => (f.message.clone(), None),
+            };
+            let report = save_failure(case, &args.output_dir, f.stage, &message, backtrace.as_deref())?;
+            say(bar, format!("FAIL seed {seed} ({}): {message}\n{report}", f.stage));
+            s.failed.push(seed);
+            return Ok(args.keep_going);
+        }
+    }
+    Ok(true)
 }
 
 #[derive(Default)]

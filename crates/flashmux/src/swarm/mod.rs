@@ -156,56 +156,17 @@ pub fn run_case(case: &Case, dir: &Path, limits: &Limits) -> Outcome {
         return failed("check", m);
     }
     if case.alone && !first.capped {
-        // Each tenant alone on the identically preconditioned drive, as `--alone-baseline`.
-        let mut alone = Vec::new();
-        for i in 0..scenario.tenants.len() {
-            let Some(s) = scenario.alone(i) else { return failed("check", format!("no alone scenario for tenant {i}")) };
-            match simulate(&s, case.check_every, limits) {
-                Ok(r) => {
-                    if let Err(m) = check_results(&s, &r.results, r.capped) {
-                        return failed("check", format!("tenant {i} alone: {m}"));
-                    }
-                    alone.push(r.results);
-                }
-                Err(Outcome::Failed(f)) => return failed(f.stage, format!("tenant {i} alone: {}", f.message)),
-                Err(_) => return failed("check", format!("tenant {i} alone was refused where the shared run ran")),
-            }
-        }
-        if let Err(p) = catch_unwind(AssertUnwindSafe(|| first.results.add_alone_baseline(&alone))) {
-            return failed("report", panic_message(&*p));
+        if let Err(o) = alone_baseline(&scenario, case, limits, &mut first.results) {
+            return o;
         }
     }
-    let rendered = match catch_unwind(AssertUnwindSafe(|| render(&first.results))) {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return failed("report", e),
-        Err(p) => return failed("report", panic_message(&*p)),
+    let rendered = match render_caught(&first.results) {
+        Ok(s) => s,
+        Err(o) => return o,
     };
     if case.rerun {
-        let mut second = match simulate(&scenario, case.check_every, limits) {
-            Ok(r) => r,
-            Err(Outcome::Failed(f)) => return failed("determinism", format!("the second run failed where the first passed: {}: {}", f.stage, f.message)),
-            Err(_) => return failed("determinism", "the second run was refused where the first ran".into()),
-        };
-        // The alone runs are not repeated: their baseline is the first's.
-        second.results.fairness.baseline = first.results.fairness.baseline.clone();
-        let again = match catch_unwind(AssertUnwindSafe(|| render(&second.results))) {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return failed("report", e),
-            Err(p) => return failed("report", panic_message(&*p)),
-        };
-        if again != rendered || second.results.events != first.results.events {
-            let at = rendered.bytes().zip(again.bytes()).position(|(a, b)| a != b).unwrap_or(rendered.len().min(again.len()));
-            let lo = at.saturating_sub(80);
-            return failed(
-                "determinism",
-                format!(
-                    "the same scenario and seed gave different results ({} and {} events); first difference at byte {at}:\n  {}\n  {}",
-                    first.results.events,
-                    second.results.events,
-                    &rendered[lo..(at + 80).min(rendered.len())].escape_debug(),
-                    &again[lo..(at + 80).min(again.len())].escape_debug()
-                ),
-            );
+        if let Err(o) = rerun(&scenario, case, limits, &first.results, &rendered) {
+            return o;
         }
     }
     let r = &first.results;
@@ -217,6 +178,66 @@ pub fn run_case(case: &Case, dir: &Path, limits: &Limits) -> Outcome {
         capped: first.capped,
         gc_runs: r.device.ftl.gc_runs,
     })
+}
+
+/// Each tenant alone on the identically preconditioned drive, as `--alone-baseline`: every run
+/// checked, the slowdowns added to `results`.
+fn alone_baseline(scenario: &Scenario, case: &Case, limits: &Limits, results: &mut RunResults) -> Result<(), Outcome> {
+    let mut alone = Vec::new();
+    for i in 0..scenario.tenants.len() {
+        let Some(s) = scenario.alone(i) else { return Err(failed("check", format!("no alone scenario for tenant {i}"))) };
+        match simulate(&s, case.check_every, limits) {
+            Ok(r) => {
+                if let Err(m) = check_results(&s, &r.results, r.capped) {
+                    return Err(failed("check", format!("tenant {i} alone: {m}")));
+                }
+                alone.push(r.results);
+            }
+            Err(Outcome::Failed(f)) => return Err(failed(f.stage, format!("tenant {i} alone: {}", f.message))),
+            Err(_) => return Err(failed("check", format!("tenant {i} alone was refused where the shared run ran"))),
+        }
+    }
+    if let Err(p) = catch_unwind(AssertUnwindSafe(|| results.add_alone_baseline(&alone))) {
+        return Err(failed("report", panic_message(&*p)));
+    }
+    Ok(())
+}
+
+/// The run again: the same events and the same bytes in every report as `first` gave
+/// (`rendered`).
+fn rerun(scenario: &Scenario, case: &Case, limits: &Limits, first: &RunResults, rendered: &str) -> Result<(), Outcome> {
+    let mut second = match simulate(scenario, case.check_every, limits) {
+        Ok(r) => r,
+        Err(Outcome::Failed(f)) => return Err(failed("determinism", format!("the second run failed where the first passed: {}: {}", f.stage, f.message))),
+        Err(_) => return Err(failed("determinism", "the second run was refused where the first ran".into())),
+    };
+    // The alone runs are not repeated: their baseline is the first's.
+    second.results.fairness.baseline = first.fairness.baseline.clone();
+    let again = render_caught(&second.results)?;
+    if again != rendered || second.results.events != first.events {
+        let at = rendered.bytes().zip(again.bytes()).position(|(a, b)| a != b).unwrap_or(rendered.len().min(again.len()));
+        let lo = at.saturating_sub(80);
+        return Err(failed(
+            "determinism",
+            format!(
+                "the same scenario and seed gave different results ({} and {} events); first difference at byte {at}:\n  {}\n  {}",
+                first.events,
+                second.results.events,
+                &rendered[lo..(at + 80).min(rendered.len())].escape_debug(),
+                &again[lo..(at + 80).min(again.len())].escape_debug()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// [`render`], with an error or a panic as a failed report.
+fn render_caught(r: &RunResults) -> Result<String, Outcome> {
+    match catch_unwind(AssertUnwindSafe(|| render(r))) {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(failed("report", e)),
+        Err(p) => Err(failed("report", panic_message(&*p))),
+    }
 }
 
 struct Run {
@@ -269,6 +290,14 @@ fn render(r: &RunResults) -> Result<String, String> {
 
 /// What must hold at the end of every run.
 pub fn check_results(s: &Scenario, r: &RunResults, capped: bool) -> Result<(), String> {
+    check_stop(s, r, capped)?;
+    check_accounting(s, r)?;
+    check_directions(r)?;
+    check_gc(r)
+}
+
+/// Requests are conserved, and the run stopped for a reason its scenario gives, where it gives.
+fn check_stop(s: &Scenario, r: &RunResults, capped: bool) -> Result<(), String> {
     let (issued, done, inflight) = (r.requests_issued, r.requests_completed, r.requests_in_flight);
     if done > issued || issued != done + inflight {
         return Err(format!("requests not conserved: {issued} issued, {done} completed, {inflight} in flight"));
@@ -298,8 +327,15 @@ pub fn check_results(s: &Scenario, r: &RunResults, capped: bool) -> Result<(), S
             return Err(format!("simulated {} ns past the time limit of {} ns", r.sim_time_ns - t.0, t.0));
         }
     }
-    // Every measured I/O and sync is a completed request. Completions in a ramp and the syncs of
-    // end_fsync are not measured; without them the counts must be equal.
+    Ok(())
+}
+
+/// Every measured I/O and sync is a completed request, a trace tenant's are its replayed
+/// requests, and the jobs account for what the tenants do.
+fn check_accounting(s: &Scenario, r: &RunResults) -> Result<(), String> {
+    let done = r.requests_completed;
+    // Completions in a ramp and the syncs of end_fsync are not measured; without them the
+    // counts must be equal.
     let measured: u64 = r.tenants.iter().map(|t| t.io.ios() + t.io.sync.count()).sum();
     let jobs = || s.tenants.iter().flat_map(|t| t.jobs().iter());
     let unmeasured = jobs().any(|j| j.ramp_time > 0 || j.end_fsync);
@@ -321,8 +357,12 @@ pub fn check_results(s: &Scenario, r: &RunResults, capped: bool) -> Result<(), S
     if job_ios != measured {
         return Err(format!("jobs account for {job_ios} I/Os and syncs, tenants for {measured}"));
     }
-    // Each direction's statistics agree with themselves: a latency per I/O, at least a sector
-    // per I/O, min <= mean <= max, a finite spread.
+    Ok(())
+}
+
+/// Each direction's statistics agree with themselves: a latency per I/O, at least a sector per
+/// I/O, min <= mean <= max, a finite spread.
+fn check_directions(r: &RunResults) -> Result<(), String> {
     for j in &r.jobs {
         for (dir, d) in [("read", &j.io.read), ("write", &j.io.write), ("trim", &j.io.trim)] {
             let what = format!("job '{}' (clone {}) of tenant '{}', {dir}", j.name, j.clone, j.tenant);
@@ -341,8 +381,12 @@ pub fn check_results(s: &Scenario, r: &RunResults, capped: bool) -> Result<(), S
             }
         }
     }
-    // Every unit GC moved is charged: to the tenant that wrote it, to no one (preconditioned
-    // data), or to the translation pages.
+    Ok(())
+}
+
+/// Every unit GC moved is charged: to the tenant that wrote it, to no one (preconditioned
+/// data), or to the translation pages.
+fn check_gc(r: &RunResults) -> Result<(), String> {
     let d = &r.device;
     let charged: u64 = r.tenants.iter().map(|t| t.gc_units_moved).sum::<u64>() + d.unowned_gc_units_moved + d.ftl.gc_map_units_moved;
     if charged != d.ftl.gc_units_programmed {

@@ -3,12 +3,16 @@
 //!
 //! Positions are kept as fio keeps them, relative to the start of the job's space ("the file"):
 //! the region is `[region_start, region_start + region_len)`.
+//!
+//! This file owns the generator's state and the issuing of I/O (the hot path: `next`, `fill`,
+//! the direction, offset and size draws, the ends of passes); setting an instance up from its
+//! job — checks, region, block sizes, the random-offset scheme, limits — is in gen/setup.rs.
 
-use rand::{RngCore, SeedableRng};
+mod setup;
 
 use super::dist::{self, JobRng, RandomMap, SkewSampler, ZoneTable};
-use super::job::{BsSplit, FioJob, RandomDistribution, RwModifier, RwSequencer, SizeSpec};
-use super::{Dir, FioError};
+use super::job::BsSplit;
+use super::Dir;
 
 /// One I/O. `offset` is in bytes from the start of the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,9 +30,6 @@ const NONE: u64 = u64::MAX;
 /// Block-size draws before a variable-size I/O gives up on fitting (fio retries forever; with a
 /// 0% `bssplit` entry as the only one that fits, forever is reachable).
 const MAX_SIZE_DRAWS: usize = 1000;
-const SEED_IO: u64 = 1;
-const SEED_SETUP: u64 = 2;
-const SEED_SKEW: u64 = 3;
 
 /// How random block numbers are drawn.
 #[derive(Debug, Clone)]
@@ -125,242 +126,6 @@ pub struct JobGen {
 }
 
 impl JobGen {
-    /// Prepares instance `clone_index` (`0..numjobs`) of `job` for the byte range
-    /// `[space_offset, space_offset + space_len)` of the device, fio's "file": the job's
-    /// `offset`, `size` and `offset_increment` (bytes or `%`) resolve inside it. Offsets and sizes
-    /// must be multiples of `min_align` (the sector size). `seed` is the only source of
-    /// randomness; clones get independent streams from it.
-    pub fn new(
-        job: &FioJob,
-        clone_index: u32,
-        space_offset: u64,
-        space_len: u64,
-        min_align: u64,
-        seed: u64,
-    ) -> Result<JobGen, FioError> {
-        if clone_index >= job.numjobs {
-            return Err(job.error(format!(
-                "instance {clone_index} does not exist (numjobs={})",
-                job.numjobs
-            )));
-        }
-        if min_align == 0 || space_offset.checked_add(space_len).is_none() {
-            return Err(job.error(format!(
-                "invalid space {space_offset}+{space_len} or alignment {min_align}"
-            )));
-        }
-        let rw = job.rw;
-        let random = rw.is_random();
-        let active = Dir::ALL.map(|d| rw.does(d));
-        // With bs_is_seq_rand the read sizes serve sequential and the write sizes random I/O.
-        let sized = if job.bs_is_seq_rand {
-            [true, true, false]
-        } else {
-            active
-        };
-        let ranges = Dir::ALL.map(|d| job.block_size_range(d));
-        // blockalign only applies to random I/O; by default it is the minimum block size.
-        let blockalign = Dir::ALL.map(|d| match job.blockalign[d] {
-            Some(align) if random => align,
-            _ => ranges[d.index()].0,
-        });
-        let mut setup_rng = JobRng::seed_from_u64(stream_seed(seed, clone_index, SEED_SETUP));
-        let min_bs = job.min_block_size();
-        let (region_start, region_len, pass_base) =
-            resolve_region(job, clone_index, space_len, min_bs, &mut setup_rng)?;
-
-        let aligned = |v: u64| v % min_align == 0;
-        for (i, dir) in Dir::ALL.into_iter().enumerate() {
-            if !(active[i] || sized[i]) {
-                continue;
-            }
-            let (min, max) = ranges[i];
-            let split_ok = job.bssplit[dir].iter().all(|s| aligned(s.bs));
-            if !aligned(min) || !aligned(max) || !split_ok {
-                return Err(job.error(format!(
-                    "{dir:?} block size {min}..{max} is not a multiple of the {min_align}-byte sector"
-                )));
-            }
-            if !aligned(blockalign[i]) {
-                return Err(job.error(format!(
-                    "blockalign {} is not a multiple of the {min_align}-byte sector",
-                    blockalign[i]
-                )));
-            }
-            if min > region_len {
-                return Err(job.error(format!(
-                    "{dir:?} block size {min} is larger than the job's {region_len}-byte size"
-                )));
-            }
-        }
-        if !aligned(region_start) {
-            return Err(job.error(format!(
-                "offset {region_start} is not a multiple of the {min_align}-byte sector"
-            )));
-        }
-        let skip = match job.rw_modifier {
-            RwModifier::Skip(bytes) if !random => bytes,
-            _ => 0,
-        };
-        if !aligned(skip) {
-            return Err(job.error(format!(
-                "rw hole of {skip} bytes is not a multiple of the {min_align}-byte sector"
-            )));
-        }
-
-        let last_block = [0, 1, 2].map(|i| last_block(region_len, ranges[i].0, blockalign[i]));
-        if random {
-            if let Some(i) = (0..3).find(|&i| active[i] && last_block[i] == 0) {
-                return Err(job.error(format!(
-                    "blockalign {} leaves no room for a {}-byte block in the job's {region_len}-byte size",
-                    blockalign[i], ranges[i].0
-                )));
-            }
-        }
-
-        let uniform = job.random_distribution == RandomDistribution::Random;
-        // fio's effective norandommap (`fixup_options`): set by the option, by any non-uniform
-        // distribution, and by a blockalign other than the minimum block size.
-        let fio_norandommap = job.norandommap
-            || !uniform
-            || (0..3).any(|i| active[i] && blockalign[i] != ranges[i].0);
-        let mut sizes_used = (0..3).filter(|&i| active[i] || sized[i]).map(|i| ranges[i]);
-        let first = sizes_used.next().unwrap_or((0, 0));
-        let fixed_bs = first.0 == first.1 && sizes_used.all(|r| r == first);
-        let skew_offset = setup_rng.next_u64() >> 32;
-        let offsets = match &job.random_distribution {
-            _ if !random => Offsets::Uniform,
-            // fio keeps its map for variable block sizes too, marking every block an I/O covers
-            // and shortening I/Os that would overlap marked blocks; that needs a bitmap, so
-            // variable sizes draw independently here.
-            RandomDistribution::Random if !fio_norandommap && fixed_bs => Offsets::Map(
-                RandomMap::new(last_block[active.iter().position(|&a| a).unwrap_or(0)]),
-            ),
-            RandomDistribution::Random => Offsets::Uniform,
-            RandomDistribution::Zoned(zones) => Offsets::Zoned(Dir::ALL.map(|d| {
-                let i = d.index();
-                (!zones[d].is_empty()).then(|| ZoneTable::percent(&zones[d], last_block[i]))
-            })),
-            RandomDistribution::ZonedAbs(zones) => {
-                let mut tables = [None, None, None];
-                for (i, dir) in Dir::ALL.into_iter().enumerate() {
-                    if !active[i] || zones[dir].is_empty() {
-                        continue;
-                    }
-                    let table = ZoneTable::absolute(&zones[dir], blockalign[i], last_block[i])
-                        .map_err(|end| {
-                            // Zones hold block starts: a zone past the last block that fits is
-                            // refused even when it ends inside the job's size.
-                            job.error(format!(
-                                "zoned_abs zones end at byte {end}, beyond the first {} bytes, where a {}-byte block \
-                                 (aligned to {} bytes) can start in the job's {region_len}-byte size",
-                                last_block[i] * blockalign[i],
-                                ranges[i].0,
-                                blockalign[i]
-                            ))
-                        })?;
-                    tables[i] = Some(table);
-                }
-                Offsets::Zoned(tables)
-            }
-            dist => Offsets::Skewed {
-                samplers: last_block.map(|n| {
-                    (n > 0)
-                        .then(|| SkewSampler::new(dist, n, skew_offset))
-                        .flatten()
-                }),
-                rng: JobRng::seed_from_u64(stream_seed(seed, clone_index, SEED_SKEW)),
-            },
-        };
-
-        let trim_write = rw.is_trim_write();
-        let volume = job.io_size.unwrap_or(pass_base);
-        let mut pass_cap = pass_base;
-        // fio lets a random writer without a random map write up to io_size in one pass.
-        if random && active[WRITE] && fio_norandommap {
-            pass_cap = pass_cap.max(job.io_size.unwrap_or(0));
-        }
-        // Each trimwrite byte is trimmed and written, so the pass and number_ios double (the
-        // byte volume counts writes only, see `counted`).
-        if trim_write {
-            pass_cap = pass_cap.saturating_add(volume);
-        }
-        let loops = u64::from(job.loops.max(1));
-        let counted = if rw.is_read_write_mix() {
-            [true, true, false]
-        } else if active[WRITE] {
-            [false, true, false]
-        } else {
-            active
-        };
-        let (delay_low, delay_high) = job.startdelay;
-        let start_delay =
-            delay_low + dist::below(&mut setup_rng, (delay_high - delay_low).saturating_add(1));
-        let ios_per_offset = match job.rw_modifier {
-            RwModifier::IosPerOffset(n) if random => n,
-            _ => 1,
-        };
-        let rng = JobRng::seed_from_u64(stream_seed(seed, clone_index, SEED_IO));
-
-        let mut gen = JobGen {
-            random,
-            single_dir: active.iter().position(|&a| a).unwrap_or(READ),
-            read_write_mix: rw.is_read_write_mix(),
-            trim_write,
-            rand_trim_write: trim_write && random,
-            rwmixread: job.rwmixread,
-            percentage_random: Dir::ALL.map(|d| job.percentage_random[d]),
-            bs_min: ranges.map(|r| r.0),
-            bs_max: ranges.map(|r| r.1),
-            bssplit: Dir::ALL.map(|d| job.bssplit[d].clone().into_boxed_slice()),
-            blockalign,
-            last_block,
-            bs_is_seq_rand: job.bs_is_seq_rand,
-            ios_per_offset,
-            skip,
-            identical: job.rw_sequencer == RwSequencer::Identical,
-            time_based: job.is_time_based(),
-            replay_passes: job.randrepeat && job.randseed.is_none(),
-            offsets,
-            space_offset,
-            space_len,
-            region_start,
-            region_len,
-            region_end: region_start + region_len,
-            pass_cap,
-            volume,
-            io_size_set: job.io_size.is_some(),
-            byte_limit: volume.saturating_mul(loops),
-            ios_limit: job.number_ios.map_or(u64::MAX, |n| {
-                n.saturating_mul(loops)
-                    .saturating_mul(if trim_write { 2 } else { 1 })
-            }),
-            loops,
-            max_bs: job.max_block_size(),
-            counted,
-            start_delay,
-            pass_seed: rng.clone(),
-            rng,
-            last_pos: [region_start; 3],
-            last_start: [NONE; 3],
-            seq_countdown: ios_per_offset,
-            rwmix_dir: READ,
-            rwmix_issues: 0,
-            issues: [0; 3],
-            passes_done: 0,
-            pass_bytes: 0,
-            pass_ios: 0,
-            counted_bytes: 0,
-            stat_bytes: 0,
-            stat_ios: 0,
-            bytes: 0,
-            ios: 0,
-            done: false,
-        };
-        gen.begin_pass();
-        Ok(gen)
-    }
-
     /// Bytes in all I/Os returned so far.
     pub fn bytes_issued(&self) -> u64 {
         self.bytes
@@ -710,98 +475,9 @@ impl Iterator for JobGen {
 /// Once done, a generator stays done.
 impl std::iter::FusedIterator for JobGen {}
 
-/// fio's `last_block`: how many `align`-spaced offsets leave room for a `min_bs` block.
-fn last_block(region_len: u64, min_bs: u64, align: u64) -> u64 {
-    region_len.saturating_sub(min_bs.saturating_sub(align)) / align
-}
-
-/// Resolves `offset`, `offset_increment`, `size` and `filesize` inside the space, as fio's
-/// `get_start_offset` and `setup_files` do: percentages are of the whole space; a percentage
-/// offset (or increment) is rounded up to `offset_align`, default the minimum block size; a
-/// percentage size is capped at what follows the offset and rounded down to the minimum block
-/// size. Returns (region start, region length, bytes per pass), the last being `size` when a
-/// `filesize` sets the region.
-fn resolve_region(
-    job: &FioJob,
-    clone_index: u32,
-    space_len: u64,
-    min_bs: u64,
-    rng: &mut JobRng,
-) -> Result<(u64, u64, u64), FioError> {
-    let percent_of = |p: u32| (u128::from(space_len) * u128::from(p) / 100) as u64;
-    let overflow = || job.error("offset overflows");
-    let (increment, mut align) = match job.offset_increment {
-        SizeSpec::Bytes(b) => (b, false),
-        SizeSpec::Percent(p) => (percent_of(p), true),
-    };
-    let base = match job.offset {
-        SizeSpec::Bytes(b) => b,
-        SizeSpec::Percent(p) => {
-            align = true;
-            percent_of(p)
-        }
-    };
-    let mut start = increment
-        .checked_mul(u64::from(clone_index))
-        .and_then(|step| step.checked_add(base))
-        .ok_or_else(overflow)?;
-    if align {
-        let a = job.offset_align.unwrap_or(min_bs);
-        start = start.div_ceil(a).checked_mul(a).ok_or_else(overflow)?;
-    }
-    if start >= space_len {
-        return Err(job.error(format!(
-            "offset {start} is not inside its {space_len}-byte space"
-        )));
-    }
-    let room = space_len - start;
-    let (len, per_pass) = match (job.filesize, job.size) {
-        (Some((low, high)), size) => {
-            let mut len = low;
-            if high > low {
-                len = low + dist::below(rng, high - low + 1);
-                len = (len - len % min_bs).max(low);
-            }
-            let per_pass = match size {
-                Some(SizeSpec::Bytes(b)) => b.min(len),
-                _ => len,
-            };
-            (len, per_pass)
-        }
-        (None, Some(SizeSpec::Bytes(b))) => (b, b),
-        (None, Some(SizeSpec::Percent(p))) => {
-            let len = percent_of(p).min(room);
-            let len = len - len % min_bs;
-            (len, len)
-        }
-        (None, None) => (room, room),
-    };
-    if len == 0 {
-        return Err(job.error("size is 0"));
-    }
-    if len > room {
-        return Err(job.error(format!(
-            "offset {start} + size {len} extends beyond its {space_len}-byte space"
-        )));
-    }
-    Ok((start, len, per_pass))
-}
-
-/// Independent generator seeds per (seed, instance, purpose).
-fn stream_seed(seed: u64, clone_index: u32, purpose: u64) -> u64 {
-    splitmix64(seed ^ splitmix64(u64::from(clone_index) << 8 | purpose))
-}
-
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::parse_job_text;
+    use super::super::{parse_job_text, FioJob};
     use super::*;
     use std::collections::{HashMap, HashSet};
 

@@ -196,6 +196,64 @@ impl Blktrace {
     }
 }
 
+/// One record's header, decoded in its file's byte order (its payload already skipped).
+struct Record {
+    /// Byte offset of the record in its file.
+    at: u64,
+    time_ns: u64,
+    sector: u64,
+    bytes: u32,
+    act: u32,
+    pid: u32,
+    device: u32,
+}
+
+impl Record {
+    /// The request's operation if the record is one: the chosen event, neither a notification
+    /// nor a SCSI passthrough; a record without bytes only as a flush.
+    fn op(&self, action: u32) -> Option<TraceOp> {
+        let tc = self.act >> 16;
+        if self.act & 0xff != action || tc & (TC_NOTIFY | TC_PC) != 0 {
+            return None;
+        }
+        Some(if self.bytes == 0 {
+            if tc & TC_FLUSH == 0 {
+                return None;
+            }
+            TraceOp::Flush
+        } else if tc & TC_DISCARD != 0 {
+            TraceOp::Trim
+        } else if tc & TC_WRITE != 0 {
+            TraceOp::Write
+        } else {
+            TraceOp::Read
+        })
+    }
+
+    /// The request's offset and length in bytes (0 and 0 for a flush), or why no request can
+    /// have them.
+    fn extent(&self, op: TraceOp) -> Result<(u64, u64), Bad> {
+        if op == TraceOp::Flush {
+            return Ok((0, 0));
+        }
+        let (sector, len) = (self.sector, u64::from(self.bytes));
+        let bad = |field, expected, value: u64| Bad {
+            field,
+            expected,
+            found: Found::Text(value.to_string()),
+            kind: BadKind::Value,
+        };
+        match sector.checked_mul(512) {
+            None => Err(bad("sector", "a sector number below 2^55", sector)),
+            Some(_) if len > MAX_LEN => Err(bad("bytes", "at most 1 GiB (1073741824 bytes)", len)),
+            Some(off) if off.checked_add(len).is_none() => {
+                Err(bad("sector", "offset + size below 2^64 bytes", sector))
+            }
+            Some(off) => Ok((off, len)),
+        }
+    }
+}
+
 impl CpuFile {
     /// The next request of this file, skipping other records; `None` at its end.
     fn read(
@@ -204,108 +262,86 @@ impl CpuFile {
         diag: &mut Diag,
         several: bool,
     ) -> Result<Option<Pending>, TraceError> {
-        let mut hdr = [0u8; HEADER];
         loop {
-            let start = self.pos;
-            let got = read_full(&mut self.input, &mut hdr).map_err(|e| self.io(e))?;
-            if got == 0 {
-                self.finished = true;
+            let Some(rec) = self.record(diag, several)? else {
                 return Ok(None);
-            }
-            if got < HEADER {
-                return Err(TraceError::Truncated {
-                    file: self.name.clone(),
-                    offset: start,
-                });
-            }
-            self.records += 1;
-            let (order, version) = match (self.order, magic_order(&hdr)) {
-                (None, Some((order, version))) => (order, version),
-                (Some(order), _) => {
-                    let magic = order.u32(&hdr[0..4]);
-                    if magic & 0xffff_ff00 != MAGIC {
-                        return self.give_up(diag, start, several, magic);
-                    }
-                    (order, magic & 0xff)
-                }
-                (None, None) => {
-                    let magic = u32::from_le_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
-                    return self.give_up(diag, start, several, magic);
-                }
             };
-            if version != VERSION {
-                return self.give_up(diag, start, several, order.u32(&hdr[0..4]));
-            }
-            self.order = Some(order);
-            let time_ns = order.u64(&hdr[8..16]);
-            let sector = order.u64(&hdr[16..24]);
-            let bytes = order.u32(&hdr[24..28]);
-            let act = order.u32(&hdr[28..32]);
-            let pid = order.u32(&hdr[32..36]);
-            let device = order.u32(&hdr[36..40]);
-            let pdu_len = order.u16(&hdr[46..48]);
-            if !skip(&mut self.input, u64::from(pdu_len)).map_err(|e| self.io(e))? {
-                return Err(TraceError::Truncated {
-                    file: self.name.clone(),
-                    offset: start,
-                });
-            }
-            self.pos = start + HEADER as u64 + u64::from(pdu_len);
-
-            let tc = act >> 16;
-            if act & 0xff != action || tc & (TC_NOTIFY | TC_PC) != 0 {
+            let Some(op) = rec.op(action) else {
                 continue;
-            }
-            let op = if bytes == 0 {
-                if tc & TC_FLUSH == 0 {
+            };
+            let (offset, len) = match rec.extent(op) {
+                Ok(extent) => extent,
+                Err(b) => {
+                    diag.report(&self.name, rec.at, &b, b"", self.prefix(several))?;
                     continue;
                 }
-                TraceOp::Flush
-            } else if tc & TC_DISCARD != 0 {
-                TraceOp::Trim
-            } else if tc & TC_WRITE != 0 {
-                TraceOp::Write
-            } else {
-                TraceOp::Read
             };
-            let (offset, len) = if op == TraceOp::Flush {
-                (0, 0)
-            } else {
-                let len = u64::from(bytes);
-                let bad = |field, expected, value: u64| Bad {
-                    field,
-                    expected,
-                    found: Found::Text(value.to_string()),
-                    kind: BadKind::Value,
-                };
-                let checked = match sector.checked_mul(512) {
-                    None => Err(bad("sector", "a sector number below 2^55", sector)),
-                    Some(_) if len > MAX_LEN => {
-                        Err(bad("bytes", "at most 1 GiB (1073741824 bytes)", len))
-                    }
-                    Some(off) if off.checked_add(len).is_none() => {
-                        Err(bad("sector", "offset + size below 2^64 bytes", sector))
-                    }
-                    Some(off) => Ok(off),
-                };
-                match checked {
-                    Ok(off) => (off, len),
-                    Err(b) => {
-                        diag.report(&self.name, start, &b, b"", self.prefix(several))?;
-                        continue;
-                    }
-                }
-            };
+            debug_assert!(op == TraceOp::Flush || len > 0, "a request with data has bytes");
             return Ok(Some(Pending {
-                time_ns,
+                time_ns: rec.time_ns,
                 op,
                 offset,
                 len,
-                device,
-                pid,
-                at: start,
+                device: rec.device,
+                pid: rec.pid,
+                at: rec.at,
             }));
         }
+    }
+
+    /// The next record's header, its byte order told (first record) or checked (the rest), its
+    /// payload skipped; `None` at the file's end or where it stops being blktrace.
+    fn record(&mut self, diag: &mut Diag, several: bool) -> Result<Option<Record>, TraceError> {
+        let mut hdr = [0u8; HEADER];
+        let start = self.pos;
+        let got = read_full(&mut self.input, &mut hdr).map_err(|e| self.io(e))?;
+        if got == 0 {
+            self.finished = true;
+            return Ok(None);
+        }
+        if got < HEADER {
+            return Err(TraceError::Truncated {
+                file: self.name.clone(),
+                offset: start,
+            });
+        }
+        self.records += 1;
+        let (order, version) = match (self.order, magic_order(&hdr)) {
+            (None, Some((order, version))) => (order, version),
+            (Some(order), _) => {
+                let magic = order.u32(&hdr[0..4]);
+                if magic & 0xffff_ff00 != MAGIC {
+                    return self.give_up(diag, start, several, magic);
+                }
+                (order, magic & 0xff)
+            }
+            (None, None) => {
+                let magic = u32::from_le_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
+                return self.give_up(diag, start, several, magic);
+            }
+        };
+        if version != VERSION {
+            let magic = order.u32(&hdr[0..4]);
+            return self.give_up(diag, start, several, magic);
+        }
+        self.order = Some(order);
+        let pdu_len = order.u16(&hdr[46..48]);
+        if !skip(&mut self.input, u64::from(pdu_len)).map_err(|e| self.io(e))? {
+            return Err(TraceError::Truncated {
+                file: self.name.clone(),
+                offset: start,
+            });
+        }
+        self.pos = start + HEADER as u64 + u64::from(pdu_len);
+        Ok(Some(Record {
+            at: start,
+            time_ns: order.u64(&hdr[8..16]),
+            sector: order.u64(&hdr[16..24]),
+            bytes: order.u32(&hdr[24..28]),
+            act: order.u32(&hdr[28..32]),
+            pid: order.u32(&hdr[32..36]),
+            device: order.u32(&hdr[36..40]),
+        }))
     }
 
     /// A record without the blktrace magic (or of another version): nothing after it can be
@@ -316,7 +352,7 @@ impl CpuFile {
         start: u64,
         several: bool,
         magic: u32,
-    ) -> Result<Option<Pending>, TraceError> {
+    ) -> Result<Option<Record>, TraceError> {
         self.finished = true;
         let bad = Bad {
             field: "magic",
@@ -381,4 +417,42 @@ fn skip(input: &mut dyn BufRead, mut n: u64) -> io::Result<bool> {
         n -= k as u64;
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(act: u32, bytes: u32, sector: u64) -> Record {
+        Record { at: 0, time_ns: 0, sector, bytes, act, pid: 1, device: 0 }
+    }
+
+    const ISSUE: u32 = 7;
+
+    /// A record's operation, in the order the kernel's `fill_rwbs` tests the categories.
+    #[test]
+    fn operation_from_event_and_categories() {
+        let op = |tc: u32, bytes: u32| record((tc << 16) | ISSUE, bytes, 8).op(ISSUE);
+        assert_eq!(op(0, 4096), Some(TraceOp::Read));
+        assert_eq!(op(TC_WRITE, 4096), Some(TraceOp::Write));
+        assert_eq!(op(TC_DISCARD | TC_WRITE, 4096), Some(TraceOp::Trim));
+        assert_eq!(op(TC_FLUSH | TC_WRITE, 0), Some(TraceOp::Flush));
+        // No bytes and no flush: nothing to replay.
+        assert_eq!(op(TC_WRITE, 0), None);
+        // Notifications and SCSI passthrough are not requests; nor are other events.
+        assert_eq!(op(TC_NOTIFY, 4096), None);
+        assert_eq!(op(TC_PC | TC_WRITE, 4096), None);
+        assert_eq!(record((TC_WRITE << 16) | 8, 4096, 8).op(ISSUE), None);
+    }
+
+    /// Extents in bytes, a flush's 0 and 0, and the values no request can have.
+    #[test]
+    fn extent_in_bytes_and_bounds() {
+        let bad = |bytes: u32, sector: u64| record(0, bytes, sector).extent(TraceOp::Write).err();
+        assert_eq!(record(0, 4096, 8).extent(TraceOp::Read).ok(), Some((4096, 4096)));
+        assert_eq!(record(0, 0, 99).extent(TraceOp::Flush).ok(), Some((0, 0)));
+        assert_eq!(bad(4096, 1 << 55).map(|b| b.field), Some("sector"));
+        assert_eq!(bad((MAX_LEN + 512) as u32, 0).map(|b| b.field), Some("bytes"));
+        assert_eq!(bad(4096, u64::MAX / 512).map(|b| b.field), Some("sector"));
+    }
 }
