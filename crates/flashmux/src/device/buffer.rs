@@ -105,6 +105,7 @@ impl WriteBuffer {
     }
 
     /// Takes a free slot for new data of `lpn`; None if the buffer is full.
+    #[inline]
     pub fn insert(&mut self, lpn: Lpn, owner: u16, plane: PlaneId) -> Option<BufferSlot> {
         let slot = self.free.pop()?;
         let s = &mut self.slots[slot as usize];
@@ -139,6 +140,7 @@ impl WriteBuffer {
     }
 
     /// The oldest dirty unit of `plane`, now being programmed.
+    #[inline]
     pub fn take_dirty(&mut self, plane: PlaneId) -> Option<DirtyUnit> {
         while let Some((slot, epoch)) = self.fifo[plane.index()].pop_front() {
             let s = &mut self.slots[slot as usize];
