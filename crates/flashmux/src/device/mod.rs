@@ -139,7 +139,7 @@ pub trait HostFtl {
     /// Whether garbage collection is under way (a victim chosen and not yet erased).
     fn gc_running(&self) -> bool;
     /// Ground truth beyond pblk: mapping units GC has moved from `tenant`'s data so far.
-    fn gc_units_moved(&self, tenant: usize) -> u64;
+    fn gc_units_moved(&self, tenant: TenantId) -> u64;
     /// The FTL's mapping unit in bytes.
     fn unit_bytes(&self) -> u64;
 }

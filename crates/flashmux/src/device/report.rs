@@ -180,7 +180,7 @@ impl Ssd {
             unowned_gc_units_moved: self.ftl().unowned_gc().units_moved,
             precondition: precondition.clone(),
             channel_utilisation: self.channel_utilisation(now),
-            write_buffer_hits: (0..self.tenant_count()).map(|t| self.tenant_stats(t).write_buffer_hits).sum(),
+            write_buffer_hits: (0..self.tenant_count()).map(|t| self.tenant_stats(TenantId(t as u16)).write_buffer_hits).sum(),
             cmt: match &c.mapping {
                 MappingConfig::Full => None,
                 MappingConfig::Dftl { cmt, .. } => Some(CmtReport {
@@ -202,7 +202,7 @@ impl Ssd {
             gc_units_moved: g.units_moved,
             gc_erases: g.erased_units as f64 / self.ftl().units_per_block() as f64,
             map: self.map_stats(tenant),
-            device: self.tenant_stats(tenant.index()),
+            device: self.tenant_stats(tenant),
         }
     }
 }

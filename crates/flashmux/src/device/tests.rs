@@ -295,7 +295,7 @@ fn watermark_flushing_keeps_hot_data_in_the_buffer() {
         }
         h.dev.check_invariants();
         let ssd = h.ssd();
-        (ssd.tenant_stats(0).write_buffer_hits, ssd.stats().flash_programs, ssd.buffered_dirty_units())
+        (ssd.tenant_stats(TenantId(0)).write_buffer_hits, ssd.stats().flash_programs, ssd.buffered_dirty_units())
     };
     let (page_hits, page_programs, _) = hot_rewrites(FlushPolicy::Page);
     let (wm_hits, wm_programs, wm_dirty) = hot_rewrites(FlushPolicy::Watermark { high: 0.5, low: 0.25 });
@@ -357,7 +357,7 @@ fn partial_unit_write_reads_the_old_data_first() {
     h.run_all();
     let lat = h.done[&w].0 - t0;
     assert!(lat > 50_000, "read-modify-write waits for tR: {lat}");
-    assert_eq!(h.ssd().tenant_stats(1).rmw_reads, 1);
+    assert_eq!(h.ssd().tenant_stats(TenantId(1)).rmw_reads, 1);
     // A sub-unit write to a unit that is not on flash needs no read.
     let t1 = h.now.0;
     let w2 = h.submit(IoOp::Write, 100 * 4096, 512, 1);
@@ -509,8 +509,8 @@ fn an_open_channel_drive_answers_the_host_scheduler() {
     let ftl = h.dev.host_ftl().expect("pblk's view");
     assert!(seen, "GC ran while the drive was overwritten");
     assert!(!ftl.gc_running(), "and is done once idle");
-    assert!(ftl.gc_units_moved(0) + ftl.gc_units_moved(1) > 0);
-    assert_eq!(ftl.gc_units_moved(1), h.ssd().ftl().tenant_gc(TenantId(1)).units_moved);
+    assert!(ftl.gc_units_moved(TenantId(0)) + ftl.gc_units_moved(TenantId(1)) > 0);
+    assert_eq!(ftl.gc_units_moved(TenantId(1)), h.ssd().ftl().tenant_gc(TenantId(1)).units_moved);
     h.dev.check_invariants();
 }
 

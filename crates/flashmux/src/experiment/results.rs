@@ -75,7 +75,7 @@ pub fn tenant_metrics(r: &RunResults, t: &TenantResult) -> Vec<(&'static str, St
     let us = |ns: f64| if lat.count() == 0 { String::new() } else { fixed(ns / 1000.0, 3) };
     let m = &t.map;
     // The tenant's VM, when the virtualization path is modelled.
-    let vm = r.virt.as_ref().and_then(|v| v.vms.iter().find(|vm| vm.tenant == t.index));
+    let vm = r.virt.as_ref().and_then(|v| v.vms.iter().find(|vm| vm.tenant.index() == t.index));
     let elapsed = r.sim_time_ns.max(1) as f64;
     vec![
         ("read_iops", fixed(rate(t.io.read.ios), 3)),

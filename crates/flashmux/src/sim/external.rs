@@ -20,8 +20,8 @@ use crate::units::{SimTime, TenantId};
 /// One export: a tenant without a workload.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Export {
-    /// The tenant's index in the scenario.
-    pub tenant: usize,
+    /// The tenant.
+    pub tenant: TenantId,
     /// The tenant's name: the export's name.
     pub name: String,
     /// Where the tenant's region starts on the device, in bytes.
@@ -33,7 +33,7 @@ pub struct Export {
 /// A request to an export. `offset` is within the export (the tenant's region).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExternalIo {
-    pub tenant: usize,
+    pub tenant: TenantId,
     pub op: IoOp,
     pub offset: u64,
     pub len: u64,
@@ -70,7 +70,7 @@ impl Simulator {
             .iter()
             .enumerate()
             .filter(|(_, t)| t.is_export())
-            .map(|(i, t)| Export { tenant: i, name: t.name.clone(), offset: t.region.0, size: t.region.1 })
+            .map(|(i, t)| Export { tenant: TenantId(i as u16), name: t.name.clone(), offset: t.region.0, size: t.region.1 })
             .collect()
     }
 
@@ -107,7 +107,7 @@ impl Simulator {
         if self.finished.is_some() {
             return Err(ExternalError::Finished);
         }
-        let tenant = self.scenario.tenants.get(io.tenant).filter(|t| t.is_export()).ok_or(ExternalError::NotAnExport(io.tenant))?;
+        let tenant = self.scenario.tenants.get(io.tenant.index()).filter(|t| t.is_export()).ok_or(ExternalError::NotAnExport(io.tenant.index()))?;
         let (base, size) = tenant.region;
         if io.op != IoOp::Flush {
             let sector = self.device.sector_bytes();
@@ -118,7 +118,7 @@ impl Simulator {
                 return Err(ExternalError::OutOfRange { offset: io.offset, len: io.len, size });
             }
         }
-        let j = self.work.tenant_jobs[io.tenant][0];
+        let j = self.work.tenant_jobs[io.tenant.index()][0];
         let (offset, len) = if io.op == IoOp::Flush { (0, 0) } else { (base + io.offset, io.len) };
         self.work.jobs[j].push_external(IoReq { op: io.op, offset, len, tag: io.tag });
         self.try_issue(JobId(j as u32));
@@ -139,8 +139,8 @@ impl Simulator {
     }
 
     /// Flash units garbage collection has moved for `tenant`'s data so far (0 without an SSD).
-    pub fn gc_units_moved(&self, tenant: usize) -> u64 {
-        self.device.tenant_counters(TenantId(tenant as u16)).gc_units_moved
+    pub fn gc_units_moved(&self, tenant: TenantId) -> u64 {
+        self.device.tenant_counters(tenant).gc_units_moved
     }
 }
 
@@ -169,7 +169,7 @@ mod tests {
     }
 
     fn io(tenant: usize, op: IoOp, offset: u64, len: u64, tag: u64) -> ExternalIo {
-        ExternalIo { tenant, op, offset, len, tag }
+        ExternalIo { tenant: TenantId(tenant as u16), op, offset, len, tag }
     }
 
     /// Drives the model as `serve` does, with submissions at fixed simulated times; returns each
@@ -195,8 +195,8 @@ mod tests {
         assert_eq!(
             s.exports(),
             [
-                Export { tenant: 0, name: "vm1".into(), offset: 0, size: 8 << 30 },
-                Export { tenant: 1, name: "vm2".into(), offset: 8 << 30, size: 8 << 30 }
+                Export { tenant: TenantId(0), name: "vm1".into(), offset: 0, size: 8 << 30 },
+                Export { tenant: TenantId(1), name: "vm2".into(), offset: 8 << 30, size: 8 << 30 }
             ]
         );
         let err = Scenario::from_toml(SCENARIO, "<test>", Path::new(".")).unwrap_err().to_string();

@@ -460,7 +460,7 @@ impl Simulator {
                 let req = &mut self.reqs[h.req.index()];
                 req.offset = h.offset;
                 req.len = h.len;
-                req.host_cpu = Some(h.cpu);
+                req.host_cpu = Some(h.cpu.0);
                 self.host_arrive(h.req);
             }
             self.vout.to_host = to_host;

@@ -59,7 +59,7 @@ pub struct ToHost {
     pub offset: u64,
     pub len: u64,
     /// The hardware thread it was submitted from (picks the blk-mq software queue).
-    pub cpu: u16,
+    pub cpu: HwThreadId,
 }
 
 /// A request a job issues.

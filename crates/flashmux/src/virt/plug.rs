@@ -81,7 +81,7 @@ impl Reqs {
     /// The command `r` is for the host block layer: its (merged) range.
     pub fn to_host(&self, r: ReqId, cpu: HwThreadId) -> ToHost {
         let info = &self.v[r];
-        ToHost { req: r, offset: info.offset, len: info.len, cpu: cpu.0 }
+        ToHost { req: r, offset: info.offset, len: info.len, cpu }
     }
 
     /// Merges `r` into `last` (and its chain) when they are adjacent requests of one direction
@@ -142,7 +142,7 @@ mod tests {
         assert_eq!(merged, [false, true, false, true]);
         assert_eq!(p, [ReqId(0), ReqId(2)]);
         let cmd = t.to_host(ReqId(2), HwThreadId(3));
-        assert_eq!((cmd.offset, cmd.len, cmd.cpu), (128 * K, 128 * K, 3));
+        assert_eq!((cmd.offset, cmd.len, cmd.cpu), (128 * K, 128 * K, HwThreadId(3)));
         assert_eq!(t.chain(ReqId(0)), [ReqId(0), ReqId(1)]);
         assert!(t[ReqId(1)].member && !t[ReqId(0)].member);
     }

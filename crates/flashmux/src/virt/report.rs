@@ -9,7 +9,7 @@ use super::ids::VmId;
 use super::machine::Machine;
 use super::thread::{Role, Thread};
 use super::{Completion, Emulation, ExitReason, Notify, VirtMode};
-use crate::units::SimTime;
+use crate::units::{SimTime, TenantId};
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -71,7 +71,7 @@ pub struct ThreadStat {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct VmResult {
-    pub tenant: usize,
+    pub tenant: TenantId,
     pub exits_total: u64,
     pub exits: Vec<ExitStat>,
     /// Guest notifications that were exits (the others were suppressed or polled).
@@ -170,7 +170,7 @@ impl Machine {
         let switches =
             vcpu.voluntary_switches + vcpu.involuntary_switches + io.voluntary_switches + io.involuntary_switches;
         VmResult {
-            tenant: vm.tenant.index(),
+            tenant: vm.tenant,
             exits_total: exits.iter().map(|e| e.count).sum(),
             exits,
             kicks: vm.kicks,

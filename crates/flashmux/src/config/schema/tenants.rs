@@ -43,7 +43,6 @@ pub(super) fn resolve_tenants(
     if ts.len() > crate::config::limits::MAX_TENANTS {
         return Err(ctx.err(format!("{} tenants: at most {}", ts.len(), crate::config::limits::MAX_TENANTS)));
     }
-    let n = ts.len() as u64;
     let mut out: Vec<TenantSpec> = Vec::new();
     for (i, t) in ts.iter().enumerate() {
         let name = t.name.clone().unwrap_or_else(|| format!("tenant{i}"));
@@ -54,67 +53,89 @@ pub(super) fn resolve_tenants(
         if out.iter().any(|o| o.name == name) {
             return Err(ctx.err(format!("{key}.name: '{name}' is used by another tenant")));
         }
-        let region = match &t.region {
-            None => auto_region(i as u64, n, capacity),
-            Some(RegionValue::Named(s)) if s == "auto" => auto_region(i as u64, n, capacity),
-            Some(RegionValue::Named(s)) if s == "whole" => (0, capacity),
-            Some(RegionValue::Named(s)) => {
-                return Err(ctx.err(format!(
-                    "{key}.region: unknown region '{s}': expected \"auto\", \"whole\" or {{ offset = \"...\", size = \"...\" }}"
-                )))
-            }
-            Some(RegionValue::Range { offset, size }) => {
-                let off = size_or_percent(ctx, &format!("{key}.region.offset"), offset, capacity)?;
-                let len = size_or_percent(ctx, &format!("{key}.region.size"), size, capacity)?;
-                if len == 0 || off % 512 != 0 || len % 512 != 0 {
-                    return Err(ctx.err(format!(
-                        "{key}.region: offset and size must be multiples of 512 bytes and the size non-zero"
-                    )));
-                }
-                if off + len > capacity {
-                    return Err(ctx.err(format!(
-                        "{key}.region: {off}+{len} bytes exceeds the device's capacity of {capacity} bytes"
-                    )));
-                }
-                (off, len)
-            }
-        };
+        let region = resolve_region(ctx, &key, t.region.as_ref(), (i as u64, ts.len() as u64), capacity)?;
         let weight = resolve_weight(ctx, &key, t.weight.as_ref())?;
-        if let Some(v) = &t.trace {
-            if t.fio.is_some() || t.job_file.is_some() || t.personality.is_some() {
-                return Err(ctx.err(format!("{key}: give only one of fio, job_file, personality and trace")));
-            }
-            let spec = crate::config::trace::resolve_trace(v, &format!("{key}.trace"), base, &|m| ctx.err(m), &|k, v| ctx.duration(k, v))?;
-            let job = FioJob {
-                name: name.clone(),
-                file: spec.paths[0].display().to_string(),
-                iodepth: spec.depth(),
-                job_options: spec.job_options(),
-                ..FioJob::default()
-            };
-            out.push(TenantSpec { name, region, weight, workload: Workload::Trace { spec, job }, domain: i });
-            continue;
-        }
-        if t.fio.is_none() && t.job_file.is_none() && t.personality.is_none() {
-            // No workload: an NBD export. Its one job issues what the export's clients send.
-            let job = FioJob {
-                name: name.clone(),
-                iodepth: EXPORT_DEPTH,
-                job_options: vec![("ioengine".into(), "nbd".into())],
-                ..FioJob::default()
-            };
-            out.push(TenantSpec { name, region, weight, workload: Workload::Export { job }, domain: i });
-            continue;
-        }
-        let jf = tenant_workload(ctx, &key, &name, t, base)?;
-        if jf.jobs.is_empty() {
-            return Err(ctx.err(format!("{key}: the fio job has no job sections")));
-        }
-        collect_diagnostics(&jf, collected);
-        out.push(TenantSpec { name, region, weight, workload: Workload::Fio(jf.jobs), domain: i });
+        let workload = resolve_workload(ctx, &key, &name, t, base, collected)?;
+        out.push(TenantSpec { name, region, weight, workload, domain: i });
     }
     check_overlaps(ctx, &out, capacity)?;
     Ok(out)
+}
+
+/// A tenant's region: `"auto"` (the default: tenant `i` of `n`'s share), `"whole"`, or an
+/// offset and a size (bytes or percentages of the drive), whole sectors within the drive.
+fn resolve_region(
+    ctx: &Ctx,
+    key: &str,
+    region: Option<&RegionValue>,
+    (i, n): (u64, u64),
+    capacity: u64,
+) -> Result<(u64, u64), ConfigError> {
+    match region {
+        None => Ok(auto_region(i, n, capacity)),
+        Some(RegionValue::Named(s)) if s == "auto" => Ok(auto_region(i, n, capacity)),
+        Some(RegionValue::Named(s)) if s == "whole" => Ok((0, capacity)),
+        Some(RegionValue::Named(s)) => Err(ctx.err(format!(
+            "{key}.region: unknown region '{s}': expected \"auto\", \"whole\" or {{ offset = \"...\", size = \"...\" }}"
+        ))),
+        Some(RegionValue::Range { offset, size }) => {
+            let off = size_or_percent(ctx, &format!("{key}.region.offset"), offset, capacity)?;
+            let len = size_or_percent(ctx, &format!("{key}.region.size"), size, capacity)?;
+            if len == 0 || off % 512 != 0 || len % 512 != 0 {
+                return Err(ctx.err(format!(
+                    "{key}.region: offset and size must be multiples of 512 bytes and the size non-zero"
+                )));
+            }
+            if off.checked_add(len).is_none_or(|end| end > capacity) {
+                return Err(ctx.err(format!(
+                    "{key}.region: {off}+{len} bytes exceeds the device's capacity of {capacity} bytes"
+                )));
+            }
+            Ok((off, len))
+        }
+    }
+}
+
+/// What the tenant runs: a trace, fio jobs (inline, a job file or a personality), or nothing
+/// (an NBD export, whose one job issues what the export's clients send).
+fn resolve_workload(
+    ctx: &Ctx,
+    key: &str,
+    name: &str,
+    t: &TenantSection,
+    base: &Path,
+    collected: &mut Collected,
+) -> Result<Workload, ConfigError> {
+    let fio_given = t.fio.is_some() || t.job_file.is_some() || t.personality.is_some();
+    if let Some(v) = &t.trace {
+        if fio_given {
+            return Err(ctx.err(format!("{key}: give only one of fio, job_file, personality and trace")));
+        }
+        let spec = crate::config::trace::resolve_trace(v, &format!("{key}.trace"), base, &|m| ctx.err(m), &|k, v| ctx.duration(k, v))?;
+        let job = FioJob {
+            name: name.to_string(),
+            file: spec.paths[0].display().to_string(),
+            iodepth: spec.depth(),
+            job_options: spec.job_options(),
+            ..FioJob::default()
+        };
+        return Ok(Workload::Trace { spec, job });
+    }
+    if !fio_given {
+        let job = FioJob {
+            name: name.to_string(),
+            iodepth: EXPORT_DEPTH,
+            job_options: vec![("ioengine".into(), "nbd".into())],
+            ..FioJob::default()
+        };
+        return Ok(Workload::Export { job });
+    }
+    let jf = tenant_workload(ctx, key, name, t, base)?;
+    if jf.jobs.is_empty() {
+        return Err(ctx.err(format!("{key}: the fio job has no job sections")));
+    }
+    collect_diagnostics(&jf, collected);
+    Ok(Workload::Fio(jf.jobs))
 }
 
 /// A tenant's jobs: from exactly one of `fio`, `job_file` and `personality`.

@@ -227,8 +227,8 @@ impl Ssd {
     pub fn tenant_count(&self) -> usize {
         self.tenant_count
     }
-    pub fn tenant_stats(&self, tenant: usize) -> TenantDeviceStats {
-        self.tenants.get(tenant).cloned().unwrap_or_default()
+    pub fn tenant_stats(&self, tenant: TenantId) -> TenantDeviceStats {
+        self.tenants.get(tenant.index()).cloned().unwrap_or_default()
     }
     pub fn capacity_bytes(&self) -> u64 {
         self.ftl.logical_units() * self.geo.unit_bytes as u64
@@ -378,8 +378,8 @@ impl HostFtl for Ssd {
         self.gc.jobs > 0
     }
 
-    fn gc_units_moved(&self, tenant: usize) -> u64 {
-        self.ftl.tenant_gc(TenantId(tenant as u16)).units_moved
+    fn gc_units_moved(&self, tenant: TenantId) -> u64 {
+        self.ftl.tenant_gc(tenant).units_moved
     }
 
     fn unit_bytes(&self) -> u64 {

@@ -196,7 +196,7 @@ impl HostFtl for Mapped {
     fn gc_running(&self) -> bool {
         false
     }
-    fn gc_units_moved(&self, _: usize) -> u64 {
+    fn gc_units_moved(&self, _: TenantId) -> u64 {
         0
     }
     fn unit_bytes(&self) -> u64 {

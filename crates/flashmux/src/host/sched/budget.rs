@@ -302,7 +302,7 @@ impl Scheduler for Budget {
         }
         if self.hw.is_some_and(|h| h.oracle) {
             for (t, m) in self.moved_now.iter_mut().enumerate() {
-                *m = ftl.gc_units_moved(t);
+                *m = ftl.gc_units_moved(TenantId(t as u16));
             }
         }
     }

@@ -179,8 +179,8 @@ impl HostFtl for Ledger {
     fn gc_running(&self) -> bool {
         self.gc
     }
-    fn gc_units_moved(&self, t: usize) -> u64 {
-        self.moved[t]
+    fn gc_units_moved(&self, t: TenantId) -> u64 {
+        self.moved[t.index()]
     }
     fn unit_bytes(&self) -> u64 {
         4096
