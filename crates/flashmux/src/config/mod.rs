@@ -260,6 +260,7 @@ impl Scenario {
             DeviceKind::Ssd(c) => c.validate()?,
             DeviceKind::Null(n) => n.validate()?,
         }
+        self.device.nvme.arbitration.validate(self.device.nvme.queues)?;
         check_host_ftl(&self.host, &self.device)?;
         self.host.validate()?;
         self.virt.validate()?;

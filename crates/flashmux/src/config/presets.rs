@@ -1,6 +1,6 @@
 //! Built-in device presets. Every number and its source is listed in `docs/MODEL.md`.
 
-use crate::device::{FlushPolicy, NullConfig, NvmeConfig, SsdConfig};
+use crate::device::{Arbitration, FlushPolicy, NullConfig, NvmeConfig, SsdConfig};
 use crate::flash::{Geometry, Timing};
 use crate::ftl::{MappingConfig, VictimPolicy};
 use crate::units::Nanos;
@@ -71,7 +71,13 @@ fn paper_c() -> Preset {
             volatile_write_cache: false,
             open_channel: false,
         }),
-        nvme: NvmeConfig { queues: 8, queue_depth: 1024, controller_cores: 4, command_overhead: Nanos(500) },
+        nvme: NvmeConfig {
+            queues: 8,
+            queue_depth: 1024,
+            controller_cores: 4,
+            command_overhead: Nanos(500),
+            arbitration: Arbitration::RoundRobin,
+        },
     }
 }
 
@@ -112,7 +118,13 @@ fn x25e() -> Preset {
             volatile_write_cache: true,
             open_channel: false,
         }),
-        nvme: NvmeConfig { queues: 1, queue_depth: 32, controller_cores: 1, command_overhead: Nanos::from_us(5) },
+        nvme: NvmeConfig {
+            queues: 1,
+            queue_depth: 32,
+            controller_cores: 1,
+            command_overhead: Nanos::from_us(5),
+            arbitration: Arbitration::RoundRobin,
+        },
     }
 }
 
@@ -156,7 +168,13 @@ fn mlc_840pro() -> Preset {
             host_link_bytes_per_sec: 550_000_000,
             mapping: MappingConfig::Full,
         }),
-        nvme: NvmeConfig { queues: 1, queue_depth: 32, controller_cores: 3, command_overhead: Nanos::from_us(30) },
+        nvme: NvmeConfig {
+            queues: 1,
+            queue_depth: 32,
+            controller_cores: 3,
+            command_overhead: Nanos::from_us(30),
+            arbitration: Arbitration::RoundRobin,
+        },
     }
 }
 
@@ -198,7 +216,13 @@ fn tlc_nvme() -> Preset {
             volatile_write_cache: false,
             open_channel: false,
         }),
-        nvme: NvmeConfig { queues: 16, queue_depth: 1024, controller_cores: 8, command_overhead: Nanos(1000) },
+        nvme: NvmeConfig {
+            queues: 16,
+            queue_depth: 1024,
+            controller_cores: 8,
+            command_overhead: Nanos(1000),
+            arbitration: Arbitration::RoundRobin,
+        },
     }
 }
 
@@ -243,7 +267,13 @@ fn cosmos() -> Preset {
             open_channel: true,
         }),
         // The "controller" of an open-channel drive is pblk's submission path on host cores.
-        nvme: NvmeConfig { queues: 8, queue_depth: 1024, controller_cores: 4, command_overhead: Nanos::from_us(3) },
+        nvme: NvmeConfig {
+            queues: 8,
+            queue_depth: 1024,
+            controller_cores: 4,
+            command_overhead: Nanos::from_us(3),
+            arbitration: Arbitration::RoundRobin,
+        },
     }
 }
 
@@ -254,7 +284,13 @@ fn null() -> Preset {
         name: "null",
         summary: "no media (like null_blk, queue_mode=2): 8 queues, 1us processing per command, 64 GiB",
         kind: DeviceKind::Null(NullConfig { capacity_bytes: 64 << 30, latency: Nanos::ZERO }),
-        nvme: NvmeConfig { queues: 8, queue_depth: 1024, controller_cores: 8, command_overhead: Nanos(1000) },
+        nvme: NvmeConfig {
+            queues: 8,
+            queue_depth: 1024,
+            controller_cores: 8,
+            command_overhead: Nanos(1000),
+            arbitration: Arbitration::RoundRobin,
+        },
     }
 }
 

@@ -543,3 +543,29 @@ fn a_scenario_changed_in_code_meets_the_rules_a_file_must() {
         "host.cpu.smt_slowdown",
     );
 }
+
+#[test]
+fn priority_classes_need_weighted_arbitration_and_a_queue_each() {
+    use crate::device::{Arbitration, Priority};
+    let two = |interface: &str, pa: &str, extra: &str| {
+        format!(
+            "[device]\npreset = \"tlc-nvme\"\n[device.interface]\nqueues = 4\n{interface}{extra}\n[[tenant]]\nname = \"a\"\n{pa}fio = \"[j]\\nrw=read\"\n[[tenant]]\nname = \"b\"\nfio = \"[j]\\nrw=read\"\n"
+        )
+    };
+    let s = load(&two("arbitration = \"wrr\"\n", "priority = \"urgent\"\n", "")).unwrap();
+    assert_eq!(
+        s.device.nvme.arbitration,
+        Arbitration::Wrr { weights: [4, 2, 1], classes: vec![Priority::Urgent, Priority::Medium, Priority::Medium, Priority::Medium] }
+    );
+    assert!(err(&two("", "priority = \"high\"\n", "")).contains("tenant[0] (a).priority: a priority class needs device.interface.arbitration = \"wrr\""));
+    assert!(err(&two("wrr_weights = [1, 1, 1]\n", "", "")).contains("device.interface.wrr_weights: applies only with arbitration = \"wrr\""));
+    assert!(err(&two("arbitration = \"wrr\"\nwrr_weights = [1, 1]\n", "", "")).contains("wrr_weights: 2 weights: expected 3"));
+    assert!(err(&two("arbitration = \"wrr\"\nwrr_weights = [1, 1, 300]\n", "", "")).contains("300 is out of range"));
+    assert!(err(&two("arbitration = \"wrr\"\nqueue_classes = [\"high\"]\n", "", "")).contains("1 classes for 4 queues"));
+    assert!(err(&two("arbitration = \"wrr\"\nqueue_classes = [\"hgh\"]\n", "", "")).contains("unknown class 'hgh': expected one of urgent, high, medium, low"));
+    assert!(err(&two("arbitration = \"wrr\"\n", "priority = \"high\"\n", "[host.cpu]\ncores = 2\n")).contains("with the CPU model"));
+    let e = err(&two("arbitration = \"wrr\"\n", "priority = \"high\"\n", "").replace("queues = 4", "queues = 1"));
+    assert!(e.contains("2 tenants share 1 queues"), "{e}");
+    // Round robin hashes as before the setting existed.
+    assert_eq!(load(&two("arbitration = \"round-robin\"\n", "", "")).unwrap().config_hash(), load(&two("", "", "")).unwrap().config_hash());
+}

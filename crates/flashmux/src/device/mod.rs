@@ -1,5 +1,5 @@
-//! The storage device: an NVMe front end (submission queues, round-robin arbitration, controller
-//! cores) in front of a back end — the SSD model, or a `null` device that completes every command
+//! The storage device: an NVMe front end (submission queues, arbitration — round robin or
+//! weighted round robin, `arbiter.rs` — and controller cores) in front of a back end — the SSD model, or a `null` device that completes every command
 //! after a fixed latency, like Linux's `null_blk`.
 //!
 //! A `Flush` (NVMe Flush, or ATA FLUSH CACHE) carries no data: it completes once every write the
@@ -9,11 +9,13 @@
 //! The device never schedules events itself: every call appends `(time, DeviceEvent)` pairs and
 //! finished requests to an [`Outbox`] that the simulator drains into its event queue.
 
+mod arbiter;
 mod buffer;
 pub mod precondition;
 mod report;
 mod ssd;
 
+pub use arbiter::{Arbitration, Priority, DEFAULT_WRR_WEIGHTS};
 pub use report::{CmtReport, DeviceResult, TenantDeviceCounters, TenantDeviceReport};
 pub use ssd::{FlushPolicy, GcMode, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats, MAX_OVERPROVISIONING};
 
@@ -91,6 +93,9 @@ pub struct NvmeConfig {
     pub controller_cores: u32,
     /// Controller time to fetch and decode one command.
     pub command_overhead: Nanos,
+    /// Which queue a free core fetches from next. Round robin hashes as absent.
+    #[serde(skip_serializing_if = "Arbitration::is_round_robin")]
+    pub arbitration: Arbitration,
 }
 
 /// The `null` back end: every command completes `latency` after the controller fetched it; no
@@ -120,8 +125,8 @@ pub struct Device {
     nvme: NvmeConfig,
     /// Commands waiting to be fetched, per queue.
     pending: Vec<VecDeque<u32>>,
-    /// Queues with commands waiting, in round-robin order (each at most once).
-    ready_queues: VecDeque<u16>,
+    /// Queues with commands waiting, in the order arbitration will serve them.
+    arbiter: arbiter::Arbiter,
     outstanding: Vec<u32>,
     free_cores: u32,
     cmds: Vec<CmdState>,
@@ -154,6 +159,7 @@ pub enum DeviceKind {
 impl Device {
     /// The device `kind` describes behind an NVMe front end of `nvme`, for `tenants` tenants.
     pub fn build(nvme: NvmeConfig, kind: &DeviceKind, tenants: usize) -> Result<Device, SsdError> {
+        nvme.arbitration.validate(nvme.queues).map_err(SsdError::Config)?;
         let backend = match kind {
             DeviceKind::Ssd(c) => Backend::Ssd(Box::new(Ssd::new(c.clone(), tenants)?)),
             DeviceKind::Null(n) => {
@@ -173,7 +179,7 @@ impl Device {
         let q = nvme.queues as usize;
         Device {
             pending: vec![VecDeque::new(); q],
-            ready_queues: VecDeque::with_capacity(q),
+            arbiter: arbiter::Arbiter::new(nvme.arbitration.clone(), q),
             outstanding: vec![0; q],
             free_cores: nvme.controller_cores,
             cmds: Vec::new(),
@@ -251,22 +257,18 @@ impl Device {
         self.outstanding[cmd.queue.index()] += 1;
         let q = &mut self.pending[cmd.queue.index()];
         if q.is_empty() {
-            self.ready_queues.push_back(cmd.queue.0);
+            self.arbiter.ready(cmd.queue);
         }
         q.push_back(slot);
         self.fetch(now, out);
     }
 
-    /// Round-robin arbitration: each free controller core takes the oldest command of the next
-    /// queue that has one; a queue with more goes to the back of the line.
+    /// Each free controller core takes the oldest command of the queue arbitration picks.
     fn fetch(&mut self, now: SimTime, out: &mut Outbox) {
         while self.free_cores > 0 {
-            let Some(q) = self.ready_queues.pop_front() else { return };
-            let pending = &mut self.pending[q as usize];
-            let slot = pending.pop_front().expect("ready queues have commands");
-            if !pending.is_empty() {
-                self.ready_queues.push_back(q);
-            }
+            let pending = &self.pending;
+            let Some(q) = self.arbiter.next(|q| pending[q as usize].len() > 1) else { return };
+            let slot = self.pending[q as usize].pop_front().expect("ready queues have commands");
             self.free_cores -= 1;
             out.events.push((now + self.nvme.command_overhead, DeviceEvent::Fetched(slot)));
         }
@@ -321,7 +323,7 @@ impl Device {
         let queued: usize = self.pending.iter().map(|p| p.len()).sum();
         assert!(queued as u64 <= self.in_flight());
         let busy = self.pending.iter().filter(|p| !p.is_empty()).count();
-        assert_eq!(busy, self.ready_queues.len(), "round-robin list out of sync");
+        assert_eq!(busy, self.arbiter.ready_count(), "arbitration's ready list out of sync");
         assert_eq!(self.cmds.len() - self.free_cmds.len(), self.in_flight() as usize, "command slots leaked");
         assert!(self.free_cores <= self.nvme.controller_cores);
         if let Backend::Ssd(s) = &self.backend {

@@ -52,7 +52,13 @@ pub(crate) fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) ->
 }
 
 fn nvme() -> NvmeConfig {
-    NvmeConfig { queues: 2, queue_depth: 64, controller_cores: 1, command_overhead: Nanos(1000) }
+    NvmeConfig {
+        queues: 2,
+        queue_depth: 64,
+        controller_cores: 1,
+        command_overhead: Nanos(1000),
+        arbitration: Arbitration::RoundRobin,
+    }
 }
 
 struct Harness {

@@ -667,6 +667,40 @@ mod tests {
         sim.events.push(tick.0, tick.1);
     }
 
+    /// Two tenants that always have commands waiting, each on its own queue of a null device
+    /// with one controller core: completions per tenant.
+    fn arbitrated(interface: &str, priorities: [&str; 2]) -> [u64; 2] {
+        let tenant = |name: &str, p: &str| {
+            format!("[[tenant]]\nname = \"{name}\"\n{p}fio = \"\"\"\n[w]\nrw=randread\niodepth=32\n\"\"\"\n")
+        };
+        let text = format!(
+            "[device]\npreset = \"null\"\n[device.null]\nlatency = \"1us\"\n[device.interface]\nqueues = 2\ncontroller_cores = 1\ncommand_overhead = \"10us\"\n{interface}[stop]\nrequests = 7000\n{}{}",
+            tenant("a", priorities[0]),
+            tenant("b", priorities[1])
+        );
+        let mut sim = Simulator::new(Scenario::from_toml(&text, "<test>", Path::new(".")).unwrap()).unwrap();
+        sim.run();
+        let r = sim.finish();
+        [r.tenants[0].io.read.ios, r.tenants[1].io.read.ios]
+    }
+
+    #[test]
+    fn weighted_round_robin_shares_the_controller_by_class() {
+        // Round robin: one command each in turn (a's queue is in the list before b's first
+        // command arrives, so a is two ahead at most).
+        let [a, b] = arbitrated("", ["", ""]);
+        assert!(a.abs_diff(b) <= 2, "{a} {b}");
+        // High (4) against low (1): four commands to one while both wait.
+        let [a, b] = arbitrated("arbitration = \"wrr\"\n", ["priority = \"high\"\n", "priority = \"low\"\n"]);
+        assert!(a.abs_diff(4 * b) <= 4, "{a} {b}");
+        // Urgent first: the other tenant's commands wait as long as urgent ones are queued.
+        let [a, b] = arbitrated("arbitration = \"wrr\"\n", ["priority = \"urgent\"\n", "priority = \"high\"\n"]);
+        assert!(b <= 32 && a >= 7000 - 32, "{a} {b}");
+        // The same weights given per queue.
+        let [a, b] = arbitrated("arbitration = \"wrr\"\nwrr_weights = [3, 2, 1]\nqueue_classes = [\"medium\", \"low\"]\n", ["", ""]);
+        assert!(a.abs_diff(2 * b) <= 2, "{a} {b}");
+    }
+
     #[test]
     fn a_running_simulation_keeps_its_invariants() {
         let mut sim = running();

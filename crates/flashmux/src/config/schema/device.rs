@@ -15,6 +15,14 @@ crate::named! {
 }
 
 crate::named! {
+    /// `device.interface.arbitration`.
+    pub(super) enum ArbitrationKind: "arbitration" {
+        RoundRobin = "round-robin",
+        Wrr = "wrr",
+    }
+}
+
+crate::named! {
     /// `device.buffer.flush`: when the flusher writes the buffer to flash.
     pub(super) enum FlushKind: "policy" {
         Page = "page",
@@ -111,6 +119,11 @@ pub(super) struct InterfaceSection {
     pub(super) controller_cores: Option<u32>,
     pub(super) command_overhead: Option<Duration>,
     pub(super) link_rate: Option<Rate>,
+    pub(super) arbitration: Option<ArbitrationKind>,
+    /// WRR: commands per turn of the high, medium and low classes.
+    pub(super) wrr_weights: Option<Vec<u32>>,
+    /// WRR: each queue's class.
+    pub(super) queue_classes: Option<Vec<Priority>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -152,6 +165,71 @@ fn resolve_interface(ctx: &Ctx, i: &InterfaceSection, mut nvme: NvmeConfig) -> R
     }
     nvme.command_overhead = or(&i.command_overhead, nvme.command_overhead);
     Ok(nvme)
+}
+
+/// `device.interface.arbitration` and its classes, once the tenants are known: the queues'
+/// classes are `queue_classes`, or each tenant's `priority` on its own queue (tenant i submits
+/// to queue i when there is no CPU model), or `medium`.
+pub(super) fn finish_arbitration(
+    ctx: &Ctx,
+    i: &InterfaceSection,
+    tenants: &[TenantSection],
+    nvme: &mut NvmeConfig,
+    cpu_model: bool,
+) -> Result<(), ConfigError> {
+    let prioritized = tenants.iter().position(|t| t.priority.is_some());
+    if i.arbitration != Some(ArbitrationKind::Wrr) {
+        let given = [("wrr_weights", i.wrr_weights.is_some()), ("queue_classes", i.queue_classes.is_some())];
+        if let Some((key, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(ctx.err(format!("device.interface.{key}: applies only with arbitration = \"wrr\"")));
+        }
+        if let Some(t) = prioritized {
+            return Err(ctx.err(format!(
+                "tenant[{t}] ({}).priority: a priority class needs device.interface.arbitration = \"wrr\"",
+                tenant_name(tenants, t)
+            )));
+        }
+        return Ok(());
+    }
+    let weights = match &i.wrr_weights {
+        None => DEFAULT_WRR_WEIGHTS,
+        Some(w) => <[u32; 3]>::try_from(w.as_slice()).map_err(|_| {
+            ctx.err(format!("device.interface.wrr_weights: {} weights: expected 3 (high, medium, low)", w.len()))
+        })?,
+    };
+    let queues = nvme.queues as usize;
+    let classes = match (&i.queue_classes, prioritized) {
+        (Some(_), Some(t)) => {
+            return Err(ctx.err(format!(
+                "tenant[{t}] ({}).priority: device.interface.queue_classes already gives each queue its class: give one",
+                tenant_name(tenants, t)
+            )))
+        }
+        (Some(c), None) => c.clone(),
+        (None, Some(t)) => {
+            if cpu_model {
+                return Err(ctx.err(format!(
+                    "tenant[{t}] ({}).priority: with the CPU model ([host.cpu] or a VM) requests go to the queue of the hardware thread that submits them, not a tenant's own; give device.interface.queue_classes instead",
+                    tenant_name(tenants, t)
+                )));
+            }
+            if tenants.len() > queues {
+                return Err(ctx.err(format!(
+                    "tenant[{t}] ({}).priority: {} tenants share {queues} queues: a tenant's class needs a queue of its own (device.interface.queues)",
+                    tenant_name(tenants, t),
+                    tenants.len()
+                )));
+            }
+            (0..queues).map(|q| tenants.get(q).and_then(|t| t.priority).unwrap_or(Priority::Medium)).collect()
+        }
+        (None, None) => vec![Priority::Medium; queues],
+    };
+    nvme.arbitration = Arbitration::Wrr { weights, classes };
+    nvme.arbitration.validate(nvme.queues).map_err(|e| ctx.err(e))
+}
+
+fn tenant_name(tenants: &[TenantSection], t: usize) -> String {
+    tenants[t].name.clone().unwrap_or_else(|| format!("tenant{t}"))
 }
 
 /// The null device: a capacity and a latency; every flash key is an error.

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::device::precondition::{PreconditionSpec, PreconditionState};
 use crate::device::FlushPolicy;
-use crate::device::{NullConfig, NvmeConfig, SsdConfig, MAX_OVERPROVISIONING};
+use crate::device::{Arbitration, NullConfig, NvmeConfig, Priority, SsdConfig, DEFAULT_WRR_WEIGHTS, MAX_OVERPROVISIONING};
 use crate::flash::Geometry;
 use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, FtlError, MappingConfig, MappingKind, VictimPolicy};
 use crate::host::{BudgetParams, CfqParams, HostConfig, MotsParams, SchedulerKind};
@@ -179,6 +179,7 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
         check_threads(&ctx, cpu, &virt, tenants.len(), &mut collected)?;
     }
     let mut device = device;
+    finish_arbitration(&ctx, &f.device.interface, &f.tenants, &mut device.nvme, host.cpu.is_some())?;
     if let DeviceKind::Ssd(c) = &mut device.kind {
         finish_mapping(&ctx, &f.device.ftl, c, tenants.len())?;
     }

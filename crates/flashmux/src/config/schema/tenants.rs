@@ -17,6 +17,8 @@ pub(super) struct TenantSection {
     pub(super) personality: Option<String>,
     /// A block trace (`config/trace.rs`).
     pub(super) trace: Option<toml::Value>,
+    /// Its NVMe priority class under weighted round robin arbitration.
+    pub(super) priority: Option<Priority>,
 }
 
 #[derive(Deserialize)]
