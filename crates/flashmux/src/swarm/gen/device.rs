@@ -421,8 +421,11 @@ fn timing(g: &mut G, doc: &mut Doc) {
 
 /// `[device.interface]`: NVMe queues, depths, controller cores, link.
 pub(super) fn interface(g: &mut G, doc: &mut Doc, flash: bool) {
+    let mut queues = None;
     if g.chance(0.3) {
-        doc.set("device.interface", "queues", g.weighted(&[(1u64, 3), (2, 2), (4, 2), (8, 1), (16, 1)]).to_string());
+        let q = g.weighted(&[(1u64, 3), (2, 2), (4, 2), (8, 1), (16, 1)]);
+        doc.set("device.interface", "queues", q.to_string());
+        queues = Some(q);
     }
     if g.chance(0.3) {
         doc.set(
@@ -441,6 +444,25 @@ pub(super) fn interface(g: &mut G, doc: &mut Doc, flash: bool) {
     if flash && g.chance(0.2) || g.mistake(0.1) {
         let mbs = g.log(100, 8_000);
         doc.set("device.interface", "link_rate", t::string(&format!("{mbs}MB/s")));
+    }
+    arbitration(g, doc, queues);
+}
+
+/// NVMe arbitration: weighted round robin now and then, with weights and, when the number of
+/// queues is known here, a class per queue (a wrong count now and then: a clean refusal).
+fn arbitration(g: &mut G, doc: &mut Doc, queues: Option<u64>) {
+    if !g.chance(0.15) {
+        return;
+    }
+    doc.set("device.interface", "arbitration", t::string("wrr"));
+    if g.chance(0.5) {
+        let w: Vec<String> = (0..3).map(|_| g.int(1, 16).to_string()).collect();
+        doc.set("device.interface", "wrr_weights", format!("[{}]", w.join(", ")));
+    }
+    if let Some(q) = queues.filter(|_| g.chance(0.6)) {
+        let n = if g.mistake(0.05) { q + 1 } else { q };
+        let classes: Vec<String> = (0..n).map(|_| t::string(g.pick(&["urgent", "high", "medium", "low"]))).collect();
+        doc.set("device.interface", "queue_classes", format!("[{}]", classes.join(", ")));
     }
 }
 
