@@ -70,6 +70,7 @@ fn paper_c() -> Preset {
             // SSDsim models no flush command or power loss; flashmux keeps its protected buffer.
             volatile_write_cache: false,
             open_channel: false,
+            interleave_dies: true,
         }),
         nvme: NvmeConfig {
             queues: 8,
@@ -117,6 +118,7 @@ fn x25e() -> Preset {
             // Intel's X25 generation has no power-loss capacitor (it arrived with the SSD 320).
             volatile_write_cache: true,
             open_channel: false,
+            interleave_dies: true,
         }),
         nvme: NvmeConfig {
             queues: 1,
@@ -165,6 +167,7 @@ fn mlc_840pro() -> Preset {
             // A consumer drive: no power-loss protection, so a FLUSH programs the buffer.
             volatile_write_cache: true,
             open_channel: false,
+            interleave_dies: true,
             host_link_bytes_per_sec: 550_000_000,
             mapping: MappingConfig::Full,
         }),
@@ -215,6 +218,7 @@ fn tlc_nvme() -> Preset {
             // Datacenter NVMe drives protect their write buffer with capacitors.
             volatile_write_cache: false,
             open_channel: false,
+            interleave_dies: true,
         }),
         nvme: NvmeConfig {
             queues: 16,
@@ -265,6 +269,7 @@ fn cosmos() -> Preset {
             // pblk's ring write buffer is host memory: a flush (REQ_PREFLUSH) must program it.
             volatile_write_cache: true,
             open_channel: true,
+            interleave_dies: true,
         }),
         // The "controller" of an open-channel drive is pblk's submission path on host cores.
         nvme: NvmeConfig {

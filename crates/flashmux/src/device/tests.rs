@@ -48,6 +48,7 @@ pub(crate) fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) ->
         mapping: MappingConfig::Full,
         volatile_write_cache: false,
         open_channel: false,
+        interleave_dies: true,
     }
 }
 

@@ -71,6 +71,8 @@ pub(super) struct TimingSection {
     pub(super) erase: Option<Duration>,
     pub(super) channel_rate: Option<Rate>,
     pub(super) command: Option<Duration>,
+    /// `false`: one command per chip at a time (MQSim's transaction scheduling).
+    pub(super) interleave_dies: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -270,6 +272,7 @@ fn resolve_ssd(ctx: &Ctx, d: &DeviceSection, name: &str, mut c: SsdConfig) -> Re
     if let Some(r) = t.channel_rate {
         c.timing.channel_bytes_per_sec = r.0;
     }
+    c.interleave_dies = t.interleave_dies.unwrap_or(c.interleave_dies);
     if let Some(r) = d.interface.link_rate {
         c.host_link_bytes_per_sec = r.0;
     }
@@ -525,7 +528,7 @@ pub(super) fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Res
         ("geometry", g.channels.is_some() || g.chips_per_channel.is_some() || g.dies_per_chip.is_some()
             || g.planes_per_die.is_some() || g.blocks_per_plane.is_some() || g.pages_per_block.is_some()
             || g.page_size.is_some() || g.unit_size.is_some()),
-        ("timing", t.read.is_some() || t.program.is_some() || t.erase.is_some() || t.channel_rate.is_some() || t.command.is_some()),
+        ("timing", t.read.is_some() || t.program.is_some() || t.erase.is_some() || t.channel_rate.is_some() || t.command.is_some() || t.interleave_dies.is_some()),
         ("ftl", f.overprovisioning.is_some() || f.mapping.is_some() || f.gc_victim.is_some() || f.gc_threshold_blocks.is_some()
             || f.entry_size.is_some() || f.cmt.is_some()),
         ("buffer", b.size.is_some() || b.program_queue_depth.is_some() || b.flush.is_some()

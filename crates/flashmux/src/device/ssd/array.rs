@@ -1,8 +1,11 @@
 //! The flash array: dies, channels and the host link — the only owner of flash time.
 //!
 //! # Model
-//! Each die is busy until `busy_until`; each channel and each direction of the host link is a
-//! [`Timeline`] of busy intervals reserved at the earliest gap that fits. Every use of flash time
+//! Each die is busy until its `busy_until`; each channel and each direction of the host link is a
+//! [`Timeline`] of busy intervals reserved at the earliest gap that fits. With
+//! `interleave_dies = false` (MQSim's transaction scheduler, which sends one command per *chip*
+//! and never interleaves a chip's dies) the dies of a chip share one `busy_until`: an operation
+//! on any of them waits for the chip. Their GC queues, programs and counters stay per die. Every use of flash time
 //! goes through one of these calls:
 //! - [`FlashArray::reserve_read`]: the die, once free, spends the command time and tR; the page
 //!   register then holds the data until it has crossed the die's channel (the die stays busy);
@@ -38,7 +41,6 @@ use std::collections::VecDeque;
 
 #[derive(Default)]
 struct Die {
-    busy_until: SimTime,
     gc: GcQueue,
     /// (end, units) of each host program in flight; a die finishes them in order.
     programs: VecDeque<(SimTime, u32)>,
@@ -59,6 +61,10 @@ pub(super) struct FlashArray {
     gc_mode: GcMode,
     link_bytes_per_sec: u64,
     dies: Vec<Die>,
+    /// When each die (or, without die interleaving, each chip) is free again.
+    busy: Vec<SimTime>,
+    /// Dies sharing one entry of `busy`: 1, or the dies per chip.
+    dies_per_busy: u32,
     channels: Vec<Timeline>,
     link_in: Timeline,
     link_out: Timeline,
@@ -66,9 +72,18 @@ pub(super) struct FlashArray {
 }
 
 impl FlashArray {
-    pub(super) fn new(geo: &Geometry, timing: &Timing, gc_mode: GcMode, link_bytes_per_sec: u64) -> FlashArray {
+    pub(super) fn new(
+        geo: &Geometry,
+        timing: &Timing,
+        gc_mode: GcMode,
+        link_bytes_per_sec: u64,
+        interleave_dies: bool,
+    ) -> FlashArray {
+        let dies_per_busy = if interleave_dies { 1 } else { geo.dies_per_chip };
         FlashArray {
             dies: (0..geo.dies()).map(|_| Die::default()).collect(),
+            busy: vec![SimTime::ZERO; (geo.dies() / dies_per_busy) as usize],
+            dies_per_busy,
             channels: vec![Timeline::new(); geo.channels as usize],
             link_in: Timeline::new(),
             link_out: Timeline::new(),
@@ -94,6 +109,12 @@ impl FlashArray {
         self.geo.die_of_plane(PlaneId(plane))
     }
 
+    /// Where `die`'s `busy_until` is: its own, or its chip's.
+    #[inline]
+    fn busy_slot(&self, die: DieId) -> usize {
+        (die.0 / self.dies_per_busy) as usize
+    }
+
     /// Time to move `bytes` over a channel, with the command that starts the transfer.
     fn channel_time(&self, bytes: u64) -> Nanos {
         Nanos::for_transfer(bytes, self.timing.channel_bytes_per_sec) + self.timing.command
@@ -106,13 +127,14 @@ impl FlashArray {
         let die = self.die_of_page(page);
         self.catch_up_gc(die, now);
         self.gc_turn(die);
-        let start = ready.max(self.dies[die.index()].busy_until);
+        let slot = self.busy_slot(die);
+        let start = ready.max(self.busy[slot]);
         let array_done = start + self.timing.command + self.timing.read;
         let xfer = self.channel_time(bytes);
         let ch = self.geo.channel_of_die(die).index();
         let (_, end) = self.channels[ch].reserve(now, array_done, xfer);
         // The page register holds the data until it has left over the channel.
-        self.dies[die.index()].busy_until = end;
+        self.busy[slot] = end;
         self.stats.flash_page_reads += 1;
         debug_assert!(end >= start + self.timing.read + xfer);
         end
@@ -129,11 +151,11 @@ impl FlashArray {
         // GC steps of other planes that start while the data is loading go first.
         self.catch_up_gc(die, loaded);
         self.gc_turn(die);
-        let d = &mut self.dies[die.index()];
-        let start = loaded.max(d.busy_until);
+        let slot = self.busy_slot(die);
+        let start = loaded.max(self.busy[slot]);
         let end = start + self.timing.program;
-        d.busy_until = end;
-        d.programs.push_back((end, units));
+        self.busy[slot] = end;
+        self.dies[die.index()].programs.push_back((end, units));
         self.stats.flash_programs += 1;
         end
     }
@@ -145,8 +167,8 @@ impl FlashArray {
         let ch = self.geo.channel_of_die(die).index();
         let (_, loaded) = self.channels[ch].reserve(now, ready, xfer);
         self.catch_up_gc(die, loaded);
-        let d = &mut self.dies[die.index()];
-        d.busy_until = loaded.max(d.busy_until) + self.timing.program;
+        let slot = self.busy_slot(die);
+        self.busy[slot] = loaded.max(self.busy[slot]) + self.timing.program;
     }
 
     /// The oldest host program of `die` has ended: its (end, units).
@@ -187,7 +209,7 @@ impl FlashArray {
 
     /// Commits the GC steps of `die` that start before `t`: the die was free then, so GC ran.
     pub(super) fn catch_up_gc(&mut self, die: DieId, t: SimTime) {
-        while self.dies[die.index()].busy_until < t {
+        while self.busy[self.busy_slot(die)] < t {
             if !self.commit_gc_step(die) {
                 break;
             }
@@ -206,8 +228,8 @@ impl FlashArray {
 
     /// Runs the next step of `die`'s GC gang from `busy_until`; false if the die has no GC step.
     fn commit_gc_step(&mut self, die: DieId) -> bool {
-        let d = &mut self.dies[die.index()];
-        match d.gc.commit_step(&mut d.busy_until, &self.timing) {
+        let slot = self.busy_slot(die);
+        match self.dies[die.index()].gc.commit_step(&mut self.busy[slot], &self.timing) {
             Some(dur) => {
                 self.stats.gc_busy_ns += dur.0;
                 true
@@ -218,9 +240,8 @@ impl FlashArray {
 
     /// When `die`'s next GC check is due, if it needs one that is not scheduled yet.
     pub(super) fn next_gc_check(&mut self, now: SimTime, die: DieId) -> Option<SimTime> {
-        let d = &mut self.dies[die.index()];
-        let start = now.max(d.busy_until);
-        d.gc.next_check(start, &self.timing)
+        let start = now.max(self.busy[self.busy_slot(die)]);
+        self.dies[die.index()].gc.next_check(start, &self.timing)
     }
 
     /// `die`'s GC check has come: commits the steps that start by `now` and hands over the jobs

@@ -43,6 +43,15 @@ pub struct SsdConfig {
     /// Hashes as absent when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub open_channel: bool,
+    /// The controller runs the dies of a chip independently (the default). `false`: one
+    /// command per chip at a time, as MQSim's transaction scheduler does (`device/ssd/array.rs`).
+    /// Hashes as absent when true.
+    #[serde(skip_serializing_if = "is_true")]
+    pub interleave_dies: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl SsdConfig {

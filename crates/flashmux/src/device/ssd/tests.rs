@@ -7,6 +7,7 @@ use super::*;
 use crate::device::tests::{geometry, ssd_config, timing};
 use crate::device::{Command, DeviceEvent, IoOp, Outbox};
 use crate::ftl::{CmtConfig, CmtPolicyKind, GcJob, MappingConfig};
+use crate::flash::Geometry;
 use crate::units::{DieId, Nanos, PlaneId, QueueId, ReqId, SimTime, TenantId};
 
 const US: u64 = 1_000;
@@ -17,7 +18,7 @@ fn config(units_per_page: u32, planes: u32) -> SsdConfig {
 }
 
 fn array(mode: GcMode) -> FlashArray {
-    FlashArray::new(&geometry(4, 1), &timing(), mode, 4_000_000_000)
+    FlashArray::new(&geometry(4, 1), &timing(), mode, 4_000_000_000, true)
 }
 
 /// A global flash page on die `die` (one plane per die: block `die × 32` is on that die).
@@ -46,6 +47,29 @@ fn a_read_on_a_busy_die_starts_when_it_is_free_and_transfers_for_page_bytes_over
     // channel has until the second's (free from 90.96 µs to 140.96 µs).
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(1), 4096), t + Nanos(10_240));
     assert_eq!(a.stats().flash_page_reads, 4);
+}
+
+#[test]
+fn without_die_interleaving_the_dies_of_a_chip_wait_for_each_other() {
+    // 2 channels × 1 chip × 2 dies: dies 0 and 1 are chip 0 on channel 0, dies 2 and 3 chip 1.
+    let geo = Geometry { chips_per_channel: 1, dies_per_chip: 2, ..geometry(4, 1) };
+    let page = 16384;
+    let first = SimTime(50 * US + 40_960);
+    // Interleaved: die 1's tR overlaps die 0's; only its transfer waits for the channel.
+    let mut a = FlashArray::new(&geo, &timing(), GcMode::Background, 4_000_000_000, true);
+    assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), page), first);
+    assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(1), page), first + Nanos(40_960));
+    // One command per chip (MQSim): die 1 starts when the chip is free, at 90.96 µs.
+    let mut a = FlashArray::new(&geo, &timing(), GcMode::Background, 4_000_000_000, false);
+    assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), page), first);
+    assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(1), page), first + Nanos(50 * US + 40_960));
+    // The other chip is held up by neither.
+    assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(2), page), first);
+    // A program on die 1 waits for the chip too: its data loads in channel 0's first gap
+    // (0 to 40.96 µs, before the first read's transfer), as a die's next program loads while
+    // the die is busy; tPROG starts once the chip is free, at 181.92 µs.
+    let end = a.reserve_program(SimTime::ZERO, DieId(1), 1, 4);
+    assert_eq!(end, first + Nanos(50 * US + 40_960) + Nanos::from_us(500));
 }
 
 #[test]

@@ -417,6 +417,9 @@ fn timing(g: &mut G, doc: &mut Doc) {
         let mbs = g.log(20, 2_000);
         doc.set("device.timing", "channel_rate", t::string(&format!("{mbs}MB/s")));
     }
+    if g.chance(0.1) {
+        doc.set("device.timing", "interleave_dies", "false".into());
+    }
 }
 
 /// `[device.interface]`: NVMe queues, depths, controller cores, link.
