@@ -283,10 +283,7 @@ impl Scenario {
         let capacity = self.device.capacity_bytes();
         for (i, t) in self.tenants.iter().enumerate() {
             if !(1..=MAX_WEIGHT).contains(&t.weight) {
-                return Err(format!(
-                    "tenant[{i}] ({}).weight: {} is not a valid weight: expected a whole number from 1 to {MAX_WEIGHT} (default {DEFAULT_WEIGHT})",
-                    t.name, t.weight
-                ));
+                return Err(invalid_weight(&format!("tenant[{i}] ({})", t.name), t.weight));
             }
             let (off, len) = t.region;
             if len == 0 || off % 512 != 0 || len % 512 != 0 || off.checked_add(len).is_none_or(|end| end > capacity) {
@@ -343,6 +340,11 @@ impl Scenario {
         h.update(view.to_string().as_bytes());
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
+}
+
+/// The error for tenant `key`'s weight `v` (`key`: `tenant[i] (name)`).
+fn invalid_weight(key: &str, v: impl std::fmt::Display) -> String {
+    format!("{key}.weight: {v} is not a valid weight: expected a whole number from 1 to {MAX_WEIGHT} (default {DEFAULT_WEIGHT})")
 }
 
 /// The budget schedulers throttle where a host FTL takes requests: only an open-channel drive

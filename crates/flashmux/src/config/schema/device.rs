@@ -188,7 +188,7 @@ pub(super) fn finish_arbitration(
         if let Some(t) = prioritized {
             return Err(ctx.err(format!(
                 "tenant[{t}] ({}).priority: a priority class needs device.interface.arbitration = \"wrr\"",
-                tenant_name(tenants, t)
+                tenants[t].name_or_default(t)
             )));
         }
         return Ok(());
@@ -204,7 +204,7 @@ pub(super) fn finish_arbitration(
         (Some(_), Some(t)) => {
             return Err(ctx.err(format!(
                 "tenant[{t}] ({}).priority: device.interface.queue_classes already gives each queue its class: give one",
-                tenant_name(tenants, t)
+                tenants[t].name_or_default(t)
             )))
         }
         (Some(c), None) => c.clone(),
@@ -212,13 +212,13 @@ pub(super) fn finish_arbitration(
             if cpu_model {
                 return Err(ctx.err(format!(
                     "tenant[{t}] ({}).priority: with the CPU model ([host.cpu] or a VM) requests go to the queue of the hardware thread that submits them, not a tenant's own; give device.interface.queue_classes instead",
-                    tenant_name(tenants, t)
+                    tenants[t].name_or_default(t)
                 )));
             }
             if tenants.len() > queues {
                 return Err(ctx.err(format!(
                     "tenant[{t}] ({}).priority: {} tenants share {queues} queues: a tenant's class needs a queue of its own (device.interface.queues)",
-                    tenant_name(tenants, t),
+                    tenants[t].name_or_default(t),
                     tenants.len()
                 )));
             }
@@ -228,10 +228,6 @@ pub(super) fn finish_arbitration(
     };
     nvme.arbitration = Arbitration::Wrr { weights, classes };
     nvme.arbitration.validate(nvme.queues).map_err(|e| ctx.err(e))
-}
-
-fn tenant_name(tenants: &[TenantSection], t: usize) -> String {
-    tenants[t].name.clone().unwrap_or_else(|| format!("tenant{t}"))
 }
 
 /// The null device: a capacity and a latency; every flash key is an error.

@@ -1,7 +1,7 @@
 //! Where a key is in the scenario file, so that an error names its line as well as its key.
 //!
 //! Every error of the loader starts with the key it is about (`device.capacity: ...`,
-//! `tenant[2] (db).region: ...`, `host.cfq: ...`). [`Lines::of_message`] reads that key back
+//! `tenant[2] (db).region: ...`, `host.cfq: ...`). [`Lines::of_key`] reads that key back
 //! from the message and looks it up in the parsed document (`toml_edit` keeps each key's byte
 //! span): a key given in the file gets the line it is on; a table gets the line of its header.
 //! A key the file does not give (the error is about its default) has no line: the error then
@@ -52,17 +52,11 @@ impl<'a> Lines<'a> {
         Some(self.text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1)
     }
 
-    /// The line of the key `message` starts with, if the file gives that key.
-    pub(super) fn of_message(&self, message: &str) -> Option<usize> {
+    /// The line of the key `text` starts with — an error message (`tenant[0] (db).region: ...`)
+    /// or serde's key path (`tenant[0].region`) — if the file gives that key.
+    pub(super) fn of_key(&self, text: &str) -> Option<usize> {
         let doc = self.doc.as_ref()?;
-        let steps = leading_path(message)?;
-        span_of(doc.as_table(), &steps).and_then(|at| self.line_at(at))
-    }
-
-    /// The line of the key at `path` (serde's form: `device.capacity`, `tenant[0].fio`).
-    pub(super) fn of_path(&self, path: &str) -> Option<usize> {
-        let doc = self.doc.as_ref()?;
-        let steps = leading_path(path)?;
+        let steps = leading_path(text)?;
         span_of(doc.as_table(), &steps).and_then(|at| self.line_at(at))
     }
 }
@@ -152,35 +146,35 @@ mod tests {
     #[test]
     fn a_key_given_in_the_file_has_its_line() {
         let l = Lines::new(TEXT);
-        assert_eq!(l.of_message("device.capacity: invalid size"), Some(4));
-        assert_eq!(l.of_message("device: the drive is too small"), Some(2));
-        assert_eq!(l.of_message("device.ftl.cmt.pages: too small"), Some(7));
-        assert_eq!(l.of_message("device.ftl.cmt: size and pages"), Some(6));
-        assert_eq!(l.of_message("name: x"), Some(1));
-        assert_eq!(l.of_path("device.preset"), Some(3));
+        assert_eq!(l.of_key("device.capacity: invalid size"), Some(4));
+        assert_eq!(l.of_key("device: the drive is too small"), Some(2));
+        assert_eq!(l.of_key("device.ftl.cmt.pages: too small"), Some(7));
+        assert_eq!(l.of_key("device.ftl.cmt: size and pages"), Some(6));
+        assert_eq!(l.of_key("name: x"), Some(1));
+        assert_eq!(l.of_key("device.preset"), Some(3));
     }
 
     #[test]
     fn tenants_are_found_by_index_with_or_without_their_name() {
         let l = Lines::new(TEXT);
-        assert_eq!(l.of_message("tenant[0] (a): no workload"), Some(9));
-        assert_eq!(l.of_message("tenant[1] (db).region: beyond the drive"), Some(14));
-        assert_eq!(l.of_message("tenant[1] (a) b).region: x"), Some(12), "a name with ')' ends early: the tenant's line");
-        assert_eq!(l.of_path("tenant[1].region.size"), Some(14));
-        assert_eq!(l.of_path("tenant[1].fio"), Some(15));
-        assert_eq!(l.of_path("tenant[1]"), Some(12));
+        assert_eq!(l.of_key("tenant[0] (a): no workload"), Some(9));
+        assert_eq!(l.of_key("tenant[1] (db).region: beyond the drive"), Some(14));
+        assert_eq!(l.of_key("tenant[1] (a) b).region: x"), Some(12), "a name with ')' ends early: the tenant's line");
+        assert_eq!(l.of_key("tenant[1].region.size"), Some(14));
+        assert_eq!(l.of_key("tenant[1].fio"), Some(15));
+        assert_eq!(l.of_key("tenant[1]"), Some(12));
     }
 
     #[test]
     fn keys_the_file_does_not_give_have_no_line() {
         let l = Lines::new(TEXT);
-        assert_eq!(l.of_message("device.ftl.cmt.size: a cache of 3 pages"), None);
-        assert_eq!(l.of_message("host.scheduler: 'hwabc' needs"), None);
-        assert_eq!(l.of_message("tenant[2] (c): x"), None);
-        assert_eq!(l.of_message("the job file has no job sections"), None);
-        assert_eq!(l.of_message(": nothing"), None);
-        assert_eq!(Lines::none().of_message("device.capacity: x"), None);
-        assert_eq!(Lines::new("[device\n").of_message("device: x"), None, "text that does not parse");
+        assert_eq!(l.of_key("device.ftl.cmt.size: a cache of 3 pages"), None);
+        assert_eq!(l.of_key("host.scheduler: 'hwabc' needs"), None);
+        assert_eq!(l.of_key("tenant[2] (c): x"), None);
+        assert_eq!(l.of_key("the job file has no job sections"), None);
+        assert_eq!(l.of_key(": nothing"), None);
+        assert_eq!(Lines::none().of_key("device.capacity: x"), None);
+        assert_eq!(Lines::new("[device\n").of_key("device: x"), None, "text that does not parse");
     }
 
     #[test]

@@ -95,7 +95,7 @@ impl Ctx<'_> {
     /// the file gives the key.
     fn err(&self, message: impl Into<String>) -> ConfigError {
         let message: String = message.into();
-        let line = self.lines.of_message(&message);
+        let line = self.lines.of_key(&message);
         self.err_at(line, message)
     }
 
@@ -114,7 +114,7 @@ impl Ctx<'_> {
         if path == "." {
             return self.err_at(None, inner.to_string().trim_end().to_string());
         }
-        let line = inner.span().and_then(|s| self.lines.line_at(s.start)).or_else(|| self.lines.of_path(&path));
+        let line = inner.span().and_then(|s| self.lines.line_at(s.start)).or_else(|| self.lines.of_key(&path));
         self.err_at(line, format!("{path}: {}", inner.message().trim_end()))
     }
     fn size(&self, key: &str, v: &str) -> Result<u64, ConfigError> {

@@ -28,6 +28,13 @@ pub(super) enum RegionValue {
     Range { offset: String, size: String },
 }
 
+impl TenantSection {
+    /// Its name: as given, or `tenant<i>` for the `i`-th tenant.
+    pub(super) fn name_or_default(&self, i: usize) -> String {
+        self.name.clone().unwrap_or_else(|| format!("tenant{i}"))
+    }
+}
+
 /// Partitions made by `region = "auto"` start on this boundary, as partitioning tools align them.
 pub(super) const AUTO_REGION_ALIGN: u64 = 1 << 20;
 
@@ -47,7 +54,7 @@ pub(super) fn resolve_tenants(
     }
     let mut out: Vec<TenantSpec> = Vec::new();
     for (i, t) in ts.iter().enumerate() {
-        let name = t.name.clone().unwrap_or_else(|| format!("tenant{i}"));
+        let name = t.name_or_default(i);
         let key = format!("tenant[{i}] ({name})");
         if name.is_empty() || name.contains(|c: char| c.is_control() || c == ',') {
             return Err(ctx.err(format!("{key}.name: must be non-empty, without commas or control characters")));
@@ -171,9 +178,7 @@ pub(super) fn resolve_weight(ctx: &Ctx, key: &str, v: Option<&toml::Value>) -> R
     let Some(v) = v else { return Ok(DEFAULT_WEIGHT) };
     match v.as_integer() {
         Some(w) if (1..=MAX_WEIGHT as i64).contains(&w) => Ok(w as u32),
-        _ => Err(ctx.err(format!(
-            "{key}.weight: {v} is not a valid weight: expected a whole number from 1 to {MAX_WEIGHT} (default {DEFAULT_WEIGHT})"
-        ))),
+        _ => Err(ctx.err(crate::config::invalid_weight(key, v))),
     }
 }
 
