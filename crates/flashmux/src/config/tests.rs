@@ -569,3 +569,14 @@ fn priority_classes_need_weighted_arbitration_and_a_queue_each() {
     // Round robin hashes as before the setting existed.
     assert_eq!(load(&two("arbitration = \"round-robin\"\n", "", "")).unwrap().config_hash(), load(&two("", "", "")).unwrap().config_hash());
 }
+
+#[test]
+fn die_interleaving_is_a_flash_drive_setting_and_a_boolean() {
+    let with = |preset: &str, v: &str| {
+        format!("[device]\npreset = \"{preset}\"\n[device.timing]\ninterleave_dies = {v}\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\"\n")
+    };
+    let DeviceKind::Ssd(c) = load(&with("tlc-nvme", "false")).unwrap().device.kind else { panic!("a flash drive") };
+    assert!(!c.interleave_dies);
+    assert_eq!(err(&with("null", "false")), "test.toml:3: device.timing: preset 'null' has no flash; remove this section");
+    assert_eq!(err(&with("tlc-nvme", "\"no\"")), "test.toml:4: device.timing.interleave_dies: invalid type: string \"no\", expected a boolean");
+}
