@@ -99,7 +99,7 @@ struct RunArgs {
     /// Stop after this many completed requests (overrides the scenario's).
     #[arg(long)]
     requests: Option<u64>,
-    /// Drive state before the run: clean, sequential-fill or aged (overrides the scenario's).
+    /// Drive state before the run: clean, sequential-fill, aged or workload (overrides the scenario's).
     #[arg(long)]
     precondition: Option<String>,
     /// Fraction of each tenant's region holding data after preconditioning, in (0, 1].
@@ -194,7 +194,7 @@ pub(crate) fn check_drive_state(
         }
         if state.unwrap_or(base) == PreconditionState::Clean {
             return Err(BadArg(format!(
-                "--fill {f}: a clean drive holds no data, so there is nothing to fill{}: give --precondition sequential-fill or aged, or drop --fill",
+                "--fill {f}: a clean drive holds no data, so there is nothing to fill{}: give --precondition sequential-fill, aged or workload, or drop --fill",
                 if state.is_none() { " (the scenario's precondition.state is \"clean\")" } else { "" }
             )));
         }

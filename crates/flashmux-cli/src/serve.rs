@@ -73,7 +73,7 @@ pub struct ServeArgs {
     /// Master seed (overrides the scenario's).
     #[arg(long)]
     seed: Option<u64>,
-    /// Drive state before serving: clean, sequential-fill or aged (overrides the scenario's).
+    /// Drive state before serving: clean, sequential-fill, aged or workload (overrides the scenario's).
     #[arg(long)]
     precondition: Option<String>,
     /// Fraction of each tenant's region holding data after preconditioning, in (0, 1].

@@ -260,7 +260,7 @@ pub struct ReplayArgs {
     /// Host scheduler (none, cfq, mcfq; fair, hwabc on an open-channel drive).
     #[arg(long, default_value = "none")]
     scheduler: String,
-    /// Drive state before the run: clean, sequential-fill or aged.
+    /// Drive state before the run: clean, sequential-fill, aged or workload.
     #[arg(long, default_value = "clean")]
     precondition: String,
     /// Fraction of each tenant's region holding data after preconditioning.

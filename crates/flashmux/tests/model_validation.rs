@@ -38,6 +38,7 @@ fn greedy_waf_is_bounded_by_the_lrw_model() {
             &mut ftl,
             &PreconditionSpec { state: PreconditionState::Aged, fill: 1.0 },
             &segs,
+            &mut [],
             &mut rng_for(3, "validation"),
             &|| false,
         );

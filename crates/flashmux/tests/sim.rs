@@ -100,6 +100,35 @@ fn aged_drive_gc_is_attributed_to_the_random_writer() {
 }
 
 #[test]
+fn workload_aged_drive_charges_gc_to_the_writer_whose_pattern_causes_it_from_the_start() {
+    // The same drive and writers, aged by their own workloads instead of uniformly: GC is in its
+    // steady state from the first second, with the random writer's data most of what it moves
+    // (the sequential writer's share under a third, where uniform aging starts it above 35%).
+    let r = run(&with_tenants(
+        "[precondition]\nstate = \"workload\"\n",
+        &TWO_WRITERS.replace("runtime=2s", "runtime=4s"),
+    ));
+    let p = &r.device.precondition;
+    assert!(p.reached_steady_state && p.writers == Some(2), "{p:?}");
+    assert!(r.device.ftl.gc_runs > 0 && r.warnings.is_empty(), "{:?}", r.warnings);
+    let moved: u64 = r.tenants.iter().map(|t| t.gc_units_moved).sum::<u64>() + r.device.unowned_gc_units_moved;
+    assert_eq!(moved, r.device.ftl.gc_units_programmed, "every moved unit is attributed");
+    let first_second = |tenant: &str| -> u64 {
+        r.timeline.iter().filter(|row| row.tenant == tenant && row.time_s < 1.0).map(|row| row.gc_units_moved).sum()
+    };
+    let (seq, rand) = (first_second("seq"), first_second("rand"));
+    assert!(rand > 0 && 3 * seq < seq + rand, "first second's GC: seq {seq}, rand {rand}");
+    let (seq, rand) = (r.tenants[0].gc_units_moved, r.tenants[1].gc_units_moved);
+    assert!(3 * seq < seq + rand, "whole run's GC: seq {seq}, rand {rand}");
+
+    // A reader's region is left as the fill wrote it: only the writer ages the drive.
+    let reader = TWO_WRITERS.replace("rw=write", "rw=read").replace("runtime=2s", "runtime=1s");
+    let r = run(&with_tenants("[precondition]\nstate = \"workload\"\n", &reader));
+    assert_eq!(r.device.precondition.writers, Some(1));
+    assert_eq!(r.tenants[0].gc_units_moved, 0, "GC moved the reader's data, which nothing overwrites");
+}
+
+#[test]
 fn requests_are_conserved_when_the_clock_stops_the_run() {
     let r = run(&with_tenants("[precondition]\nstate = \"aged\"\n[stop]\ntime = \"300ms\"\n", TWO_WRITERS));
     assert_eq!(r.stop_reason, StopReason::TimeLimit);

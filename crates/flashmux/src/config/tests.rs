@@ -460,6 +460,8 @@ fn fill_on_a_clean_drive_is_an_error() {
         let e = err(&format!("{MINIMAL}\n{pre}"));
         assert!(e.contains("precondition.fill: 0.5 means nothing on a clean drive"), "{pre}: {e}");
     }
+    let s = load(&format!("{MINIMAL}\n[precondition]\nstate = \"workload\"\nfill = 0.7\n")).unwrap();
+    assert_eq!((s.precondition.state, s.precondition.fill), (PreconditionState::Workload, 0.7));
     let s = load(&format!("{MINIMAL}\n[precondition]\nstate = \"sequential-fill\"\nfill = 0.5\n")).unwrap();
     assert_eq!(s.precondition.fill, 0.5);
 }

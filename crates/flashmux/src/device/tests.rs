@@ -598,7 +598,7 @@ fn the_device_preconditions_itself_by_tenant_region_and_starts_counting_afresh()
     let cap = h.dev.capacity_bytes();
     let half = cap / 2;
     let spec = PreconditionSpec { state: PreconditionState::SequentialFill, fill: 0.5 };
-    let r = h.dev.precondition(&spec, &[(0, half), (half, half)], 7, &|| false);
+    let r = h.dev.precondition(&spec, &[(0, half), (half, half)], Vec::new(), 7, &|| false);
     // 6,544 logical units: each tenant's 3,272-unit region is half filled.
     assert_eq!(cap / 4096, 6544);
     assert_eq!((r.state, r.units_filled, r.interrupted), (Some(PreconditionState::SequentialFill), 3272, false));
@@ -613,7 +613,7 @@ fn the_device_preconditions_itself_by_tenant_region_and_starts_counting_afresh()
     h.dev.check_invariants();
 
     let mut null = Device::new(nvme(), Backend::Null(NullConfig { capacity_bytes: 1 << 20, latency: Nanos(1) }));
-    assert_eq!(null.precondition(&spec, &[(0, 1 << 20)], 7, &|| false), Default::default());
+    assert_eq!(null.precondition(&spec, &[(0, 1 << 20)], Vec::new(), 7, &|| false), Default::default());
 }
 
 #[test]

@@ -44,6 +44,7 @@ fn precondition_state_name(s: PreconditionState) -> &'static str {
         PreconditionState::Clean => "clean",
         PreconditionState::SequentialFill => "sequential-fill",
         PreconditionState::Aged => "aged",
+        PreconditionState::Workload => "workload",
     }
 }
 
@@ -200,6 +201,7 @@ pub(crate) mod test_fixture {
                     gc_runs: 77,
                     steady_waf: 2.25,
                     reached_steady_state: true,
+                    writers: None,
                     interrupted: false,
                 },
                 channel_utilisation: 0.5,
@@ -302,7 +304,7 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_value(s).ok(), Some(serde_json::Value::from(stop_reason_name(s))));
         }
-        for s in [PreconditionState::Clean, PreconditionState::SequentialFill, PreconditionState::Aged] {
+        for &s in PreconditionState::ALL {
             assert_eq!(
                 serde_json::to_value(s).ok(),
                 Some(serde_json::Value::from(precondition_state_name(s)))

@@ -230,14 +230,13 @@ fn precondition_done(p: &PreconditionReport, fill: String) -> String {
         Some(PreconditionState::SequentialFill) => {
             format!("{}, {fill}", precondition_state_name(PreconditionState::SequentialFill))
         }
-        Some(PreconditionState::Aged) => {
+        Some(state @ (PreconditionState::Aged | PreconditionState::Workload)) => {
+            if p.writers == Some(0) {
+                return format!("{}, {fill}, no tenant writes: filled only", precondition_state_name(state));
+            }
             let waf = if p.steady_waf.is_finite() { format!("{:.2}", p.steady_waf) } else { "-".into() };
             let reached = if p.reached_steady_state { "reached" } else { "not reached" };
-            format!(
-                "{}, {fill}, steady-state WAF {waf} ({reached}, {} GC runs)",
-                precondition_state_name(PreconditionState::Aged),
-                p.gc_runs
-            )
+            format!("{}, {fill}, steady-state WAF {waf} ({reached}, {} GC runs)", precondition_state_name(state), p.gc_runs)
         }
     }
 }
@@ -379,5 +378,11 @@ mod tests {
             precondition(&p),
             "aged, fill 50%, steady-state WAF - (not reached, 0 GC runs); interrupted while preconditioning"
         );
+        let mut p = PreconditionReport { fill: 1.0, ..Default::default() };
+        p.state = Some(PreconditionState::Workload);
+        (p.steady_waf, p.reached_steady_state, p.gc_runs, p.writers) = (2.5, true, 9, Some(2));
+        assert_eq!(precondition(&p), "workload, fill 100%, steady-state WAF 2.50 (reached, 9 GC runs)");
+        p.writers = Some(0);
+        assert_eq!(precondition(&p), "workload, fill 100%, no tenant writes: filled only");
     }
 }

@@ -12,6 +12,7 @@
 //! Events are typed and ordered by (time, insertion); nothing reads a clock, so a run is a pure
 //! function of its scenario and seed.
 
+mod aging;
 pub mod external;
 mod job;
 mod overlap;
@@ -21,7 +22,7 @@ pub mod trace;
 mod workloads;
 
 use crate::config::Scenario;
-use crate::device::precondition::PreconditionReport;
+use crate::device::precondition::{PreconditionReport, PreconditionState};
 use crate::device::{Command, Device, DeviceEvent, IoOp, Outbox};
 use crate::engine::EventQueue;
 use crate::host::{BlockLayer, BlockReq};
@@ -206,7 +207,12 @@ impl Simulator {
 
     fn run_precondition(&mut self, stop: &dyn Fn() -> bool) -> PreconditionReport {
         let regions: Vec<(u64, u64)> = self.scenario.tenants.iter().map(|t| t.region).collect();
-        self.device.precondition(&self.scenario.precondition, &regions, self.scenario.seed, stop)
+        let writers = if self.scenario.precondition.state == PreconditionState::Workload {
+            aging::tenant_writers(&self.scenario, self.device.sector_bytes())
+        } else {
+            Vec::new()
+        };
+        self.device.precondition(&self.scenario.precondition, &regions, writers, self.scenario.seed, stop)
     }
 
     fn start(&mut self) {

@@ -4,7 +4,6 @@
 
 use super::overlap::Window;
 use super::{timeline, Simulator, KEEP_ROWS};
-use crate::device::precondition::PreconditionState;
 use crate::device::TenantDeviceReport;
 use crate::metrics::{DeviceResult, Fairness, JobResult, ReplayStats, RunResults, StopReason, TenantResult};
 use crate::units::{SimTime, TenantId};
@@ -105,8 +104,7 @@ impl Simulator {
         let mut warnings: Vec<String> = self.scenario.warnings.clone();
         let host_writes = device.ftl.host_units_programmed;
         if self.device.has_flash() {
-            if self.scenario.precondition.state == PreconditionState::Aged && host_writes > 0 && device.ftl.gc_runs == 0
-            {
+            if self.scenario.precondition.state.ages() && host_writes > 0 && device.ftl.gc_runs == 0 {
                 warnings.push(format!(
                     "garbage collection never ran during the measured run although the drive was aged ({} units written): \
                      the run may be too short to fill the free blocks left after preconditioning",

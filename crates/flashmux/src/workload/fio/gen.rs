@@ -146,6 +146,17 @@ impl JobGen {
         self.start_delay
     }
 
+    /// Whether the job ever writes (`rw` includes writes and `rwmixread` leaves them a share).
+    pub fn writes(&self) -> bool {
+        if self.trim_write {
+            return true;
+        }
+        if self.read_write_mix {
+            return self.rwmixread < 100;
+        }
+        self.single_dir == WRITE
+    }
+
     /// Whether random offsets come from the random map (each block once per pass).
     pub fn uses_random_map(&self) -> bool {
         matches!(self.offsets, Offsets::Map(_))

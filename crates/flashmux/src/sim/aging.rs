@@ -1,0 +1,170 @@
+//! The tenants' writes for workload-dependent preconditioning (`[precondition] state =
+//! "workload"`, see `device::precondition`): each tenant's own workload, replayed without timing.
+//!
+//! - **fio jobs**: a fresh instance of every job clone of the tenant, seeded apart from the
+//!   measured run's (label `precondition/job/<tenant>/<job>/<clone>`), so aging does not replay
+//!   the very addresses the run will issue. The clones take turns, one write each; reads and
+//!   trims are skipped; a clone that reaches its end starts over (the same stream again, as a
+//!   job with `loops` would). A clone that never writes (`rw=read`, `rwmixread=100`) is left out.
+//! - **traces**: the trace's writes in order, from the start again at its end.
+//! - **NBD exports** (`serve`): their clients' pattern is not known ahead, so uniform random
+//!   4 KiB writes over the region, as `aged` does.
+//!
+//! A tenant with no writing job gets no writer: its region keeps the sequential fill.
+
+use super::trace::TraceSource;
+use crate::config::{Scenario, TenantSpec, Workload};
+use crate::device::precondition::ByteWrites;
+use crate::device::IoOp;
+use crate::engine::{derive_seed, rng_for};
+use crate::workload::fio::{Dir, JobGen};
+use rand::Rng;
+
+/// Writes an export's aging draws.
+const EXPORT_WRITE: u64 = 4096;
+
+/// One writer per tenant, in tenant order; a tenant whose workload never writes gets one that
+/// says so (`None` at once).
+pub(super) fn tenant_writers(scenario: &Scenario, sector: u64) -> Vec<ByteWrites<'static>> {
+    scenario.tenants.iter().map(|t| writer(t, sector, scenario.seed)).collect()
+}
+
+fn writer(t: &TenantSpec, sector: u64, seed: u64) -> ByteWrites<'static> {
+    match &t.workload {
+        Workload::Fio(jobs) => {
+            let mut gens: Vec<(JobGen, JobGen)> = Vec::new();
+            for job in jobs {
+                for clone in 0..job.numjobs {
+                    let label = format!("precondition/job/{}/{}/{}", t.name, job.name, clone);
+                    // The run's own construction of this clone succeeded, so this one does too.
+                    let Ok(g) = JobGen::new(job, clone, t.region.0, t.region.1, sector, derive_seed(seed, &label))
+                    else {
+                        continue;
+                    };
+                    if g.writes() {
+                        gens.push((g.clone(), g));
+                    }
+                }
+            }
+            let mut turn = 0usize;
+            Box::new(move || {
+                while !gens.is_empty() {
+                    let i = turn % gens.len();
+                    match next_fio_write(&mut gens[i]) {
+                        Some(w) => {
+                            turn = i + 1;
+                            return Some(w);
+                        }
+                        None => {
+                            gens.remove(i);
+                        }
+                    }
+                }
+                None
+            })
+        }
+        Workload::Trace { spec, .. } => {
+            let (t, spec) = (t.clone(), spec.clone());
+            let mut src = TraceSource::new(&t, &spec, sector).ok();
+            Box::new(move || {
+                let mut restarted = false;
+                loop {
+                    let s = src.as_mut()?;
+                    match s.next_io() {
+                        Some(io) if io.op == IoOp::Write => return Some((io.offset, io.len)),
+                        Some(_) => {}
+                        // A pass without a write (or a trace that fails to read) ends the writer.
+                        None if restarted || s.stats.error.is_some() => {
+                            src = None;
+                        }
+                        None => {
+                            restarted = true;
+                            src = TraceSource::new(&t, &spec, sector).ok();
+                        }
+                    }
+                }
+            })
+        }
+        Workload::Export { .. } => {
+            let (start, len) = t.region;
+            let blocks = len / EXPORT_WRITE;
+            let mut rng = rng_for(seed, &format!("precondition/export/{}", t.name));
+            Box::new(move || (blocks > 0).then(|| (start + rng.random_range(0..blocks) * EXPORT_WRITE, EXPORT_WRITE)))
+        }
+    }
+}
+
+/// The clone's next write; at the end of its stream it starts over. `None` if a whole stream
+/// has no write.
+fn next_fio_write((template, gen): &mut (JobGen, JobGen)) -> Option<(u64, u64)> {
+    let mut restarted = false;
+    loop {
+        match gen.next() {
+            Some(io) if io.dir == Dir::Write => return Some((io.offset, io.len)),
+            Some(_) => {}
+            None if restarted => return None,
+            None => {
+                restarted = true;
+                *gen = template.clone();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn scenario(tenants: &str) -> Scenario {
+        let text = format!("seed = 5\n[device]\npreset = \"tlc-nvme\"\ncapacity = \"16GiB\"\n{tenants}");
+        Scenario::from_toml(&text, "aging.toml", Path::new(".")).unwrap()
+    }
+
+    fn take(w: &mut ByteWrites, n: usize) -> Vec<(u64, u64)> {
+        (0..n).map_while(|_| w()).collect()
+    }
+
+    #[test]
+    fn each_tenant_writes_as_its_workload_does_and_readers_not_at_all() {
+        let s = scenario(
+            "[[tenant]]\nname = \"mix\"\nfio = \"[m]\\nrw=randrw\\nrwmixread=70\\nbs=8k\\nsize=1m\\n\"\n\
+             [[tenant]]\nname = \"reader\"\nfio = \"[r]\\nrw=randread\\nbs=4k\\ntime_based\\nruntime=1s\\n\"\n\
+             [[tenant]]\nname = \"two\"\nfio = \"[r]\\nrw=read\\nbs=4k\\n[w]\\nrw=write\\nbs=16k\\nsize=64k\\n\"\n",
+        );
+        let mut w = tenant_writers(&s, 512);
+        assert_eq!(w.len(), 3);
+        let start = s.tenants[0].region.0;
+        // 1 MiB of 8 KiB I/Os, 30% writes: ~38 writes a pass; the stream starts over at its end,
+        // so 400 writes are ten passes over the job's 128 blocks.
+        let mix = take(&mut w[0], 400);
+        assert_eq!(mix.len(), 400);
+        assert!(mix.iter().all(|&(o, l)| l == 8192 && o >= start && o + l <= start + (1 << 20)), "{mix:?}");
+        let blocks: std::collections::BTreeSet<u64> = mix.iter().map(|w| w.0).collect();
+        assert!(blocks.len() <= 128 && blocks.iter().all(|o| (o - start) % 8192 == 0));
+        assert_eq!(take(&mut w[1], 1), [], "a reader never writes");
+        // Only the writing job of the two: sequential 16 KiB writes over its 64 KiB, again and again.
+        let base = s.tenants[2].region.0;
+        let two = take(&mut w[2], 8);
+        let expect: Vec<(u64, u64)> = (0..8).map(|i| (base + (i % 4) * 16384, 16384)).collect();
+        assert_eq!(two, expect);
+        // Seeded apart from the run, and the same on every build.
+        let again = take(&mut tenant_writers(&s, 512)[0], 400);
+        assert_eq!(mix, again);
+    }
+
+    #[test]
+    fn a_trace_tenant_ages_with_the_traces_writes_in_order() {
+        let dir = std::env::temp_dir().join(format!("flashmux-aging-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.mqsim");
+        // MQSim's ASCII format: time, device, sector, sectors, 0 = write / 1 = read.
+        std::fs::write(&path, "0 0 0 8 0\n10 0 64 8 1\n20 0 128 16 0\n").unwrap();
+        let s = scenario(&format!("[[tenant]]\nname = \"t\"\ntrace = {{ path = \"{}\" }}\n", path.display()));
+        let mut w = tenant_writers(&s, 512);
+        let base = s.tenants[0].region.0;
+        let got = take(&mut w[0], 4);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(got, [(base, 4096), (base + 65536, 8192), (base, 4096), (base + 65536, 8192)]);
+    }
+}
