@@ -29,7 +29,7 @@ fn default_scenario_is_valid() {
     let s = Scenario::default_scenario();
     assert_eq!(s.tenants.len(), 2);
     assert_eq!(s.device.preset, "paper-c");
-    assert_eq!(s.precondition.state, PreconditionState::Aged);
+    assert_eq!(s.precondition.state, PreconditionState::Workload);
     // Disjoint halves.
     let (a, b) = (s.tenants[0].region, s.tenants[1].region);
     assert_eq!(a.0, 0);

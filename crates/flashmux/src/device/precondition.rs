@@ -8,9 +8,11 @@
 //! - `workload`: a sequential fill, then each tenant overwrites its own region with its own
 //!   workload's address and size pattern (SNIA SSS PTS 2.0's *workload-dependent
 //!   preconditioning*, §3.3; what MQSim derives from each flow), until GC reaches a steady state.
-//!   The tenants take turns of [`TURN_UNITS`] units each, so each writes an equal share; a tenant
-//!   whose workload never writes (a reader) keeps its region as the fill left it — data that is
-//!   only read was written once.
+//!   The tenants take turns, each writing in proportion to its *share*: the write bytes it keeps
+//!   in flight (iodepth × write fraction × mean write size), which is how a saturated drive that
+//!   gives every tenant the same latency divides its write bandwidth (Little's law). The smallest
+//!   share writes [`TURN_UNITS`] units a turn. A tenant whose workload never writes (a reader)
+//!   keeps its region as the fill left it — data that is only read was written once.
 //!
 //! **Steady state** (both aging states): after at least one full overwrite of the filled data
 //! since GC started, the mean write amplification of the last window of rounds is within 2% of
@@ -97,6 +99,8 @@ pub type UnitWrites<'a> = Box<dyn FnMut() -> Option<(u32, u32)> + 'a>;
 /// One tenant's writer for `workload` aging.
 pub struct TenantWrites<'a> {
     pub owner: u16,
+    /// Its share of the writes, relative to the others' (at least 1).
+    pub share: u64,
     pub next: UnitWrites<'a>,
 }
 
@@ -127,8 +131,11 @@ const STABLE_TOLERANCE: f64 = 0.02;
 const MAX_OVERWRITES: u64 = 8;
 /// Overwrites generated (and their table entries warmed) at a time.
 const BATCH: u64 = 64;
-/// `workload` aging: units each writing tenant writes per turn (its last write may overshoot).
+/// `workload` aging: units the writing tenant with the smallest share writes per turn (a turn's
+/// last write may overshoot); the others write in proportion to their shares.
 pub const TURN_UNITS: u64 = 64;
+/// The most units a turn may have, however uneven the shares.
+const MAX_TURN_UNITS: u64 = 1 << 20;
 /// Units written by the sequential fill between two looks at the stop flag.
 const FILL_POLL: u32 = 1 << 16;
 
@@ -316,11 +323,13 @@ impl<'a> Uniform<'a> {
     }
 }
 
-/// `workload`: the writing tenants take turns of [`TURN_UNITS`] units.
+/// `workload`: the writing tenants take turns, of units in proportion to their shares.
 struct Turns<'w, 'a> {
     writers: Vec<&'w mut TenantWrites<'a>>,
     /// A write drawn to learn whether its tenant writes, not yet written.
     first: Vec<Option<(u32, u32)>>,
+    /// Units per turn, by writer.
+    quota: Vec<u64>,
     /// Whose turn it is, and how many units of it are left.
     turn: usize,
     left: u64,
@@ -337,7 +346,13 @@ impl<'w, 'a> Turns<'w, 'a> {
                 writers.push(w);
             }
         }
-        Turns { writers, first, turn: 0, left: TURN_UNITS, lpns: Vec::with_capacity(2 * BATCH as usize) }
+        let least = writers.iter().map(|w| w.share.max(1)).min().unwrap_or(1);
+        let quota: Vec<u64> = writers
+            .iter()
+            .map(|w| (TURN_UNITS as u128 * w.share.max(1) as u128 / least as u128).min(MAX_TURN_UNITS as u128) as u64)
+            .collect();
+        let left = quota.first().copied().unwrap_or(TURN_UNITS);
+        Turns { writers, first, quota, turn: 0, left, lpns: Vec::with_capacity(2 * BATCH as usize) }
     }
 
     /// Writes whole requests of the current turns until about `n` units are written; 0 once no
@@ -352,8 +367,9 @@ impl<'w, 'a> Turns<'w, 'a> {
                 // rotation.
                 self.writers.remove(t);
                 self.first.remove(t);
+                self.quota.remove(t);
                 self.turn = if self.writers.is_empty() { 0 } else { t % self.writers.len() };
-                self.left = TURN_UNITS;
+                self.left = self.quota.get(self.turn).copied().unwrap_or(TURN_UNITS);
                 continue;
             };
             assert!(count > 0 && start.checked_add(count).is_some(), "an aging write of units {start}+{count}");
@@ -367,7 +383,7 @@ impl<'w, 'a> Turns<'w, 'a> {
             self.left = self.left.saturating_sub(count as u64);
             if self.left == 0 {
                 self.turn = (self.turn + 1) % self.writers.len();
-                self.left = TURN_UNITS;
+                self.left = self.quota[self.turn];
             }
         }
         written
@@ -401,6 +417,12 @@ pub fn owner_segments(logical_units: u32, regions: &[(u32, u32, u16)]) -> Vec<Se
 /// in bytes from the start of the device of its next write, `None` if it never writes.
 pub type ByteWrites<'a> = Box<dyn FnMut() -> Option<(u64, u64)> + 'a>;
 
+/// A tenant's writer for `workload` aging, with its share (bytes of writes it keeps in flight).
+pub struct TenantWriter<'a> {
+    pub share: u64,
+    pub writes: ByteWrites<'a>,
+}
+
 /// Preconditioning the device (the drive's own part of a run's set-up).
 impl super::Device {
     /// Puts the drive into `spec`'s state before the measured run: each tenant's region
@@ -414,7 +436,7 @@ impl super::Device {
         &mut self,
         spec: &PreconditionSpec,
         regions: &[(u64, u64)],
-        writes: Vec<ByteWrites>,
+        writes: Vec<TenantWriter>,
         seed: u64,
         stop: &dyn Fn() -> bool,
     ) -> PreconditionReport {
@@ -437,8 +459,9 @@ impl super::Device {
         let mut writers: Vec<TenantWrites> = writes
             .into_iter()
             .enumerate()
-            .map(|(i, mut w)| TenantWrites {
+            .map(|(i, TenantWriter { share, writes: mut w })| TenantWrites {
                 owner: i as u16,
+                share,
                 next: Box::new(move || {
                     // A write's units: those it touches, within the drive (a partial unit is
                     // written whole: aging has no timing, so no read-modify-write to charge).
@@ -521,13 +544,14 @@ mod tests {
         vec![
             TenantWrites {
                 owner: 0,
+                share: 1,
                 next: Box::new(move || {
                     let w = (pos, 8.min(half - pos));
                     pos = (pos + 8) % half;
                     Some(w)
                 }),
             },
-            TenantWrites { owner: 1, next: Box::new(move || Some((half + rng.random_range(0..n - half), 1))) },
+            TenantWrites { owner: 1, share: 1, next: Box::new(move || Some((half + rng.random_range(0..n - half), 1))) },
         ]
     }
 
@@ -586,6 +610,35 @@ mod tests {
     }
 
     #[test]
+    fn workload_aging_divides_the_writes_by_share() {
+        // Two random writers, shares 3:1: over the aging, three units of the first for each of
+        // the second's (to within a turn).
+        let mut f = ftl_with_op(0.25);
+        let n = f.logical_units() as u32;
+        let segs = owner_segments(n, &[(0, n / 2, 0), (n / 2, n - n / 2, 1)]);
+        let counts = [std::rc::Rc::new(std::cell::Cell::new(0u64)), std::rc::Rc::new(std::cell::Cell::new(0u64))];
+        let mut writers: Vec<TenantWrites> = (0..2u16)
+            .map(|i| {
+                let (c, mut rng) = (counts[i as usize].clone(), rng_for(u64::from(i), "w"));
+                let base = if i == 0 { 0 } else { n / 2 };
+                TenantWrites {
+                    owner: i,
+                    share: if i == 0 { 3000 } else { 1000 },
+                    next: Box::new(move || {
+                        c.set(c.get() + 1);
+                        Some((base + rng.random_range(0..n / 2), 1))
+                    }),
+                }
+            })
+            .collect();
+        let spec = PreconditionSpec { state: PreconditionState::Workload, fill: 1.0 };
+        let r = precondition(&mut f, &spec, &segs, &mut writers, &mut rng_for(1, "p"), &|| false);
+        let (a, b) = (counts[0].get() as f64, counts[1].get() as f64);
+        assert!((a / b - 3.0).abs() < 0.05, "{a} vs {b}: {r:?}");
+        assert!(r.reached_steady_state);
+    }
+
+    #[test]
     fn uniform_aging_charges_a_sequential_writer_as_much_gc_as_a_random_one() {
         // The contrast the workload state exists for (same drive and regions as above).
         let mut f = ftl();
@@ -613,7 +666,7 @@ mod tests {
         assert!(in_order(&f, n / 2..n) > 0.93, "the reader's region is as the sequential fill left it");
         // No writer at all: filled only.
         let mut g = ftl();
-        let mut none: Vec<TenantWrites> = vec![TenantWrites { owner: 0, next: Box::new(|| None) }];
+        let mut none: Vec<TenantWrites> = vec![TenantWrites { owner: 0, share: 1, next: Box::new(|| None) }];
         let r = precondition(&mut g, &spec, &segs, &mut none, &mut rng_for(1, "p"), &|| false);
         assert_eq!((r.writers, r.overwrite_units, r.units_filled, r.reached_steady_state), (Some(0), 0, n as u64, false));
     }

@@ -472,7 +472,7 @@ fn arbitration(g: &mut G, doc: &mut Doc, queues: Option<u64>) {
 /// `[precondition]`: every state, fills from nearly empty to full.
 pub(super) fn precondition(g: &mut G, doc: &mut Doc, flash: bool) {
     // Aged and full drives more often: garbage collection is where most of the model is.
-    let state = g.weighted(&[("clean", 25), ("sequential-fill", 30), ("aged", 45)]);
+    let state = g.weighted(&[("clean", 25), ("sequential-fill", 30), ("aged", 30), ("workload", 15)]);
     g.tag("precondition", state);
     if state != "clean" || g.chance(0.3) {
         doc.set("precondition", "state", t::string(state));
