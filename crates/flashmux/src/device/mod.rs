@@ -69,6 +69,9 @@ pub enum DeviceEvent {
     Fetched(u32),
     /// Command slot n is complete; its completion entry is posted.
     Complete(u32),
+    /// Read command slot n's translation pages have arrived from flash (DFTL): its flash reads
+    /// are issued now.
+    Mapped(u32),
     /// The oldest program on the die finished.
     ProgramDone(DieId),
     /// Garbage collection on the die may have finished a job.
@@ -291,6 +294,11 @@ impl Device {
                 self.commands_completed += 1;
                 self.flushes_completed += u64::from(cmd.op == IoOp::Flush);
                 out.completed.push(cmd.req);
+            }
+            DeviceEvent::Mapped(slot) => {
+                if let Backend::Ssd(ssd) = &mut self.backend {
+                    ssd.read_mapped(now, slot, &self.cmds, out);
+                }
             }
             DeviceEvent::ProgramDone(die) => {
                 if let Backend::Ssd(ssd) = &mut self.backend {

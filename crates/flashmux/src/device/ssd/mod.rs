@@ -256,8 +256,14 @@ impl Ssd {
             IoOp::Read => {
                 let (first, last) = self.unit_range(&cmd);
                 let mapped = self.translate(now, cmd.tenant, first, last, false, out);
-                let done = self.read(now, mapped, &cmd);
-                out.events.push((done, DeviceEvent::Complete(slot)));
+                if mapped > now {
+                    // The controller issues the flash reads when the translation pages are in:
+                    // reserved now, they would hold their dies from now on.
+                    out.events.push((mapped, DeviceEvent::Mapped(slot)));
+                } else {
+                    let done = self.read(now, &cmd);
+                    out.events.push((done, DeviceEvent::Complete(slot)));
+                }
             }
             IoOp::Trim => {
                 let unit = self.geo.unit_bytes as u64;
@@ -289,9 +295,18 @@ impl Ssd {
         ((cmd.offset / unit) as u32, ((cmd.offset + cmd.len - 1) / unit) as u32)
     }
 
-    /// A read: units in the buffer come from DRAM, unmapped ones are zeros, the others are read
-    /// from flash a page at a time; everything then crosses the host link.
-    fn read(&mut self, now: SimTime, mapped: SimTime, cmd: &Command) -> SimTime {
+    /// Read command `slot`'s translation pages are in: it reads now.
+    pub fn read_mapped(&mut self, now: SimTime, slot: u32, cmds: &[CmdState], out: &mut Outbox) {
+        let cmd = cmds[slot as usize].cmd;
+        debug_assert_eq!(cmd.op, IoOp::Read);
+        let done = self.read(now, &cmd);
+        out.events.push((done, DeviceEvent::Complete(slot)));
+    }
+
+    /// A read whose translation is at hand: units in the buffer come from DRAM, unmapped ones are
+    /// zeros, the others are read from flash a page at a time; everything then crosses the host
+    /// link.
+    fn read(&mut self, now: SimTime, cmd: &Command) -> SimTime {
         let (first, last) = self.unit_range(cmd);
         let unit_bytes = self.geo.unit_bytes as u64;
         let t = cmd.tenant.index();
@@ -315,22 +330,22 @@ impl Ssd {
                 }
             }
         }
-        let mut done = mapped;
+        let mut done = now;
         if dram_units > 0 {
-            done = done.max(self.array.link_out(now, mapped, dram_units * unit_bytes));
+            done = done.max(self.array.link_out(now, now, dram_units * unit_bytes));
         }
         for &(page, units) in &pages {
             let bytes = units as u64 * unit_bytes;
-            let at_controller = self.array.reserve_read(now, mapped, page, bytes);
+            let at_controller = self.array.reserve_read(now, now, page, bytes);
             done = done.max(self.array.link_out(now, at_controller, bytes));
         }
         // Unmapped units (zeros) still cross the link.
         let zero_units = (last - first + 1) as u64 - dram_units - pages.iter().map(|p| p.1 as u64).sum::<u64>();
         if zero_units > 0 {
-            done = done.max(self.array.link_out(now, mapped, zero_units * unit_bytes));
+            done = done.max(self.array.link_out(now, now, zero_units * unit_bytes));
         }
         self.pages_scratch = pages;
-        debug_assert!(done >= mapped);
+        debug_assert!(done >= now);
         done
     }
 

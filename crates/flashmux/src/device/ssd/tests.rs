@@ -154,6 +154,47 @@ fn gc_jobs_of_two_planes_step_together_as_multi_plane_operations() {
     assert_eq!(super::gc::job_time(&job(0, 2, 2), &t) + super::gc::job_time(&job(1, 1, 1), &t), Nanos(7_650 * US));
 }
 
+#[test]
+fn a_read_that_misses_the_map_takes_its_die_only_once_its_translation_page_is_in() {
+    // 4 one-plane dies (dies 0, 1 on channel 0; 2, 3 on channel 1), 4 KiB pages, 1,024 entries
+    // per translation page, a cache of 2 pages. Every unit written (untimed); page 0 cached by
+    // an earlier read.
+    let cmt = CmtConfig { pages: 2, policy: CmtPolicyKind::Shared, shares: None, period: Nanos::from_ms(100), step: 1, floor: 0 };
+    let mut r = Rig::new(SsdConfig { mapping: MappingConfig::Dftl { entry_bytes: 4, cmt }, overprovisioning: 0.5, ..config(1, 1) });
+    let n = r.ssd.ftl().logical_units() as u32;
+    assert!(n > 1024, "two translation pages");
+    for l in 0..n {
+        r.ssd.ftl_mut().write_untimed(Lpn(l), 0);
+    }
+    let c = r.exec(SimTime::ZERO, IoOp::Read, 0, 4096);
+    assert!(r.completed(c).is_some());
+    let geo = r.ssd.config().geometry.clone();
+    let die_of = |ssd: &Ssd, l: u32| match ssd.ftl().lookup(Lpn(l)) {
+        crate::ftl::Loc::Flash(p) => geo.die_of_plane(ssd.ftl().plane_of_ppa(p)),
+        other => panic!("{other:?}"),
+    };
+    // A reads a unit of translation page 1 (a miss, its page on die M); B a unit of page 0 (a
+    // hit) on the same data die D, on the other channel from M.
+    let m = geo.die_of_plane(r.ssd.ftl().map_plane(crate::units::MapPage(1)));
+    let a = (1024..n).find(|&l| geo.channel_of_die(die_of(&r.ssd, l)) != geo.channel_of_die(m)).unwrap();
+    let d = die_of(&r.ssd, a);
+    let b = (1..1024).find(|&l| die_of(&r.ssd, l) == d).unwrap();
+    // At T: A's translation page is read on M (50 µs) and crosses M's channel (10.24 µs): A has
+    // its address at T + 60.24 µs. B reads D at once: T + 50 µs, its channel to T + 60.24 µs,
+    // the link (1.024 µs): complete at T + 61.264 µs. Then A reads D from T + 60.24 µs (when
+    // B's data has left D's page register): T + 110.24, its channel to T + 120.48, the link:
+    // T + 121.504 µs. Reserved at T instead, A's read would have held D from T + 60.24 µs and
+    // B, behind it, would have completed at T + 181.744 µs.
+    let t = SimTime(1_000 * US);
+    let ra = r.exec(t, IoOp::Read, a as u64 * 4096, 4096);
+    let rb = r.exec(t, IoOp::Read, b as u64 * 4096, 4096);
+    assert_eq!(r.completed(rb), Some(t + Nanos(61_264)));
+    assert_eq!(r.completed(ra), Some(t + Nanos(121_504)));
+    let m = r.ssd.map_stats(TenantId(0));
+    assert_eq!((m.lookups, m.misses, m.map_wait_ns), (3, 2, 2 * 60_240));
+    r.ssd.check_invariants();
+}
+
 /// An SSD driven by hand: commands executed at given times, the device's events collected.
 struct Rig {
     ssd: Ssd,
@@ -166,13 +207,33 @@ impl Rig {
         Rig { ssd: Ssd::new(cfg, 2).unwrap(), cmds: Vec::new(), out: Outbox::default() }
     }
     fn exec(&mut self, now: SimTime, op: IoOp, offset: u64, len: u64) -> u32 {
+        self.reads_mapped(Some(now));
         let slot = self.cmds.len() as u32;
         let cmd = Command { req: ReqId(slot), tenant: TenantId(0), op, offset, len, queue: QueueId(0) };
         self.cmds.push(CmdState { cmd, progress: 0, done_at: now });
         self.ssd.execute(now, slot, &mut self.cmds, &mut self.out);
         slot
     }
-    fn completed(&self, slot: u32) -> Option<SimTime> {
+    /// Runs the `Mapped` events (reads whose translation pages have arrived) due by `until`
+    /// (all of them with `None`), in time order: a map miss's read is issued then.
+    fn reads_mapped(&mut self, until: Option<SimTime>) {
+        loop {
+            let next = self
+                .out
+                .events
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| matches!(e.1, DeviceEvent::Mapped(_)) && until.is_none_or(|u| e.0 <= u))
+                .min_by_key(|(i, e)| (e.0, *i))
+                .map(|(i, _)| i);
+            let Some(i) = next else { return };
+            let (t, e) = self.out.events.remove(i);
+            let DeviceEvent::Mapped(slot) = e else { unreachable!() };
+            self.ssd.read_mapped(t, slot, &self.cmds, &mut self.out);
+        }
+    }
+    fn completed(&mut self, slot: u32) -> Option<SimTime> {
+        self.reads_mapped(None);
         self.out.events.iter().find(|e| e.1 == DeviceEvent::Complete(slot)).map(|e| e.0)
     }
     fn programs_done(&self, die: u32) -> Vec<SimTime> {
