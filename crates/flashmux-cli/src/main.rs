@@ -9,6 +9,7 @@ mod serve;
 mod sweep;
 mod swarm;
 mod trace;
+mod validate;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -50,6 +51,9 @@ enum Command {
     Reproduce(reproduce::ReproduceArgs),
     /// Profile a drive for a scheduler's model parameters (hWA-BC's GC contribution fit).
     Profile(profile::ProfileArgs),
+    /// Check the device presets against the published figures of the drives they resemble, and
+    /// greedy GC against its closed form: a table of errors in % with PASS/FAIL.
+    Validate(validate::ValidateArgs),
     /// Replay a block trace (blktrace, blkparse, fio iolog, MSR, SPC, MQSim, Alibaba, Tencent,
     /// SYSTOR) on a drive: one tenant per stream; the same outputs as `run`.
     Replay(trace::ReplayArgs),
@@ -150,6 +154,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => sweep::run(args),
         Command::Reproduce(args) => reproduce::run(args),
         Command::Profile(args) => profile::run(args),
+        Command::Validate(args) => validate::run(args),
         Command::Replay(args) => trace::run_replay(args),
         Command::Trace(args) => trace::run_trace(args),
         Command::Serve(args) => serve::run(args),

@@ -709,3 +709,25 @@ fn a_replay_of_nothing_is_an_error_and_trace_warnings_reach_every_output() {
     assert!(std::fs::read_to_string(dir.join("back/results.json")).unwrap().contains(says));
     assert!(std::fs::read_to_string(dir.join("back/summary.txt")).unwrap().contains(says));
 }
+
+#[test]
+fn validate_prints_each_figure_with_its_error_and_verdict() {
+    let dir = tmpdir("validate");
+    let csv = dir.join("v.csv");
+    let o = flashmux().args(["validate", "--quick", "--preset", "840pro", "--csv"]).arg(&csv).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("840pro ")).collect();
+    assert_eq!(rows.len(), 5, "{out}");
+    assert!(rows.iter().all(|r| (r.contains("PASS") || r.contains("FAIL")) && r.contains('%')), "{out}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("preset,figure,published,flashmux,error_pct,pass,source\n") && text.lines().count() == 6, "{text}");
+    // --strict: exit 1 exactly when a row fails.
+    let o = flashmux().args(["validate", "--quick", "--preset", "x25e", "--strict"]).output().unwrap();
+    let failed = String::from_utf8_lossy(&o.stdout).lines().any(|l| l.starts_with("x25e ") && l.contains("FAIL"));
+    assert_eq!(o.status.code(), Some(if failed { 1 } else { 0 }), "{}", String::from_utf8_lossy(&o.stdout));
+    let o = flashmux().args(["validate", "--preset", "paper-c"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no published figures") && stderr(&o).contains("x25e"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

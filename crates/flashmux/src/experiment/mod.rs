@@ -52,6 +52,7 @@ mod paper_d;
 mod paper_e;
 mod path;
 mod results;
+pub mod validate;
 
 pub use path::{parse_path, set_path, Step};
 pub use results::{format_table, run_points, tenant_metrics, write_csv, METRIC_COLUMNS};
