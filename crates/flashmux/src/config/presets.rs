@@ -71,6 +71,8 @@ fn paper_c() -> Preset {
             volatile_write_cache: false,
             open_channel: false,
             interleave_dies: true,
+            gc_rga_candidates: None,
+            seed: crate::config::DEFAULT_SEED,
         }),
         nvme: NvmeConfig {
             queues: 8,
@@ -119,6 +121,8 @@ fn x25e() -> Preset {
             volatile_write_cache: true,
             open_channel: false,
             interleave_dies: true,
+            gc_rga_candidates: None,
+            seed: crate::config::DEFAULT_SEED,
         }),
         nvme: NvmeConfig {
             queues: 1,
@@ -168,6 +172,8 @@ fn mlc_840pro() -> Preset {
             volatile_write_cache: true,
             open_channel: false,
             interleave_dies: true,
+            gc_rga_candidates: None,
+            seed: crate::config::DEFAULT_SEED,
             host_link_bytes_per_sec: 550_000_000,
             mapping: MappingConfig::Full,
         }),
@@ -219,6 +225,8 @@ fn tlc_nvme() -> Preset {
             volatile_write_cache: false,
             open_channel: false,
             interleave_dies: true,
+            gc_rga_candidates: None,
+            seed: crate::config::DEFAULT_SEED,
         }),
         nvme: NvmeConfig {
             queues: 16,
@@ -270,6 +278,8 @@ fn cosmos() -> Preset {
             volatile_write_cache: true,
             open_channel: true,
             interleave_dies: true,
+            gc_rga_candidates: None,
+            seed: crate::config::DEFAULT_SEED,
         }),
         // The "controller" of an open-channel drive is pblk's submission path on host cores.
         nvme: NvmeConfig {

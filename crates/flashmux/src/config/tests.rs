@@ -580,3 +580,30 @@ fn die_interleaving_is_a_flash_drive_setting_and_a_boolean() {
     assert_eq!(err(&with("null", "false")), "test.toml:3: device.timing: preset 'null' has no flash; remove this section");
     assert_eq!(err(&with("tlc-nvme", "\"no\"")), "test.toml:4: device.timing.interleave_dies: invalid type: string \"no\", expected a boolean");
 }
+
+#[test]
+fn mqsim_victim_policies_take_a_sample_size_for_rga_only() {
+    let with = |ftl: &str| {
+        format!("seed = 9\n[device]\npreset = \"tlc-nvme\"\n[device.ftl]\n{ftl}\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\"\n")
+    };
+    let ssd = |text: &str| {
+        let DeviceKind::Ssd(c) = load(text).unwrap().device.kind else { panic!("a flash drive") };
+        c
+    };
+    let c = ssd(&with("gc_victim = \"rga\"\ngc_rga_candidates = 5"));
+    assert_eq!((c.victim_policy, c.gc_rga_candidates, c.seed), (crate::ftl::VictimPolicy::Rga, Some(5), 9));
+    for name in ["random", "fifo"] {
+        assert_eq!(ssd(&with(&format!("gc_victim = \"{name}\""))).victim_policy.name(), name);
+    }
+    assert_eq!(
+        err(&with("gc_victim = \"rga\"\ngc_rga_candidates = 0")),
+        format!("test.toml:6: device.ftl.gc_rga_candidates: 0 blocks: expected 1 to the blocks of a plane ({})", c.geometry.blocks_per_plane)
+    );
+    assert_eq!(
+        err(&with("gc_rga_candidates = 4")),
+        "test.toml:5: device.ftl.gc_rga_candidates: only for gc_victim = \"rga\" (randomized greedy), not \"greedy\""
+    );
+    assert!(err(&with("gc_victim = \"rga-p\"")).contains("unknown policy 'rga-p': expected one of greedy, cost-benefit, rga, random, fifo"));
+    // The default hashes as before the setting existed.
+    assert_eq!(load(&with("gc_victim = \"greedy\"")).unwrap().config_hash(), load(&with("")).unwrap().config_hash());
+}

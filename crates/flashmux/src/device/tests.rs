@@ -49,6 +49,8 @@ pub(crate) fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) ->
         volatile_write_cache: false,
         open_channel: false,
         interleave_dies: true,
+        gc_rga_candidates: None,
+        seed: 1,
     }
 }
 

@@ -48,6 +48,14 @@ pub struct SsdConfig {
     /// Hashes as absent when true.
     #[serde(skip_serializing_if = "is_true")]
     pub interleave_dies: bool,
+    /// RGA victims: blocks drawn per choice (`None`: MQSim's ⌊log2(blocks per plane)⌋; only
+    /// with the `rga` victim policy). Hashes as absent when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc_rga_candidates: Option<u32>,
+    /// The scenario's seed, from which the drive derives its own random streams (GC's victim
+    /// draws under `rga` and `random`). Not hashed here: the scenario's seed is.
+    #[serde(skip)]
+    pub seed: u64,
 }
 
 fn is_true(b: &bool) -> bool {
@@ -85,6 +93,7 @@ impl SsdConfig {
             Self::check_entry_size(entry_bytes, self.geometry.page_bytes)?;
         }
         Self::check_gc_threshold(self.gc_threshold_blocks)?;
+        self.check_rga_candidates()?;
         if self.program_queue_depth == 0 {
             return Err("device.buffer.program_queue_depth: must be at least 1 (got 0)".into());
         }
@@ -122,6 +131,22 @@ impl SsdConfig {
         Err(format!(
             "device.ftl.gc_threshold_blocks: {t} is too low: at least 2 free blocks per plane are needed (one for host writes, one for GC)"
         ))
+    }
+
+    /// `device.ftl.gc_rga_candidates`: 1 to the blocks of a plane, and only for RGA victims.
+    pub fn check_rga_candidates(&self) -> Result<(), String> {
+        let Some(d) = self.gc_rga_candidates else { return Ok(()) };
+        if self.victim_policy != VictimPolicy::Rga {
+            return Err(format!(
+                "device.ftl.gc_rga_candidates: only for gc_victim = \"rga\" (randomized greedy), not \"{}\"",
+                self.victim_policy
+            ));
+        }
+        let blocks = self.geometry.blocks_per_plane;
+        if d == 0 || d > blocks {
+            return Err(format!("device.ftl.gc_rga_candidates: {d} blocks: expected 1 to the blocks of a plane ({blocks})"));
+        }
+        Ok(())
     }
 
     /// `device.ftl.entry_size`: a translation page holds at least one L2P entry.

@@ -156,7 +156,8 @@ impl Ssd {
     pub fn new(cfg: SsdConfig, tenants: usize) -> Result<Ssd, SsdError> {
         cfg.validate().map_err(SsdError::Config)?;
         let geo = cfg.geometry.clone();
-        let ftl = Ftl::new(&geo, cfg.ftl_params())?;
+        let mut ftl = Ftl::new(&geo, cfg.ftl_params())?;
+        ftl.set_victim_draws(cfg.seed, cfg.gc_rga_candidates);
         let planes = geo.planes() as usize;
         let map = MapPath::new(&cfg.mapping, geo.page_bytes, cfg.logical_units(), &ftl, planes, tenants)?;
         let gc_mode = GcMode::of(&cfg);
