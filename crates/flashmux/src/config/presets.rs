@@ -72,6 +72,7 @@ fn paper_c() -> Preset {
             open_channel: false,
             interleave_dies: true,
             gc_rga_candidates: None,
+            gc_copyback: true,
             seed: crate::config::DEFAULT_SEED,
         }),
         nvme: NvmeConfig {
@@ -122,6 +123,7 @@ fn x25e() -> Preset {
             open_channel: false,
             interleave_dies: true,
             gc_rga_candidates: None,
+            gc_copyback: true,
             seed: crate::config::DEFAULT_SEED,
         }),
         nvme: NvmeConfig {
@@ -173,6 +175,7 @@ fn mlc_840pro() -> Preset {
             open_channel: false,
             interleave_dies: true,
             gc_rga_candidates: None,
+            gc_copyback: true,
             seed: crate::config::DEFAULT_SEED,
             host_link_bytes_per_sec: 550_000_000,
             mapping: MappingConfig::Full,
@@ -226,6 +229,7 @@ fn tlc_nvme() -> Preset {
             open_channel: false,
             interleave_dies: true,
             gc_rga_candidates: None,
+            gc_copyback: true,
             seed: crate::config::DEFAULT_SEED,
         }),
         nvme: NvmeConfig {
@@ -279,6 +283,7 @@ fn cosmos() -> Preset {
             open_channel: true,
             interleave_dies: true,
             gc_rga_candidates: None,
+            gc_copyback: true,
             seed: crate::config::DEFAULT_SEED,
         }),
         // The "controller" of an open-channel drive is pblk's submission path on host cores.

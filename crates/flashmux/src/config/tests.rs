@@ -607,3 +607,16 @@ fn mqsim_victim_policies_take_a_sample_size_for_rga_only() {
     // The default hashes as before the setting existed.
     assert_eq!(load(&with("gc_victim = \"greedy\"")).unwrap().config_hash(), load(&with("")).unwrap().config_hash());
 }
+
+#[test]
+fn gc_copy_back_can_be_turned_off_for_flash_drives_only() {
+    let with = |preset: &str, ftl: &str| {
+        format!("[device]\npreset = \"{preset}\"\n[device.ftl]\n{ftl}\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\"\n")
+    };
+    let DeviceKind::Ssd(c) = load(&with("tlc-nvme", "gc_copyback = false")).unwrap().device.kind else { panic!("a flash drive") };
+    assert!(!c.gc_copyback);
+    assert_eq!(err(&with("null", "gc_copyback = false")), "test.toml:3: device.ftl: preset 'null' has no flash; remove this section");
+    assert_eq!(err(&with("tlc-nvme", "gc_copyback = 0")), "test.toml:4: device.ftl.gc_copyback: invalid type: integer `0`, expected a boolean");
+    // The default hashes as before the setting existed.
+    assert_eq!(load(&with("tlc-nvme", "gc_copyback = true")).unwrap().config_hash(), load(&with("tlc-nvme", "")).unwrap().config_hash());
+}

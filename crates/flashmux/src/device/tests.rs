@@ -50,6 +50,7 @@ pub(crate) fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) ->
         open_channel: false,
         interleave_dies: true,
         gc_rga_candidates: None,
+        gc_copyback: true,
         seed: 1,
     }
 }

@@ -83,6 +83,8 @@ pub(super) struct FtlSection {
     pub(super) gc_victim: Option<VictimPolicy>,
     /// RGA victims: blocks drawn per choice.
     pub(super) gc_rga_candidates: Option<u32>,
+    /// `false`: GC moves pages over the channel (MQSim's `Use_Copyback_for_GC = false`).
+    pub(super) gc_copyback: Option<bool>,
     pub(super) gc_threshold_blocks: Option<u32>,
     /// DFTL: bytes per L2P entry in a translation page.
     pub(super) entry_size: Option<u32>,
@@ -283,6 +285,7 @@ fn resolve_ssd(ctx: &Ctx, d: &DeviceSection, name: &str, mut c: SsdConfig) -> Re
     c.open_channel = d.mode.map_or(c.open_channel, |m| m == DriveMode::OpenChannel);
     c.victim_policy = f.gc_victim.unwrap_or(c.victim_policy);
     c.gc_rga_candidates = f.gc_rga_candidates.or(c.gc_rga_candidates);
+    c.gc_copyback = f.gc_copyback.unwrap_or(c.gc_copyback);
     c.geometry.validate().map_err(|e| ctx.err(format!("device.geometry: {e}")))?;
     let capacity = match &d.capacity {
         Some(_) if d.geometry.blocks_per_plane.is_some() => {
@@ -529,7 +532,7 @@ pub(super) fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Res
             || g.page_size.is_some() || g.unit_size.is_some()),
         ("timing", t.read.is_some() || t.program.is_some() || t.erase.is_some() || t.channel_rate.is_some() || t.command.is_some() || t.interleave_dies.is_some()),
         ("ftl", f.overprovisioning.is_some() || f.mapping.is_some() || f.gc_victim.is_some() || f.gc_threshold_blocks.is_some()
-            || f.gc_rga_candidates.is_some() || f.entry_size.is_some() || f.cmt.is_some()),
+            || f.gc_rga_candidates.is_some() || f.gc_copyback.is_some() || f.entry_size.is_some() || f.cmt.is_some()),
         ("buffer", b.size.is_some() || b.program_queue_depth.is_some() || b.flush.is_some()
             || b.high_watermark.is_some() || b.low_watermark.is_some() || b.volatile_write_cache.is_some()),
     ];

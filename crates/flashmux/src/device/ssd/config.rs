@@ -48,6 +48,11 @@ pub struct SsdConfig {
     /// Hashes as absent when true.
     #[serde(skip_serializing_if = "is_true")]
     pub interleave_dies: bool,
+    /// GC moves pages with on-die copy-back (the default). `false`: each moved page is read
+    /// out over the channel and written back over it, as MQSim with `Use_Copyback_for_GC =
+    /// false` (`device/ssd/array.rs`). Hashes as absent when true.
+    #[serde(skip_serializing_if = "is_true")]
+    pub gc_copyback: bool,
     /// RGA victims: blocks drawn per choice (`None`: MQSim's ⌊log2(blocks per plane)⌋; only
     /// with the `rga` victim policy). Hashes as absent when `None`.
     #[serde(skip_serializing_if = "Option::is_none")]

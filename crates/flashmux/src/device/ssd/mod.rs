@@ -162,7 +162,14 @@ impl Ssd {
         let map = MapPath::new(&cfg.mapping, geo.page_bytes, cfg.logical_units(), &ftl, planes, tenants)?;
         let gc_mode = GcMode::of(&cfg);
         Ok(Ssd {
-            array: FlashArray::new(&geo, &cfg.timing, gc_mode, cfg.host_link_bytes_per_sec, cfg.interleave_dies),
+            array: FlashArray::new(
+                &geo,
+                &cfg.timing,
+                gc_mode,
+                cfg.host_link_bytes_per_sec,
+                cfg.interleave_dies,
+                cfg.gc_copyback,
+            ),
             flusher: Flusher::new(&cfg),
             gc: GcBook::new(gc_mode, planes),
             ftl,
