@@ -657,3 +657,15 @@ fn a_drive_built_in_code_meets_the_rules_a_scenario_file_must() {
     let null = DeviceKind::Null(NullConfig { capacity_bytes: 512, latency: Nanos(1) });
     assert!(matches!(Device::build(nvme(), &null, 1), Err(SsdError::Config(m)) if m.starts_with("device.capacity")));
 }
+
+/// The drive's random streams (GC's victim draws) follow the seed the scenario runs with, also
+/// when it is set after loading, as `flashmux run --seed` does.
+#[test]
+fn the_drive_draws_from_the_seed_the_scenario_runs_with() {
+    let text = "seed = 1\n[device]\npreset = \"tlc-nvme\"\n[device.ftl]\ngc_victim = \"rga\"\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\"\n";
+    let mut s = crate::config::Scenario::from_toml(text, "t.toml", std::path::Path::new(".")).unwrap();
+    s.seed = 7;
+    let sim = crate::sim::Simulator::new(s).unwrap();
+    let Backend::Ssd(ssd) = sim.device().backend() else { panic!("a flash drive") };
+    assert_eq!(ssd.config().seed, 7);
+}

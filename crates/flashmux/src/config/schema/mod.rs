@@ -182,7 +182,6 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
     finish_arbitration(&ctx, &f.device.interface, &f.tenants, &mut device.nvme, host.cpu.is_some())?;
     if let DeviceKind::Ssd(c) = &mut device.kind {
         finish_mapping(&ctx, &f.device.ftl, c, tenants.len())?;
-        c.seed = f.seed.unwrap_or(DEFAULT_SEED);
     }
     let s = Scenario {
         name: f.name.unwrap_or_else(|| Path::new(file).file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into())),

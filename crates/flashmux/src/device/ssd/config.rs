@@ -58,7 +58,9 @@ pub struct SsdConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gc_rga_candidates: Option<u32>,
     /// The scenario's seed, from which the drive derives its own random streams (GC's victim
-    /// draws under `rga` and `random`). Not hashed here: the scenario's seed is.
+    /// draws under `rga` and `random`): the simulator sets it when it builds the drive
+    /// (`sim/mod.rs`, so a seed given on the command line reaches it). Not hashed here: the
+    /// scenario's seed is.
     #[serde(skip)]
     pub seed: u64,
 }
