@@ -1,7 +1,7 @@
 //! Built-in device presets. Every number and its source is listed in `docs/MODEL.md`.
 
 use crate::device::{Arbitration, FlushPolicy, NullConfig, NvmeConfig, SsdConfig};
-use crate::flash::{Geometry, Timing};
+use crate::flash::{Geometry, Multiplane, Timing};
 use crate::ftl::{MappingConfig, VictimPolicy};
 use crate::units::Nanos;
 
@@ -73,6 +73,7 @@ fn paper_c() -> Preset {
             interleave_dies: true,
             gc_rga_candidates: None,
             gc_copyback: true,
+            multiplane: Multiplane::Any,
             seed: crate::config::DEFAULT_SEED,
         }),
         nvme: NvmeConfig {
@@ -124,6 +125,7 @@ fn x25e() -> Preset {
             interleave_dies: true,
             gc_rga_candidates: None,
             gc_copyback: true,
+            multiplane: Multiplane::Any,
             seed: crate::config::DEFAULT_SEED,
         }),
         nvme: NvmeConfig {
@@ -176,6 +178,7 @@ fn mlc_840pro() -> Preset {
             interleave_dies: true,
             gc_rga_candidates: None,
             gc_copyback: true,
+            multiplane: Multiplane::Any,
             seed: crate::config::DEFAULT_SEED,
             host_link_bytes_per_sec: 550_000_000,
             mapping: MappingConfig::Full,
@@ -230,6 +233,7 @@ fn tlc_nvme() -> Preset {
             interleave_dies: true,
             gc_rga_candidates: None,
             gc_copyback: true,
+            multiplane: Multiplane::Any,
             seed: crate::config::DEFAULT_SEED,
         }),
         nvme: NvmeConfig {
@@ -284,6 +288,7 @@ fn cosmos() -> Preset {
             interleave_dies: true,
             gc_rga_candidates: None,
             gc_copyback: true,
+            multiplane: Multiplane::Any,
             seed: crate::config::DEFAULT_SEED,
         }),
         // The "controller" of an open-channel drive is pblk's submission path on host cores.

@@ -620,3 +620,18 @@ fn gc_copy_back_can_be_turned_off_for_flash_drives_only() {
     // The default hashes as before the setting existed.
     assert_eq!(load(&with("tlc-nvme", "gc_copyback = true")).unwrap().config_hash(), load(&with("tlc-nvme", "")).unwrap().config_hash());
 }
+
+#[test]
+fn the_multi_plane_rule_is_any_page_or_the_same_page_index() {
+    let with = |preset: &str, v: &str| {
+        format!("[device]\npreset = \"{preset}\"\n[device.timing]\nmultiplane = {v}\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\"\n")
+    };
+    let DeviceKind::Ssd(c) = load(&with("tlc-nvme", "\"same-page\"")).unwrap().device.kind else { panic!("a flash drive") };
+    assert_eq!(c.multiplane, crate::flash::Multiplane::SamePage);
+    assert_eq!(err(&with("null", "\"any\"")), "test.toml:3: device.timing: preset 'null' has no flash; remove this section");
+    assert!(err(&with("tlc-nvme", "\"same-block\"")).starts_with(
+        "test.toml:4: device.timing.multiplane: unknown multi-plane rule 'same-block': expected one of any, same-page"
+    ));
+    // The default hashes as before the setting existed.
+    assert_eq!(load(&with("tlc-nvme", "\"any\"")).unwrap().config_hash(), load(&with("tlc-nvme", "\"any\"").replace("multiplane = \"any\"\n", "")).unwrap().config_hash());
+}

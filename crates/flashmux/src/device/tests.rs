@@ -51,6 +51,7 @@ pub(crate) fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) ->
         interleave_dies: true,
         gc_rga_candidates: None,
         gc_copyback: true,
+        multiplane: crate::flash::Multiplane::Any,
         seed: 1,
     }
 }

@@ -6,7 +6,7 @@
 //! The FTL checks its own parameters (enough spare blocks for GC to make progress) when it is
 //! built ([`crate::ftl::Ftl::check_params`]).
 
-use crate::flash::{Geometry, Timing};
+use crate::flash::{Geometry, Multiplane, Timing};
 use crate::ftl::{FtlParams, MappingConfig, VictimPolicy};
 use serde::Serialize;
 
@@ -53,6 +53,10 @@ pub struct SsdConfig {
     /// false` (`device/ssd/array.rs`). Hashes as absent when true.
     #[serde(skip_serializing_if = "is_true")]
     pub gc_copyback: bool,
+    /// Which pages one multi-plane host program may take: any (the default), or only those at
+    /// the same page index, as MQSim (`device/ssd/flusher.rs`). Hashes as absent when `Any`.
+    #[serde(skip_serializing_if = "is_any")]
+    pub multiplane: Multiplane,
     /// RGA victims: blocks drawn per choice (`None`: MQSim's ⌊log2(blocks per plane)⌋; only
     /// with the `rga` victim policy). Hashes as absent when `None`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -67,6 +71,10 @@ pub struct SsdConfig {
 
 fn is_true(b: &bool) -> bool {
     *b
+}
+
+fn is_any(m: &Multiplane) -> bool {
+    *m == Multiplane::Any
 }
 
 impl SsdConfig {

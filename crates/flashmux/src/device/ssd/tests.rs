@@ -7,7 +7,7 @@ use super::*;
 use crate::device::tests::{geometry, ssd_config, timing};
 use crate::device::{Command, DeviceEvent, IoOp, Outbox};
 use crate::ftl::{CmtConfig, CmtPolicyKind, GcJob, MappingConfig};
-use crate::flash::Geometry;
+use crate::flash::{Geometry, Multiplane};
 use crate::units::{DieId, Nanos, PlaneId, QueueId, ReqId, SimTime, TenantId};
 
 const US: u64 = 1_000;
@@ -314,4 +314,41 @@ fn a_map_miss_reads_the_translation_page_before_the_command_goes_on() {
     let m = r.ssd.map_stats(TenantId(0));
     assert_eq!((m.lookups, m.misses, m.commands_delayed, m.map_wait_ns), (2, 1, 1, 50 * US + 40_960));
     r.ssd.check_invariants();
+}
+
+/// One die of two planes (units of even numbers on plane 0, odd on plane 1), 4 KiB pages of
+/// one unit, multi-plane programs under `rule`.
+fn two_planes(rule: Multiplane) -> Rig {
+    let geometry = Geometry { channels: 1, chips_per_channel: 1, ..geometry(1, 2) };
+    Rig::new(SsdConfig { geometry, multiplane: rule, ..config(1, 2) })
+}
+
+#[test]
+fn same_page_multi_plane_programs_need_equal_page_indices() {
+    // Both planes' first page (index 0): one program under either rule, the two pages crossing
+    // the channel one after the other (2 × 10.24 µs), then one tPROG: 520.48 µs.
+    for rule in [Multiplane::Any, Multiplane::SamePage] {
+        let mut r = two_planes(rule);
+        r.exec(SimTime::ZERO, IoOp::Write, 0, 8192);
+        assert_eq!(r.programs_done(0), [SimTime(2 * 10_240 + 500 * US)], "{rule}");
+        r.ssd.check_invariants();
+    }
+    // Plane 0 a page ahead: unit 0 alone first (10.24 + 500 µs). At 1 ms units 2 (plane 0,
+    // page index 1) and 3 (plane 1, page index 0) arrive together. Any page: one program as
+    // above. Same page only: plane 0's page alone (10.24 + 500 µs), then plane 1's, loaded
+    // meanwhile (10.24..20.48 µs), once the die is free: 2 × tPROG.
+    let t = SimTime(1_000 * US);
+    for (rule, ends) in [
+        (Multiplane::Any, vec![t + Nanos(2 * 10_240) + Nanos::from_us(500)]),
+        (Multiplane::SamePage, vec![t + Nanos(10_240) + Nanos::from_us(500), t + Nanos(10_240) + Nanos::from_us(1_000)]),
+    ] {
+        let mut r = two_planes(rule);
+        r.exec(SimTime::ZERO, IoOp::Write, 0, 4096);
+        let first = SimTime(10_240 + 500 * US);
+        assert_eq!(r.programs_done(0), [first]);
+        r.ssd.program_done(first, DieId(0), &mut r.cmds, &mut r.out);
+        r.exec(t, IoOp::Write, 2 * 4096, 8192);
+        assert_eq!(r.programs_done(0)[1..], ends, "{rule}");
+        r.ssd.check_invariants();
+    }
 }
