@@ -159,7 +159,9 @@ impl SsdConfig {
         }
         let blocks = self.geometry.blocks_per_plane;
         if d == 0 || d > blocks {
-            return Err(format!("device.ftl.gc_rga_candidates: {d} blocks: expected 1 to the blocks of a plane ({blocks})"));
+            return Err(format!(
+                "device.ftl.gc_rga_candidates: {d} blocks: expected 1 to the blocks of a plane ({blocks})"
+            ));
         }
         Ok(())
     }

@@ -37,8 +37,8 @@
 //!
 //! Source: the per-die program queue and page-sized flushes follow MQSim's data cache manager
 //! (Tavakkol et al., FAST '18); the same-page rule is MQSim, src/ssd/TSU_Base.cpp
-//! (`issue_command_to_chip`), which TSU_OutOfOrder.cpp calls for each chip; the flush semantics are NVMe's Flush command (NVMe base
-//! specification) with a volatile write cache.
+//! (`issue_command_to_chip`), which TSU_OutOfOrder.cpp calls for each chip; the flush
+//! semantics are NVMe's Flush command (NVMe base specification) with a volatile write cache.
 
 use super::{FlushPolicy, Ssd, SsdConfig};
 use crate::device::buffer::WriteBuffer;

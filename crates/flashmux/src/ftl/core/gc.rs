@@ -10,8 +10,9 @@
 //! rather than copy more than its open block holds). The victim policy (`core/victim.rs`) picks
 //! a full block with something to reclaim. Its valid units are copied in order into the plane's
 //! GC block (`Stream::Gc`; translation units into `Stream::MapGc`), each one's L2P (or
-//! directory) entry updated; every unit moved and every unit erased is charged to the tenant the ownership ledger names. A data unit moved under
-//! DFTL dirties its translation page: reported once per page per victim (`gc_map_updates`).
+//! directory) entry updated; every unit moved and every unit erased is charged to the tenant
+//! the ownership ledger names. A data unit moved under DFTL dirties its translation page:
+//! reported once per page per victim (`gc_map_updates`).
 //! When one plane is cleaned, the die's other planes within one block of their threshold are
 //! cleaned too, so the die can run their jobs as multi-plane operations.
 //!
