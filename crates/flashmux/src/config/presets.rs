@@ -1,7 +1,7 @@
 //! Built-in device presets. Every number and its source is listed in `docs/MODEL.md`.
 
 use crate::device::{Arbitration, FlushPolicy, NullConfig, NvmeConfig, SsdConfig};
-use crate::flash::{Geometry, Timing};
+use crate::flash::{Geometry, Multiplane, Timing};
 use crate::ftl::{MappingConfig, VictimPolicy};
 use crate::units::Nanos;
 
@@ -71,6 +71,10 @@ fn paper_c() -> Preset {
             volatile_write_cache: false,
             open_channel: false,
             interleave_dies: true,
+            gc_rga_candidates: None,
+            gc_copyback: true,
+            multiplane: Multiplane::Any,
+            seed: crate::config::DEFAULT_SEED,
         }),
         nvme: NvmeConfig {
             queues: 8,
@@ -119,6 +123,10 @@ fn x25e() -> Preset {
             volatile_write_cache: true,
             open_channel: false,
             interleave_dies: true,
+            gc_rga_candidates: None,
+            gc_copyback: true,
+            multiplane: Multiplane::Any,
+            seed: crate::config::DEFAULT_SEED,
         }),
         nvme: NvmeConfig {
             queues: 1,
@@ -168,6 +176,10 @@ fn mlc_840pro() -> Preset {
             volatile_write_cache: true,
             open_channel: false,
             interleave_dies: true,
+            gc_rga_candidates: None,
+            gc_copyback: true,
+            multiplane: Multiplane::Any,
+            seed: crate::config::DEFAULT_SEED,
             host_link_bytes_per_sec: 550_000_000,
             mapping: MappingConfig::Full,
         }),
@@ -219,6 +231,10 @@ fn tlc_nvme() -> Preset {
             volatile_write_cache: false,
             open_channel: false,
             interleave_dies: true,
+            gc_rga_candidates: None,
+            gc_copyback: true,
+            multiplane: Multiplane::Any,
+            seed: crate::config::DEFAULT_SEED,
         }),
         nvme: NvmeConfig {
             queues: 16,
@@ -270,6 +286,10 @@ fn cosmos() -> Preset {
             volatile_write_cache: true,
             open_channel: true,
             interleave_dies: true,
+            gc_rga_candidates: None,
+            gc_copyback: true,
+            multiplane: Multiplane::Any,
+            seed: crate::config::DEFAULT_SEED,
         }),
         // The "controller" of an open-channel drive is pblk's submission path on host cores.
         nvme: NvmeConfig {

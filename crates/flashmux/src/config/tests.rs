@@ -582,3 +582,58 @@ fn die_interleaving_is_a_flash_drive_setting_and_a_boolean() {
     assert_eq!(err(&with("null", "false")), "test.toml:3: device.timing: preset 'null' has no flash; remove this section");
     assert_eq!(err(&with("tlc-nvme", "\"no\"")), "test.toml:4: device.timing.interleave_dies: invalid type: string \"no\", expected a boolean");
 }
+
+#[test]
+fn mqsim_victim_policies_take_a_sample_size_for_rga_only() {
+    let with = |ftl: &str| {
+        format!("seed = 9\n[device]\npreset = \"tlc-nvme\"\n[device.ftl]\n{ftl}\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\"\n")
+    };
+    let ssd = |text: &str| {
+        let DeviceKind::Ssd(c) = load(text).unwrap().device.kind else { panic!("a flash drive") };
+        c
+    };
+    let c = ssd(&with("gc_victim = \"rga\"\ngc_rga_candidates = 5"));
+    assert_eq!((c.victim_policy, c.gc_rga_candidates), (crate::ftl::VictimPolicy::Rga, Some(5)));
+    for name in ["random", "fifo"] {
+        assert_eq!(ssd(&with(&format!("gc_victim = \"{name}\""))).victim_policy.name(), name);
+    }
+    assert_eq!(
+        err(&with("gc_victim = \"rga\"\ngc_rga_candidates = 0")),
+        format!("test.toml:6: device.ftl.gc_rga_candidates: 0 blocks: expected 1 to the blocks of a plane ({})", c.geometry.blocks_per_plane)
+    );
+    assert_eq!(
+        err(&with("gc_rga_candidates = 4")),
+        "test.toml:5: device.ftl.gc_rga_candidates: only for gc_victim = \"rga\" (randomized greedy), not \"greedy\""
+    );
+    assert!(err(&with("gc_victim = \"rga-p\"")).contains("unknown policy 'rga-p': expected one of greedy, cost-benefit, rga, random, fifo"));
+    // The default hashes as before the setting existed.
+    assert_eq!(load(&with("gc_victim = \"greedy\"")).unwrap().config_hash(), load(&with("")).unwrap().config_hash());
+}
+
+#[test]
+fn gc_copy_back_can_be_turned_off_for_flash_drives_only() {
+    let with = |preset: &str, ftl: &str| {
+        format!("[device]\npreset = \"{preset}\"\n[device.ftl]\n{ftl}\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\"\n")
+    };
+    let DeviceKind::Ssd(c) = load(&with("tlc-nvme", "gc_copyback = false")).unwrap().device.kind else { panic!("a flash drive") };
+    assert!(!c.gc_copyback);
+    assert_eq!(err(&with("null", "gc_copyback = false")), "test.toml:3: device.ftl: preset 'null' has no flash; remove this section");
+    assert_eq!(err(&with("tlc-nvme", "gc_copyback = 0")), "test.toml:4: device.ftl.gc_copyback: invalid type: integer `0`, expected a boolean");
+    // The default hashes as before the setting existed.
+    assert_eq!(load(&with("tlc-nvme", "gc_copyback = true")).unwrap().config_hash(), load(&with("tlc-nvme", "")).unwrap().config_hash());
+}
+
+#[test]
+fn the_multi_plane_rule_is_any_page_or_the_same_page_index() {
+    let with = |preset: &str, v: &str| {
+        format!("[device]\npreset = \"{preset}\"\n[device.timing]\nmultiplane = {v}\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\"\n")
+    };
+    let DeviceKind::Ssd(c) = load(&with("tlc-nvme", "\"same-page\"")).unwrap().device.kind else { panic!("a flash drive") };
+    assert_eq!(c.multiplane, crate::flash::Multiplane::SamePage);
+    assert_eq!(err(&with("null", "\"any\"")), "test.toml:3: device.timing: preset 'null' has no flash; remove this section");
+    assert!(err(&with("tlc-nvme", "\"same-block\"")).starts_with(
+        "test.toml:4: device.timing.multiplane: unknown multi-plane rule 'same-block': expected one of any, same-page"
+    ));
+    // The default hashes as before the setting existed.
+    assert_eq!(load(&with("tlc-nvme", "\"any\"")).unwrap().config_hash(), load(&with("tlc-nvme", "\"any\"").replace("multiplane = \"any\"\n", "")).unwrap().config_hash());
+}

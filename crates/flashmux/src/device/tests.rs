@@ -49,6 +49,10 @@ pub(crate) fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) ->
         volatile_write_cache: false,
         open_channel: false,
         interleave_dies: true,
+        gc_rga_candidates: None,
+        gc_copyback: true,
+        multiplane: crate::flash::Multiplane::Any,
+        seed: 1,
     }
 }
 
@@ -653,4 +657,53 @@ fn a_drive_built_in_code_meets_the_rules_a_scenario_file_must() {
     );
     let null = DeviceKind::Null(NullConfig { capacity_bytes: 512, latency: Nanos(1) });
     assert!(matches!(Device::build(nvme(), &null, 1), Err(SsdError::Config(m)) if m.starts_with("device.capacity")));
+}
+
+/// The drive's random streams (GC's victim draws) follow the seed the scenario runs with, also
+/// when it is set after loading, as `flashmux run --seed` does.
+#[test]
+fn the_drive_draws_from_the_seed_the_scenario_runs_with() {
+    let text = "seed = 1\n[device]\npreset = \"tlc-nvme\"\n[device.ftl]\ngc_victim = \"rga\"\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\"\n";
+    let mut s = crate::config::Scenario::from_toml(text, "t.toml", std::path::Path::new(".")).unwrap();
+    s.seed = 7;
+    let sim = crate::sim::Simulator::new(s).unwrap();
+    let Backend::Ssd(ssd) = sim.device().backend() else { panic!("a flash drive") };
+    assert_eq!(ssd.config().seed, 7);
+}
+
+/// MQSim's mapping: 8 KiB pages mapped as 8 KiB units (one unit a page), one plane per die.
+fn page_mapped_8k() -> SsdConfig {
+    let geometry = Geometry { page_bytes: 8192, unit_bytes: 8192, ..geometry(1, 1) };
+    SsdConfig { geometry, ..ssd_config(1, 1, 64) }
+}
+
+#[test]
+fn a_half_unit_write_reads_the_other_half_first_and_the_writer_is_charged() {
+    let mut h = Harness::new_ssd(page_mapped_8k());
+    // Unit 0 (die 0) written whole by tenant 0 and programmed.
+    h.submit(IoOp::Write, 0, 8192, 0);
+    h.run_all();
+    // Tenant 1 writes its first 4 KiB; the other half is valid on flash. Fetched 1 µs after
+    // submission at e, the old unit is read: tR + 8 KiB over the 400 MB/s channel = 50 +
+    // 20.48 µs; the write is acknowledged then (its 4 KiB crossed the link in 1.024 µs). The
+    // merged page is programmed once the die is free: its 8 KiB cross the channel during the
+    // read's tR (0..20.48 µs), then tPROG: tR + transfer + tPROG = 570.48 µs after e.
+    let e = h.now + Nanos(1_000);
+    let w = h.submit(IoOp::Write, 0, 4096, 1);
+    h.run_all();
+    assert_eq!(h.done[&w], e + Nanos(70_480));
+    assert_eq!(h.now, e + Nanos(570_480), "the program ends tR + transfer + tPROG after e");
+    // A half-unit write to a unit never written (unit 4, die 0 too) reads nothing: acknowledged
+    // after the link, programmed after the page's transfer and tPROG.
+    let e = h.now + Nanos(1_000);
+    let w = h.submit(IoOp::Write, 4 * 8192, 4096, 1);
+    h.run_all();
+    assert_eq!(h.done[&w], e + Nanos(1_024));
+    assert_eq!(h.now, e + Nanos(20_480 + 500_000));
+    // The read is charged to the writer, and it is the drive's only flash read.
+    let tenant = |t: u16| h.dev.tenant_report(TenantId(t)).device.rmw_reads;
+    assert_eq!((tenant(0), tenant(1)), (0, 1));
+    let report = h.dev.report(h.now, "test", &crate::device::precondition::PreconditionReport::default());
+    assert_eq!((report.ssd.flash_page_reads, report.ssd.flash_programs), (1, 3));
+    h.dev.check_invariants();
 }

@@ -20,6 +20,19 @@ pub struct Geometry {
     pub unit_bytes: u32,
 }
 
+crate::named! {
+    /// Which pages of a die's planes one multi-plane command may take.
+    #[derive(Default)]
+    pub enum Multiplane: "multi-plane rule" {
+        /// Any page of each plane (one program takes a page from every ready plane of the die).
+        #[default]
+        Any = "any",
+        /// Only pages at the same page index in their blocks (the blocks may differ), as MQSim
+        /// forms multi-plane commands (`TSU_Base::issue_command_to_chip`).
+        SamePage = "same-page",
+    }
+}
+
 /// Operation timing of the flash array and its channels.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Timing {

@@ -5,5 +5,5 @@
 mod geometry;
 mod timeline;
 
-pub use geometry::{Geometry, GeometryError, Timing};
+pub use geometry::{Geometry, GeometryError, Multiplane, Timing};
 pub use timeline::Timeline;

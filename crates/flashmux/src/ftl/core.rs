@@ -12,8 +12,10 @@
 //! block. The work is split by role:
 //! - `core/alloc.rs`: writes and invalidation — host programs, padding, buffered data, TRIM, and
 //!   which open block each write goes to ([`Ftl::open_block`], the placement seam);
-//! - `core/gc.rs`: GC — when a plane is cleaned, the victim (greedy over the valid-count buckets
-//!   of `ftl/buckets.rs`, or cost-benefit), relocation of its valid units, the erase's end;
+//! - `core/gc.rs`: GC — when a plane is cleaned, relocation of its victim's valid units, the
+//!   erase's end;
+//! - `core/victim.rs`: which block GC cleans (greedy over the valid-count buckets of
+//!   `ftl/buckets.rs`, cost-benefit, and MQSim's randomized greedy, random and FIFO);
 //! - `core/map.rs`: DFTL's translation pages — the directory (`gtd`), their own open blocks;
 //! - `core/invariants.rs`: [`Ftl::check_invariants`], that all of the above agree.
 //!
@@ -26,8 +28,9 @@
 //! are then at or below the threshold, GC cleans victims in the plane before the write goes on.
 //!
 //! # Parameters ([`FtlParams`])
-//! `logical_units` (mapping units exported to the host), `victim_policy` (greedy or
-//! cost-benefit), `gc_threshold_blocks` (free + erasing blocks per plane at which GC starts, at
+//! `logical_units` (mapping units exported to the host), `victim_policy` (greedy,
+//! cost-benefit, rga, random, fifo; the draws' seed and RGA's sample size are set apart, by
+//! [`Ftl::set_victim_draws`]), `gc_threshold_blocks` (free + erasing blocks per plane at which GC starts, at
 //! least 2), `map_entries_per_page` (DFTL's L2P entries per translation page; `None`: the whole
 //! table in DRAM). Sources: page mapping as in Agrawal et al., "Design Tradeoffs for SSD
 //! Performance" (USENIX ATC 2008); DFTL as in Gupta et al. (ASPLOS 2009); cost-benefit as in
@@ -37,9 +40,10 @@ mod alloc;
 mod gc;
 mod invariants;
 mod map;
+mod victim;
 
 use super::buckets::ValidBuckets;
-use crate::engine::prefetch;
+use crate::engine::{prefetch, SimRng};
 use crate::flash::Geometry;
 use crate::units::{BufferSlot, Lpn, MapPage, PlaneId, Ppa, TenantId};
 use serde::Serialize;
@@ -76,6 +80,13 @@ crate::named! {
         /// Largest (1 − u) / 2u × age (Rosenblum & Ousterhout's LFS cleaner): prefers old, cold
         /// blocks whose remaining data is unlikely to be invalidated soon.
         CostBenefit = "cost-benefit",
+        /// Randomized greedy (MQSim's RGA): the fewest valid units among `d` full blocks drawn
+        /// at random (`core/victim.rs`).
+        Rga = "rga",
+        /// Uniform among the full blocks with something to reclaim (MQSim's RANDOM / RANDOM_P).
+        Random = "random",
+        /// The block filled longest ago that has something to reclaim (MQSim's FIFO).
+        Fifo = "fifo",
     }
 }
 
@@ -231,6 +242,12 @@ pub struct Ftl {
     relocations: u64,
     /// GC work on translation pages.
     map_gc: TenantGc,
+    /// Draws of the random victim policies (rga, random), seeded by [`Ftl::set_victim_draws`].
+    victim_rng: SimRng,
+    /// RGA: blocks drawn per victim choice (d).
+    rga_candidates: u32,
+    /// Reused by the scanning victim policies: the plane's candidate blocks.
+    victim_scratch: Vec<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -326,6 +343,9 @@ impl Ftl {
             map_update_stamp: vec![0; map_pages as usize],
             relocations: 0,
             map_gc: TenantGc::default(),
+            victim_rng: victim::rng(0),
+            rga_candidates: victim::default_rga_candidates(geo.blocks_per_plane),
+            victim_scratch: Vec::new(),
             params,
         };
         // A formatted drive holds its whole (empty) translation table on flash.

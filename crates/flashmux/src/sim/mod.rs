@@ -639,7 +639,12 @@ impl Simulator {
 }
 
 fn build_device(s: &Scenario) -> Result<Device, SimError> {
-    Device::build(s.device.nvme.clone(), &s.device.kind, s.tenants.len()).map_err(|e| SimError::Device(e.to_string()))
+    // The drive draws from the scenario's seed as run (a `--seed` given after loading too).
+    let mut kind = s.device.kind.clone();
+    if let crate::device::DeviceKind::Ssd(c) = &mut kind {
+        c.seed = s.seed;
+    }
+    Device::build(s.device.nvme.clone(), &kind, s.tenants.len()).map_err(|e| SimError::Device(e.to_string()))
 }
 
 /// Duration helper for callers that want the scenario's stop time as a fraction (progress bars).

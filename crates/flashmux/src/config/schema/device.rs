@@ -73,6 +73,8 @@ pub(super) struct TimingSection {
     pub(super) command: Option<Duration>,
     /// `false`: one command per chip at a time (MQSim's transaction scheduling).
     pub(super) interleave_dies: Option<bool>,
+    /// Which pages one multi-plane program may take ("any", "same-page" as MQSim).
+    pub(super) multiplane: Option<crate::flash::Multiplane>,
 }
 
 #[derive(Deserialize, Default)]
@@ -81,6 +83,10 @@ pub(super) struct FtlSection {
     pub(super) overprovisioning: Option<f64>,
     pub(super) mapping: Option<MappingKind>,
     pub(super) gc_victim: Option<VictimPolicy>,
+    /// RGA victims: blocks drawn per choice.
+    pub(super) gc_rga_candidates: Option<u32>,
+    /// `false`: GC moves pages over the channel (MQSim's `Use_Copyback_for_GC = false`).
+    pub(super) gc_copyback: Option<bool>,
     pub(super) gc_threshold_blocks: Option<u32>,
     /// DFTL: bytes per L2P entry in a translation page.
     pub(super) entry_size: Option<u32>,
@@ -269,6 +275,7 @@ fn resolve_ssd(ctx: &Ctx, d: &DeviceSection, name: &str, mut c: SsdConfig) -> Re
         c.timing.channel_bytes_per_sec = r.0;
     }
     c.interleave_dies = t.interleave_dies.unwrap_or(c.interleave_dies);
+    c.multiplane = t.multiplane.unwrap_or(c.multiplane);
     if let Some(r) = d.interface.link_rate {
         c.host_link_bytes_per_sec = r.0;
     }
@@ -280,6 +287,8 @@ fn resolve_ssd(ctx: &Ctx, d: &DeviceSection, name: &str, mut c: SsdConfig) -> Re
     c.mapping = resolve_mapping(ctx, f, &c.geometry)?;
     c.open_channel = d.mode.map_or(c.open_channel, |m| m == DriveMode::OpenChannel);
     c.victim_policy = f.gc_victim.unwrap_or(c.victim_policy);
+    c.gc_rga_candidates = f.gc_rga_candidates.or(c.gc_rga_candidates);
+    c.gc_copyback = f.gc_copyback.unwrap_or(c.gc_copyback);
     c.geometry.validate().map_err(|e| ctx.err(format!("device.geometry: {e}")))?;
     let capacity = match &d.capacity {
         Some(_) if d.geometry.blocks_per_plane.is_some() => {
@@ -524,9 +533,10 @@ pub(super) fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Res
         ("geometry", g.channels.is_some() || g.chips_per_channel.is_some() || g.dies_per_chip.is_some()
             || g.planes_per_die.is_some() || g.blocks_per_plane.is_some() || g.pages_per_block.is_some()
             || g.page_size.is_some() || g.unit_size.is_some()),
-        ("timing", t.read.is_some() || t.program.is_some() || t.erase.is_some() || t.channel_rate.is_some() || t.command.is_some() || t.interleave_dies.is_some()),
+        ("timing", t.read.is_some() || t.program.is_some() || t.erase.is_some() || t.channel_rate.is_some() || t.command.is_some() || t.interleave_dies.is_some()
+            || t.multiplane.is_some()),
         ("ftl", f.overprovisioning.is_some() || f.mapping.is_some() || f.gc_victim.is_some() || f.gc_threshold_blocks.is_some()
-            || f.entry_size.is_some() || f.cmt.is_some()),
+            || f.gc_rga_candidates.is_some() || f.gc_copyback.is_some() || f.entry_size.is_some() || f.cmt.is_some()),
         ("buffer", b.size.is_some() || b.program_queue_depth.is_some() || b.flush.is_some()
             || b.high_watermark.is_some() || b.low_watermark.is_some() || b.volatile_write_cache.is_some()),
     ];

@@ -16,7 +16,10 @@
 //!   program but not queued (the controller holds it in SRAM);
 //! - GC: each die's background queue of GC jobs ([`GcQueue`], stepped as in `gc.rs`). Before any
 //!   of the above uses a die, the GC steps that would have started earlier are committed, and
-//!   under [`GcMode::HostIo`] one more step goes first. Erases happen only as GC steps.
+//!   under [`GcMode::HostIo`] one more step goes first. Erases happen only as GC steps. Without
+//!   copy-back (`gc_copyback = false`) GC's pages cross the channel too, and before any
+//!   transfer the GC steps of all the channel's dies that would have started earlier are
+//!   committed, the earliest first.
 //! - the host link: [`FlashArray::link_in`] (write data, host to controller) and
 //!   [`FlashArray::link_out`] (read data, controller to host).
 //!
@@ -69,6 +72,9 @@ pub(super) struct FlashArray {
     link_in: Timeline,
     link_out: Timeline,
     stats: ArrayStats,
+    /// GC moves pages on the die (copy-back); `false`: over the channel, as MQSim without
+    /// `Use_Copyback_for_GC` (see [`FlashArray::commit_gc_step`]).
+    gc_copyback: bool,
 }
 
 impl FlashArray {
@@ -78,6 +84,7 @@ impl FlashArray {
         gc_mode: GcMode,
         link_bytes_per_sec: u64,
         interleave_dies: bool,
+        gc_copyback: bool,
     ) -> FlashArray {
         let dies_per_busy = if interleave_dies { 1 } else { geo.dies_per_chip };
         FlashArray {
@@ -92,6 +99,7 @@ impl FlashArray {
             gc_mode,
             link_bytes_per_sec,
             stats: ArrayStats::default(),
+            gc_copyback,
         }
     }
 
@@ -131,6 +139,9 @@ impl FlashArray {
         let start = ready.max(self.busy[slot]);
         let array_done = start + self.timing.command + self.timing.read;
         let xfer = self.channel_time(bytes);
+        // GC transfers of the channel's other dies that start before this one's data is ready
+        // take the channel first.
+        self.catch_up_channel(die, array_done, Some(slot));
         let ch = self.geo.channel_of_die(die).index();
         let (_, end) = self.channels[ch].reserve(now, array_done, xfer);
         // The page register holds the data until it has left over the channel.
@@ -147,6 +158,7 @@ impl FlashArray {
         assert!(pages >= 1 && pages <= self.geo.planes_per_die as u64, "a program of {pages} pages");
         let xfer = self.channel_time(pages * self.geo.page_bytes as u64);
         let ch = self.geo.channel_of_die(die).index();
+        self.catch_up_channel(die, now, Some(self.busy_slot(die)));
         let (_, loaded) = self.channels[ch].reserve(now, now, xfer);
         // GC steps of other planes that start while the data is loading go first.
         self.catch_up_gc(die, loaded);
@@ -165,6 +177,7 @@ impl FlashArray {
     pub(super) fn reserve_map_program(&mut self, now: SimTime, ready: SimTime, die: DieId) {
         let xfer = self.channel_time(self.geo.page_bytes as u64);
         let ch = self.geo.channel_of_die(die).index();
+        self.catch_up_channel(die, ready, Some(self.busy_slot(die)));
         let (_, loaded) = self.channels[ch].reserve(now, ready, xfer);
         self.catch_up_gc(die, loaded);
         let slot = self.busy_slot(die);
@@ -208,11 +221,48 @@ impl FlashArray {
     }
 
     /// Commits the GC steps of `die` that start before `t`: the die was free then, so GC ran.
+    /// When GC moves pages over the channel, those of every die on `die`'s channel, in the
+    /// order they start, as their transfers share it.
     pub(super) fn catch_up_gc(&mut self, die: DieId, t: SimTime) {
+        if !self.gc_copyback {
+            return self.catch_up_channel(die, t, None);
+        }
         while self.busy[self.busy_slot(die)] < t {
             if !self.commit_gc_step(die) {
                 break;
             }
+        }
+    }
+
+    /// GC over the channel: commits the GC steps that start before `t` on the dies of `die`'s
+    /// channel (but those of busy slot `except`), the earliest first, so that a transfer
+    /// reserved after this finds the channel as GC left it. Nothing with copy-back.
+    fn catch_up_channel(&mut self, die: DieId, t: SimTime, except: Option<usize>) {
+        if self.gc_copyback {
+            return;
+        }
+        let per_channel = self.geo.chips_per_channel * self.geo.dies_per_chip;
+        let first = self.geo.channel_of_die(die).0 * per_channel;
+        loop {
+            let next = (first..first + per_channel)
+                .map(DieId)
+                .filter(|&d| Some(self.busy_slot(d)) != except && self.dies[d.index()].gc.has_step())
+                .map(|d| (self.busy[self.busy_slot(d)], d))
+                .filter(|&(busy, _)| busy < t)
+                .min();
+            match next {
+                Some((_, d)) => self.commit_gc_step(d),
+                None => break,
+            };
+        }
+    }
+
+    /// Channel time of one page GC moves: a page's transfer with its command, or zero with
+    /// copy-back.
+    pub(super) fn gc_page_transfer(&self) -> Nanos {
+        match self.gc_copyback {
+            true => Nanos::ZERO,
+            false => self.channel_time(self.geo.page_bytes as u64),
         }
     }
 
@@ -227,9 +277,29 @@ impl FlashArray {
     }
 
     /// Runs the next step of `die`'s GC gang from `busy_until`; false if the die has no GC step.
+    /// With copy-back the step takes its array time (tR, tPROG or tBERS, the longest of the
+    /// gang's). Over the channel, the pages the gang programs first cross the channel into the
+    /// die (one page's transfer each, one after another), then the array time runs, then the
+    /// pages it read cross out; the die is busy until the last has left. The channel is
+    /// reserved at its earliest gap, shared with host transfers.
     fn commit_gc_step(&mut self, die: DieId) -> bool {
         let slot = self.busy_slot(die);
-        match self.dies[die.index()].gc.commit_step(&mut self.busy[slot], &self.timing) {
+        let page = self.gc_page_transfer();
+        let copyback = self.gc_copyback;
+        let channel = &mut self.channels[self.geo.channel_of_die(die).index()];
+        let time = |start: SimTime, array: Nanos, reads: u32, programs: u32| {
+            if copyback {
+                return start + array;
+            }
+            // Nothing before `start` is forgotten: the channel's dies were caught up to it.
+            let mut cross = |ready: SimTime, pages: u32| match pages {
+                0 => ready,
+                n => channel.reserve(SimTime::ZERO, ready, page * n as u64).1,
+            };
+            let loaded = cross(start, programs);
+            cross(loaded + array, reads)
+        };
+        match self.dies[die.index()].gc.commit_step(&mut self.busy[slot], &self.timing, time) {
             Some(dur) => {
                 self.stats.gc_busy_ns += dur.0;
                 true
@@ -241,7 +311,8 @@ impl FlashArray {
     /// When `die`'s next GC check is due, if it needs one that is not scheduled yet.
     pub(super) fn next_gc_check(&mut self, now: SimTime, die: DieId) -> Option<SimTime> {
         let start = now.max(self.busy[self.busy_slot(die)]);
-        self.dies[die.index()].gc.next_check(start, &self.timing)
+        let xfer = self.gc_page_transfer();
+        self.dies[die.index()].gc.next_check(start, &self.timing, xfer)
     }
 
     /// `die`'s GC check has come: commits the steps that start by `now` and hands over the jobs

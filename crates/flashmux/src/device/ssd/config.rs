@@ -6,7 +6,7 @@
 //! The FTL checks its own parameters (enough spare blocks for GC to make progress) when it is
 //! built ([`crate::ftl::Ftl::check_params`]).
 
-use crate::flash::{Geometry, Timing};
+use crate::flash::{Geometry, Multiplane, Timing};
 use crate::ftl::{FtlParams, MappingConfig, VictimPolicy};
 use serde::Serialize;
 
@@ -48,10 +48,33 @@ pub struct SsdConfig {
     /// Hashes as absent when true.
     #[serde(skip_serializing_if = "is_true")]
     pub interleave_dies: bool,
+    /// GC moves pages with on-die copy-back (the default). `false`: each moved page is read
+    /// out over the channel and written back over it, as MQSim with `Use_Copyback_for_GC =
+    /// false` (`device/ssd/array.rs`). Hashes as absent when true.
+    #[serde(skip_serializing_if = "is_true")]
+    pub gc_copyback: bool,
+    /// Which pages one multi-plane host program may take: any (the default), or only those at
+    /// the same page index, as MQSim (`device/ssd/flusher.rs`). Hashes as absent when `Any`.
+    #[serde(skip_serializing_if = "is_any")]
+    pub multiplane: Multiplane,
+    /// RGA victims: blocks drawn per choice (`None`: MQSim's ⌊log2(blocks per plane)⌋; only
+    /// with the `rga` victim policy). Hashes as absent when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc_rga_candidates: Option<u32>,
+    /// The scenario's seed, from which the drive derives its own random streams (GC's victim
+    /// draws under `rga` and `random`): the simulator sets it when it builds the drive
+    /// (`sim/mod.rs`, so a seed given on the command line reaches it). Not hashed here: the
+    /// scenario's seed is.
+    #[serde(skip)]
+    pub seed: u64,
 }
 
 fn is_true(b: &bool) -> bool {
     *b
+}
+
+fn is_any(m: &Multiplane) -> bool {
+    *m == Multiplane::Any
 }
 
 impl SsdConfig {
@@ -85,6 +108,7 @@ impl SsdConfig {
             Self::check_entry_size(entry_bytes, self.geometry.page_bytes)?;
         }
         Self::check_gc_threshold(self.gc_threshold_blocks)?;
+        self.check_rga_candidates()?;
         if self.program_queue_depth == 0 {
             return Err("device.buffer.program_queue_depth: must be at least 1 (got 0)".into());
         }
@@ -122,6 +146,24 @@ impl SsdConfig {
         Err(format!(
             "device.ftl.gc_threshold_blocks: {t} is too low: at least 2 free blocks per plane are needed (one for host writes, one for GC)"
         ))
+    }
+
+    /// `device.ftl.gc_rga_candidates`: 1 to the blocks of a plane, and only for RGA victims.
+    pub fn check_rga_candidates(&self) -> Result<(), String> {
+        let Some(d) = self.gc_rga_candidates else { return Ok(()) };
+        if self.victim_policy != VictimPolicy::Rga {
+            return Err(format!(
+                "device.ftl.gc_rga_candidates: only for gc_victim = \"rga\" (randomized greedy), not \"{}\"",
+                self.victim_policy
+            ));
+        }
+        let blocks = self.geometry.blocks_per_plane;
+        if d == 0 || d > blocks {
+            return Err(format!(
+                "device.ftl.gc_rga_candidates: {d} blocks: expected 1 to the blocks of a plane ({blocks})"
+            ));
+        }
+        Ok(())
     }
 
     /// `device.ftl.entry_size`: a translation page holds at least one L2P entry.

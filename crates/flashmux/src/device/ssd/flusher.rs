@@ -10,7 +10,9 @@
 //!   when it has fewer than `program_queue_depth` programs queued and one of its planes is ready:
 //!   a flash page of dirty units (or any, for a waiting flush), room in its open block, and —
 //!   under [`GcMode::Background`] — no GC job of its own (GC goes before buffered writes there).
-//!   One program takes a page from every ready plane of the die (multi-plane). The
+//!   One program takes a page from every ready plane of the die (multi-plane); under
+//!   `multiplane = "same-page"` only from those whose next page has the page index (in its
+//!   block) of the first ready plane's, as MQSim requires of a multi-plane command. The
 //!   [`FlushPolicy`] says whether draining is wanted: always (`page`), or from a `high` buffer
 //!   fill down to a `low` one (`watermark`).
 //! - **Flush commands.** On a power-loss-protected buffer, or an empty one, a flush completes at
@@ -27,15 +29,21 @@
 //! # Parameters
 //! `buffer_units` (slots of one mapping unit), `program_queue_depth` (programs per die),
 //! `flush` ([`FlushPolicy`]: `page`, or `watermark` with `high` and `low` fractions of the
-//! buffer), `volatile_write_cache` (bool).
+//! buffer), `volatile_write_cache` (bool), `multiplane` ([`Multiplane`]: `any`, `same-page`).
+//!
+//! With `same-page`: two planes of a die, plane 0's open block at page 1 and plane 1's at page
+//! 0, each with a page of dirty data: plane 0's page is programmed alone, plane 1's in the
+//! die's next program, 2 × tPROG in all instead of 1 × (`device/ssd/tests.rs`).
 //!
 //! Source: the per-die program queue and page-sized flushes follow MQSim's data cache manager
-//! (Tavakkol et al., FAST '18); the flush semantics are NVMe's Flush command (NVMe base
-//! specification) with a volatile write cache.
+//! (Tavakkol et al., FAST '18); the same-page rule is MQSim, src/ssd/TSU_Base.cpp
+//! (`issue_command_to_chip`), which TSU_OutOfOrder.cpp calls for each chip; the flush
+//! semantics are NVMe's Flush command (NVMe base specification) with a volatile write cache.
 
 use super::{FlushPolicy, Ssd, SsdConfig};
 use crate::device::buffer::WriteBuffer;
 use crate::device::{CmdState, DeviceEvent, Outbox};
+use crate::flash::Multiplane;
 use crate::ftl::Loc;
 use crate::units::{BufferSlot, DieId, Lpn, PlaneId, SimTime};
 use std::collections::VecDeque;
@@ -311,14 +319,24 @@ impl Ssd {
         }
     }
 
-    /// One (multi-plane) program of a flash page per ready plane of `die`.
+    /// One (multi-plane) program of a flash page per ready plane of `die`; under
+    /// [`Multiplane::SamePage`] only of the planes whose next page has the first ready plane's
+    /// page index (the others wait for the die's next program).
     fn program(&mut self, now: SimTime, die: DieId, policy: bool, out: &mut Outbox) {
         let (mut units, mut pages) = (0u32, 0u64);
+        let mut page_index = None;
         for plane in self.geo.planes_of_die(die) {
-            if self.plane_ready(plane, policy) {
-                units += self.take_page(die, plane);
-                pages += 1;
+            if !self.plane_ready(plane, policy) {
+                continue;
             }
+            if self.cfg.multiplane == Multiplane::SamePage {
+                let index = self.ftl.next_host_page(plane);
+                if *page_index.get_or_insert(index) != index {
+                    continue;
+                }
+            }
+            units += self.take_page(die, plane);
+            pages += 1;
         }
         let end = self.array.reserve_program(now, die, pages, units);
         out.events.push((end, DeviceEvent::ProgramDone(die)));

@@ -3,7 +3,9 @@
 //! # Model
 //! The FTL decides *what* to clean (victim choice, which units move, `ftl/core.rs`) and hands
 //! each cleaning over as a [`GcJob`]: `read_pages` page reads, `program_pages` page programs
-//! (on-die copy-back: no channel traffic) and one erase, all on the victim's plane. This file
+//! (on-die copy-back: no channel traffic; with `gc_copyback = false` each page also crosses the
+//! channel, out after its read and in before its program, see below) and one erase, all on the
+//! victim's plane. This file
 //! decides *when* those steps occupy the die:
 //! - a job is a sequence of steps, reads and programs interleaved in proportion (read while the
 //!   reads are not ahead), then the erase;
@@ -26,12 +28,28 @@
 //! take 4.1 + 3.55 = 7.65 ms (`gc_busy_ns` = 7.05 ms, `gc_serial_ns` = 7.65 ms). A user read arriving
 //! at t = 100 µs starts at 550 µs, when the program step under way ends.
 //!
+//! # Without copy-back
+//! MQSim's `Use_Copyback_for_GC = false`: a moved page is read (tR), crosses the channel to the
+//! controller, crosses back and is programmed (tPROG). A read step then keeps the die busy until
+//! its page has left over the channel, a program step starts with its page's transfer in; a
+//! gang step moves one page per member that reads or programs. The transfers are reserved on
+//! the die's channel like host transfers: before any transfer on a channel, the GC steps of
+//! that channel's dies that would have started earlier are committed, the earliest first, so
+//! a host read whose data is ready while GC's page crosses waits for it, and the reverse
+//! (`FlashArray::commit_gc_step`, `catch_up_channel`). With 16 KiB pages on a 400 MB/s channel
+//! (xfer = 40.96 µs), a job of 3 page reads and 3 programs alone takes
+//! 3 × (50 + 2 × 40.96 + 500) µs + 3 ms = 4.896 ms instead of 4.65 ms (`device/ssd/tests.rs`).
+//!
 //! # Parameters
-//! `timing.read`, `timing.program`, `timing.erase` (ns per step); `open_channel` chooses the
-//! [`GcMode`] once, when the drive is built.
+//! `timing.read`, `timing.program`, `timing.erase` (ns per step); `timing.channel_rate` and
+//! `timing.command` (a page's transfer, without copy-back); `gc_copyback` (bool, default true);
+//! `open_channel` chooses the [`GcMode`] once, when the drive is built.
 //!
 //! Source: multi-plane GC and read priority over GC follow MQSim's GC/WL unit (Tavakkol et al.,
-//! FAST '18); open-channel GC as host I/O follows Linux's pblk (`drivers/lightnvm/pblk-gc.c`).
+//! FAST '18); GC without copy-back is MQSim, src/ssd/GC_and_WL_Unit_Page_Level.cpp
+//! (`Check_gc_required`: a read transaction, then a write of the same page, unless
+//! `use_copyback`) as transferred by src/ssd/NVM_PHY_ONFI_NVDDR2.cpp; open-channel GC as host I/O
+//! follows Linux's pblk (`drivers/lightnvm/pblk-gc.c`).
 
 use super::{Ssd, SsdConfig};
 use crate::device::{CmdState, DeviceEvent, Outbox};
@@ -97,10 +115,12 @@ impl GcRun {
             None
         }
     }
-    fn remaining(&self, t: &Timing) -> Nanos {
+    /// What the rest of the job takes alone, each page read and program also moving a page
+    /// over the channel for `xfer` (zero with copy-back).
+    fn remaining(&self, t: &Timing, xfer: Nanos) -> Nanos {
         let reads = (self.job.read_pages - self.reads_done) as u64;
         let progs = (self.job.program_pages - self.progs_done) as u64;
-        t.read * reads + t.program * progs + if self.erased { Nanos::ZERO } else { t.erase }
+        (t.read + xfer) * reads + (t.program + xfer) * progs + if self.erased { Nanos::ZERO } else { t.erase }
     }
 }
 
@@ -134,11 +154,29 @@ impl GcQueue {
         }
     }
 
-    /// Runs the gang's next (multi-plane) step from `busy_until`, which it advances; the step's
-    /// duration, or `None` if the die has no GC step.
-    pub(super) fn commit_step(&mut self, busy_until: &mut SimTime, timing: &Timing) -> Option<Nanos> {
-        let dur = self.gang.iter().filter_map(|r| r.next_step(timing)).map(|(dur, _)| dur).max()?;
-        *busy_until += dur;
+    /// Whether a GC step is waiting to run on this die.
+    pub(super) fn has_step(&self) -> bool {
+        !self.gang.is_empty()
+    }
+
+    /// Runs the gang's next (multi-plane) step from `busy_until`, which it advances to the end
+    /// `time` gives it: `time(start, array time, page reads, page programs)`, the array time
+    /// being the longest member's step. Returns the step's duration, or `None` if the die has
+    /// no GC step.
+    pub(super) fn commit_step(
+        &mut self,
+        busy_until: &mut SimTime,
+        timing: &Timing,
+        time: impl FnOnce(SimTime, Nanos, u32, u32) -> SimTime,
+    ) -> Option<Nanos> {
+        let (mut array, mut reads, mut programs) = (None, 0, 0);
+        for (dur, step) in self.gang.iter().filter_map(|r| r.next_step(timing)) {
+            array = array.max(Some(dur));
+            reads += matches!(step, Step::Read) as u32;
+            programs += matches!(step, Step::Program) as u32;
+        }
+        let start = *busy_until;
+        *busy_until = time(start, array?, reads, programs);
         let mut i = 0;
         while i < self.gang.len() {
             let run = &mut self.gang[i];
@@ -165,17 +203,17 @@ impl GcQueue {
                 i += 1;
             }
         }
-        Some(dur)
+        Some(busy_until.since(start))
     }
 
     /// When a GC check should look at this die, if none is scheduled and a job is under way:
     /// the earliest any job can end, with the die free from `start` (a check that comes early
     /// just looks again later; queued jobs end after the running job of their plane).
-    pub(super) fn next_check(&mut self, start: SimTime, timing: &Timing) -> Option<SimTime> {
+    pub(super) fn next_check(&mut self, start: SimTime, timing: &Timing, xfer: Nanos) -> Option<SimTime> {
         if self.check_scheduled {
             return None;
         }
-        let running = self.gang.iter().map(|r| start + r.remaining(timing));
+        let running = self.gang.iter().map(|r| start + r.remaining(timing, xfer));
         let at = self.finished.iter().filter_map(|r| r.end).chain(running).min()?;
         self.check_scheduled = true;
         Some(at)
@@ -245,9 +283,10 @@ impl GcBook {
     }
 }
 
-/// What one job would take alone, for `gc_serial_ns`.
-pub(super) fn job_time(job: &GcJob, t: &Timing) -> Nanos {
-    GcRun::new(*job).remaining(t)
+/// What one job would take alone, for `gc_serial_ns`, with `xfer` per page moved over the
+/// channel (zero with copy-back).
+pub(super) fn job_time(job: &GcJob, t: &Timing, xfer: Nanos) -> Nanos {
+    GcRun::new(*job).remaining(t, xfer)
 }
 
 impl Ssd {
@@ -265,7 +304,7 @@ impl Ssd {
     fn schedule_gc_jobs(&mut self, now: SimTime, out: &mut Outbox) {
         while let Some(job) = self.ftl.take_gc_job() {
             let die = self.geo.die_of_plane(job.plane);
-            self.gc.serial_ns += job_time(&job, self.array.timing()).0;
+            self.gc.serial_ns += job_time(&job, self.array.timing(), self.array.gc_page_transfer()).0;
             self.gc.plane_jobs[job.plane.index()] += 1;
             self.gc.jobs += 1;
             self.gc.page_reads += job.read_pages as u64;

@@ -156,12 +156,20 @@ impl Ssd {
     pub fn new(cfg: SsdConfig, tenants: usize) -> Result<Ssd, SsdError> {
         cfg.validate().map_err(SsdError::Config)?;
         let geo = cfg.geometry.clone();
-        let ftl = Ftl::new(&geo, cfg.ftl_params())?;
+        let mut ftl = Ftl::new(&geo, cfg.ftl_params())?;
+        ftl.set_victim_draws(cfg.seed, cfg.gc_rga_candidates);
         let planes = geo.planes() as usize;
         let map = MapPath::new(&cfg.mapping, geo.page_bytes, cfg.logical_units(), &ftl, planes, tenants)?;
         let gc_mode = GcMode::of(&cfg);
         Ok(Ssd {
-            array: FlashArray::new(&geo, &cfg.timing, gc_mode, cfg.host_link_bytes_per_sec, cfg.interleave_dies),
+            array: FlashArray::new(
+                &geo,
+                &cfg.timing,
+                gc_mode,
+                cfg.host_link_bytes_per_sec,
+                cfg.interleave_dies,
+                cfg.gc_copyback,
+            ),
             flusher: Flusher::new(&cfg),
             gc: GcBook::new(gc_mode, planes),
             ftl,

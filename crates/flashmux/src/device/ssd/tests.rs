@@ -7,7 +7,7 @@ use super::*;
 use crate::device::tests::{geometry, ssd_config, timing};
 use crate::device::{Command, DeviceEvent, IoOp, Outbox};
 use crate::ftl::{CmtConfig, CmtPolicyKind, GcJob, MappingConfig};
-use crate::flash::Geometry;
+use crate::flash::{Geometry, Multiplane};
 use crate::units::{DieId, Nanos, PlaneId, QueueId, ReqId, SimTime, TenantId};
 
 const US: u64 = 1_000;
@@ -18,7 +18,7 @@ fn config(units_per_page: u32, planes: u32) -> SsdConfig {
 }
 
 fn array(mode: GcMode) -> FlashArray {
-    FlashArray::new(&geometry(4, 1), &timing(), mode, 4_000_000_000, true)
+    FlashArray::new(&geometry(4, 1), &timing(), mode, 4_000_000_000, true, true)
 }
 
 /// A global flash page on die `die` (one plane per die: block `die × 32` is on that die).
@@ -56,11 +56,11 @@ fn without_die_interleaving_the_dies_of_a_chip_wait_for_each_other() {
     let page = 16384;
     let first = SimTime(50 * US + 40_960);
     // Interleaved: die 1's tR overlaps die 0's; only its transfer waits for the channel.
-    let mut a = FlashArray::new(&geo, &timing(), GcMode::Background, 4_000_000_000, true);
+    let mut a = FlashArray::new(&geo, &timing(), GcMode::Background, 4_000_000_000, true, true);
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), page), first);
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(1), page), first + Nanos(40_960));
     // One command per chip (MQSim): die 1 starts when the chip is free, at 90.96 µs.
-    let mut a = FlashArray::new(&geo, &timing(), GcMode::Background, 4_000_000_000, false);
+    let mut a = FlashArray::new(&geo, &timing(), GcMode::Background, 4_000_000_000, false, true);
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), page), first);
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(1), page), first + Nanos(50 * US + 40_960));
     // The other chip is held up by neither.
@@ -122,6 +122,66 @@ fn a_gc_step_yields_to_a_user_read() {
     assert_eq!(a.stats().gc_busy_ns, 50 * US);
 }
 
+/// An array whose GC moves pages over the channel (MQSim's `Use_Copyback_for_GC = false`).
+fn array_without_copyback() -> FlashArray {
+    FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, false)
+}
+
+#[test]
+fn gc_without_copy_back_moves_each_page_over_the_channel_twice() {
+    // A job of k = 3 pages read and 3 programmed on an idle drive, 16 KiB pages on a 400 MB/s
+    // channel (xfer = 40.96 µs, command time 0). Its steps alternate: a read is tR then the
+    // page out over the channel (50 + 40.96 µs), a program the page in then tPROG (40.96 +
+    // 500 µs); then the erase. Alone: 3 × (tR + 2 × xfer + tPROG) + tBERS
+    // = 3 × 631.92 µs + 3 ms = 4,895.76 µs (with copy-back: 3 × 550 µs + 3 ms = 4,650 µs).
+    let end = SimTime(3 * (50 * US + 2 * 40_960 + 500 * US) + 3_000 * US);
+    assert_eq!(end, SimTime(4_895_760));
+    let mut a = array_without_copyback();
+    a.enqueue_gc(DieId(0), job(0, 3, 3));
+    // The GC check is planned for the job's end, transfers included.
+    assert_eq!(a.next_gc_check(SimTime::ZERO, DieId(0)), Some(end));
+    let mut ended = Vec::new();
+    a.gc_check_arrived(SimTime(end.0 - 1), DieId(0), |j| ended.push(j));
+    assert!(ended.is_empty(), "the erase is still running 1 ns before the end");
+    a.gc_check_arrived(end, DieId(0), |j| ended.push(j));
+    assert_eq!(ended, vec![job(0, 3, 3)]);
+    assert_eq!(a.stats().gc_busy_ns, end.0);
+}
+
+#[test]
+fn a_host_read_waits_for_a_gc_transfer_on_its_channel() {
+    // Dies 0 and 1 share channel 0. Die 0's GC job (1 page read, 1 programmed) starts at 0:
+    // tR to 50 µs, the page out over the channel 50..90.96 µs, back in 90.96..131.92 µs, then
+    // tPROG and the erase.
+    let mut a = array_without_copyback();
+    a.enqueue_gc(DieId(0), job(0, 1, 1));
+    // A 4 KiB read of die 1 at 60 µs has its data at 110 µs, while GC's page is crossing
+    // back in: it waits for that transfer (to 131.92 µs), then takes 10.24 µs.
+    let t = SimTime(60 * US);
+    assert_eq!(a.reserve_read(t, t, page_on_die(1), 4096), SimTime(131_920 + 10_240));
+    // With copy-back the channel is free: 110 + 10.24 µs.
+    let mut b = array(GcMode::Background);
+    b.enqueue_gc(DieId(0), job(0, 1, 1));
+    assert_eq!(b.reserve_read(t, t, page_on_die(1), 4096), SimTime(110 * US + 10_240));
+    // A read of die 1 at 30 µs has its data at 80 µs, during GC's transfer out (50..90.96 µs):
+    // it waits for it (to 90.96 µs), and GC's transfer back in waits for the read's in turn.
+    let mut a = array_without_copyback();
+    a.enqueue_gc(DieId(0), job(0, 1, 1));
+    let t = SimTime(30 * US);
+    assert_eq!(a.reserve_read(t, t, page_on_die(1), 4096), SimTime(90_960 + 10_240));
+    // The check planned then does not know of the wait: it finds the job still erasing and
+    // the erase ending 10.24 µs later than planned.
+    let planned = a.next_gc_check(t, DieId(0)).unwrap();
+    assert_eq!(planned, SimTime(90_960 + 40_960 + 500 * US + 3_000 * US));
+    let mut ended = Vec::new();
+    a.gc_check_arrived(planned, DieId(0), |j| ended.push(j));
+    assert!(ended.is_empty());
+    let end = SimTime(90_960 + 10_240 + 40_960 + 500 * US + 3_000 * US);
+    assert_eq!(a.next_gc_check(planned, DieId(0)), Some(end));
+    a.gc_check_arrived(end, DieId(0), |j| ended.push(j));
+    assert_eq!(ended, vec![job(0, 1, 1)]);
+}
+
 #[test]
 fn open_channel_gc_takes_a_turn_before_each_user_operation() {
     let mut a = array(GcMode::HostIo);
@@ -138,10 +198,10 @@ fn gc_jobs_of_two_planes_step_together_as_multi_plane_operations() {
     let (mut q, t) = (GcQueue::default(), timing());
     q.push(job(0, 2, 2));
     q.push(job(1, 1, 1));
-    assert_eq!(q.next_check(SimTime::ZERO, &t), Some(SimTime(3_550 * US)), "plane 1's job ends first");
+    assert_eq!(q.next_check(SimTime::ZERO, &t, Nanos::ZERO), Some(SimTime(3_550 * US)), "plane 1's job ends first");
     let mut busy = SimTime::ZERO;
     let mut steps = Vec::new();
-    while let Some(d) = q.commit_step(&mut busy, &t) {
+    while let Some(d) = q.commit_step(&mut busy, &t, |start, array, _, _| start + array) {
         steps.push(d.0 / US);
     }
     assert_eq!(steps, [50, 500, 3_000, 500, 3_000]);
@@ -151,7 +211,7 @@ fn gc_jobs_of_two_planes_step_together_as_multi_plane_operations() {
     assert_eq!(ended, [1], "only plane 1's erase has ended at 3.55 ms");
     q.take_ended(busy, |j| ended.push(j.plane.0));
     assert_eq!(ended, [1, 0]);
-    assert_eq!(super::gc::job_time(&job(0, 2, 2), &t) + super::gc::job_time(&job(1, 1, 1), &t), Nanos(7_650 * US));
+    assert_eq!(super::gc::job_time(&job(0, 2, 2), &t, Nanos::ZERO) + super::gc::job_time(&job(1, 1, 1), &t, Nanos::ZERO), Nanos(7_650 * US));
 }
 
 #[test]
@@ -315,4 +375,41 @@ fn a_map_miss_reads_the_translation_page_before_the_command_goes_on() {
     let m = r.ssd.map_stats(TenantId(0));
     assert_eq!((m.lookups, m.misses, m.commands_delayed, m.map_wait_ns), (2, 1, 1, 50 * US + 40_960));
     r.ssd.check_invariants();
+}
+
+/// One die of two planes (units of even numbers on plane 0, odd on plane 1), 4 KiB pages of
+/// one unit, multi-plane programs under `rule`.
+fn two_planes(rule: Multiplane) -> Rig {
+    let geometry = Geometry { channels: 1, chips_per_channel: 1, ..geometry(1, 2) };
+    Rig::new(SsdConfig { geometry, multiplane: rule, ..config(1, 2) })
+}
+
+#[test]
+fn same_page_multi_plane_programs_need_equal_page_indices() {
+    // Both planes' first page (index 0): one program under either rule, the two pages crossing
+    // the channel one after the other (2 × 10.24 µs), then one tPROG: 520.48 µs.
+    for rule in [Multiplane::Any, Multiplane::SamePage] {
+        let mut r = two_planes(rule);
+        r.exec(SimTime::ZERO, IoOp::Write, 0, 8192);
+        assert_eq!(r.programs_done(0), [SimTime(2 * 10_240 + 500 * US)], "{rule}");
+        r.ssd.check_invariants();
+    }
+    // Plane 0 a page ahead: unit 0 alone first (10.24 + 500 µs). At 1 ms units 2 (plane 0,
+    // page index 1) and 3 (plane 1, page index 0) arrive together. Any page: one program as
+    // above. Same page only: plane 0's page alone (10.24 + 500 µs), then plane 1's, loaded
+    // meanwhile (10.24..20.48 µs), once the die is free: 2 × tPROG.
+    let t = SimTime(1_000 * US);
+    for (rule, ends) in [
+        (Multiplane::Any, vec![t + Nanos(2 * 10_240) + Nanos::from_us(500)]),
+        (Multiplane::SamePage, vec![t + Nanos(10_240) + Nanos::from_us(500), t + Nanos(10_240) + Nanos::from_us(1_000)]),
+    ] {
+        let mut r = two_planes(rule);
+        r.exec(SimTime::ZERO, IoOp::Write, 0, 4096);
+        let first = SimTime(10_240 + 500 * US);
+        assert_eq!(r.programs_done(0), [first]);
+        r.ssd.program_done(first, DieId(0), &mut r.cmds, &mut r.out);
+        r.exec(t, IoOp::Write, 2 * 4096, 8192);
+        assert_eq!(r.programs_done(0)[1..], ends, "{rule}");
+        r.ssd.check_invariants();
+    }
 }

@@ -72,6 +72,13 @@ impl Ftl {
         blk.valid -= 1;
     }
 
+    /// The page index (in its block) the next host page of `plane` goes to: the open host
+    /// block's write pointer, or 0 when the next write opens a block.
+    pub fn next_host_page(&self, plane: PlaneId) -> u32 {
+        let written = self.planes[plane.index()].user_active.map_or(0, |b| self.blocks[b as usize].written);
+        written >> self.upp_shift
+    }
+
     /// Whether `plane` can take `units` more host units now without eating into GC's reserve.
     pub fn can_program_host(&self, plane: PlaneId, units: u32) -> bool {
         let p = &self.planes[plane.index()];

@@ -7,14 +7,12 @@
 //! A plane is cleaned when a host or map-flush write opens a block and leaves the plane with
 //! `gc_threshold_blocks` or fewer free (plus being-erased) blocks; while it is at or below, one
 //! victim after another is cleaned (and again when an erase ends, as GC waits for a free block
-//! rather than copy more than its open block holds). The victim is the full block with the fewest valid units
-//! (greedy: the lowest occupied valid-count bucket, `ftl/buckets.rs`, O(1)), or the one with the
-//! largest `(1 − u) / 2u × age` (cost-benefit, Rosenblum & Ousterhout's LFS cleaner; `u` the
-//! valid fraction, `age` in units written since the block's last program: a scan of the plane).
-//! Its valid units are copied in order into the plane's GC block (`Stream::Gc`; translation
-//! units into `Stream::MapGc`), each one's L2P (or directory) entry updated; every unit moved and
-//! every unit erased is charged to the tenant the ownership ledger names. A data unit moved under
-//! DFTL dirties its translation page: reported once per page per victim (`gc_map_updates`).
+//! rather than copy more than its open block holds). The victim policy (`core/victim.rs`) picks
+//! a full block with something to reclaim. Its valid units are copied in order into the plane's
+//! GC block (`Stream::Gc`; translation units into `Stream::MapGc`), each one's L2P (or
+//! directory) entry updated; every unit moved and every unit erased is charged to the tenant
+//! the ownership ledger names. A data unit moved under DFTL dirties its translation page:
+//! reported once per page per victim (`gc_map_updates`).
 //! When one plane is cleaned, the die's other planes within one block of their threshold are
 //! cleaned too, so the die can run their jobs as multi-plane operations.
 //!
@@ -26,7 +24,7 @@
 //! # Parameters
 //! `gc_threshold_blocks` (blocks, at least 2) and `victim_policy`, from [`super::FtlParams`].
 
-use super::{BlockState, Ftl, GcJob, Stream, TenantGc, VictimPolicy, MAP_BIT, MAP_OWNER, NO_LPN, NO_OWNER};
+use super::{BlockState, Ftl, GcJob, Stream, TenantGc, MAP_BIT, MAP_OWNER, NO_LPN, NO_OWNER};
 use crate::engine::prefetch;
 use crate::units::{Lpn, MapPage, PlaneId, Ppa};
 
@@ -64,42 +62,6 @@ impl Ftl {
             self.relocate(plane, victim);
         }
         panic!("GC in plane {} did not converge", plane.0);
-    }
-
-    fn pick_victim(&mut self, plane: PlaneId) -> Option<u32> {
-        let first = plane.0 * self.blocks_per_plane;
-        let upb = self.units_per_block;
-        match self.params.victim_policy {
-            VictimPolicy::Greedy => self.buckets.min_below(plane.0, upb),
-            VictimPolicy::CostBenefit => {
-                // Cost-benefit depends on age, which changes for every block at every write:
-                // no index keeps it sorted, so it scans the plane (once per GC run).
-                let candidates = (first..first + self.blocks_per_plane).filter(|&b| {
-                    let blk = &self.blocks[b as usize];
-                    blk.state == BlockState::Full && blk.valid < upb
-                });
-                let now = self.write_seq;
-                let score = |b: u32| {
-                    let blk = &self.blocks[b as usize];
-                    let u = blk.valid as f64 / upb as f64;
-                    if u == 0.0 {
-                        return f64::INFINITY;
-                    }
-                    let age = (now - blk.last_write_seq) as f64 + 1.0;
-                    (1.0 - u) / (2.0 * u) * age
-                };
-                // Highest score; ties go to the lowest block number (max_by keeps the last max).
-                candidates
-                    .fold(None, |best: Option<(u32, f64)>, b| {
-                        let s = score(b);
-                        match best {
-                            Some((_, bs)) if bs >= s => best,
-                            _ => Some((b, s)),
-                        }
-                    })
-                    .map(|(b, _)| b)
-            }
-        }
     }
 
     /// Copies the victim's valid units to the plane's GC block and queues the victim for erasing.

@@ -1,5 +1,6 @@
 //! The drive's draws: `[device]` (a null device, or a flash preset with its geometry, mapping,
-//! mode, size and over-provisioning), `[device.ftl.cmt]`, `[device.buffer]`, `[device.timing]`,
+//! mode, size and over-provisioning), GC's victim policy and copy-back, `[device.ftl.cmt]`,
+//! `[device.buffer]`, `[device.timing]` (with the multi-plane rule),
 //! `[device.interface]`, and the drive's state before the run (`[precondition]`).
 //!
 //! A flash drive is drawn in steps that each hand the next what it needs: the geometry (the
@@ -112,11 +113,7 @@ pub(super) fn flash_device(g: &mut G, doc: &mut Doc, tenants: usize, budget: boo
     let blocks = blocks(g, doc, &s, dftl, entry, max_units);
     let op = overprovisioning(g, doc, blocks, p.overprovisioning);
     let logical_units = capacity(g, doc, &p, geo, &s, blocks, op);
-    if g.chance(0.3) {
-        let v = g.pick(&["greedy", "cost-benefit"]);
-        g.tag("victim", v);
-        doc.set("device.ftl", "gc_victim", t::string(v));
-    }
+    gc(g, doc);
     if dftl {
         cmt(g, doc, tenants, logical_units, s.page, entry);
     } else if g.mistake(0.05) {
@@ -128,7 +125,33 @@ pub(super) fn flash_device(g: &mut G, doc: &mut Doc, tenants: usize, budget: boo
     if g.chance(0.3) {
         timing(g, doc);
     }
+    if g.chance(0.15) {
+        g.tag("multiplane", "same-page");
+        doc.set("device.timing", "multiplane", t::string("same-page"));
+    }
     logical_units * s.unit
+}
+
+/// GC's options: the victim policy (MQSim's rga, random and fifo too, rga now and then with
+/// its sample size), and copy-back off (pages over the channel) in about one case in seven.
+fn gc(g: &mut G, doc: &mut Doc) {
+    if g.chance(0.4) {
+        let v = g.pick(&["greedy", "cost-benefit", "rga", "random", "fifo"]);
+        g.tag("victim", v);
+        doc.set("device.ftl", "gc_victim", t::string(v));
+        if v == "rga" && g.chance(0.5) {
+            // At most 16: every drawn plane has more blocks (L + 16 at least).
+            doc.set("device.ftl", "gc_rga_candidates", g.int(1, 16).to_string());
+        }
+    }
+    if g.mistake(0.03) {
+        // A sample of 0 blocks, or one for a policy that draws none: refused.
+        doc.set("device.ftl", "gc_rga_candidates", "0".into());
+    }
+    if g.chance(0.15) {
+        g.tag("copyback", "off");
+        doc.set("device.ftl", "gc_copyback", "false".into());
+    }
 }
 
 /// `[device.geometry]`'s shape: the preset's, or (three times in four, and always when the
