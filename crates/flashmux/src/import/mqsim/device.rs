@@ -442,11 +442,14 @@ impl Device {
             );
             t.approx_note(s, &preemptible.loc, &why);
         }
-        for (name, what) in [("Dynamic_Wearleveling_Enabled", "dynamic"), ("Static_Wearleveling_Enabled", "static")] {
+        for (name, what) in [
+            ("Dynamic_Wearleveling_Enabled", "dynamic wear levelling (MQSim gives new writes the least-erased free block; flashmux takes free blocks in order)"),
+            ("Static_Wearleveling_Enabled", "static wear levelling (MQSim moves cold data once erase counts differ by Static_Wearleveling_Threshold, which takes far longer than a run of seconds)"),
+        ] {
             let wl = d.boolean(name, Some(true))?;
             if wl.v {
                 let why = format!(
-                    "true{}: flashmux has no {what} wear levelling; it rarely acts in runs of seconds (static wear levelling waits for an erase-count gap of Static_Wearleveling_Threshold)",
+                    "true{}: flashmux has no {what}",
                     if wl.given { "" } else { " (MQSim's default)" }
                 );
                 t.approx_note(s, &wl.loc, &why);
