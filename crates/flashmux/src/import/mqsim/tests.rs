@@ -334,6 +334,8 @@ fn gc_policies_copyback_and_preconditioning_are_written_as_their_keys() {
     let ssd = ssd_with("<Enabled_Preconditioning>false", "<Enabled_Preconditioning>true");
     let toml = imported(&ssd, &wl).scenarios.remove(0).toml;
     assert!(toml.contains("[precondition]\n# MQSim preconditions each flow's range with the flow's own access pattern\nstate = \"workload\"\nfill = 0.5\n"), "{toml}");
+    let state = load(&toml).precondition;
+    assert_eq!((state.state, state.fill), (crate::device::precondition::PreconditionState::Workload, 0.5));
     let uneven = wl.replacen("<Initial_Occupancy_Percentage>50", "<Initial_Occupancy_Percentage>90", 1);
     let imp = imported(&ssd, &uneven);
     assert!(imp.scenarios[0].toml.contains("fill = 0.7\n"), "{}", imp.scenarios[0].toml);
