@@ -162,7 +162,7 @@ impl Geometry {
 pub(super) fn read(file: &str, text: &str, warnings: &mut Vec<String>) -> Result<Device, ImportError> {
     let doc = super::xml::parse(file, text)?;
     let r = root(file, &doc, "Execution_Parameter_Set", "an MQSim device file")?;
-    let set = |name: &str| r.children().filter(|c| c.is_element() && c.tag_name().name() == name).last();
+    let set = |name: &str| r.children().rev().find(|c| c.is_element() && c.tag_name().name() == name);
     for c in r.children().filter(|c| c.is_element()) {
         let name = c.tag_name().name();
         if name != "Host_Parameter_Set" && name != "Device_Parameter_Set" {
@@ -178,7 +178,7 @@ pub(super) fn read(file: &str, text: &str, warnings: &mut Vec<String>) -> Result
     let host = params("Host_Parameter_Set", HOST, &[], warnings)?;
     let dev = params("Device_Parameter_Set", DEVICE, &["Flash_Parameter_Set"], warnings)?;
     let flash = match set("Device_Parameter_Set")
-        .and_then(|d| d.children().filter(|c| c.is_element() && c.tag_name().name() == "Flash_Parameter_Set").last())
+        .and_then(|d| d.children().rev().find(|c| c.is_element() && c.tag_name().name() == "Flash_Parameter_Set"))
     {
         Some(n) => Params::read(file, &doc, n, FLASH, &[], warnings)?,
         None => Params::read(file, &empty, empty.root_element(), FLASH, &[], warnings)?,

@@ -450,7 +450,7 @@ fn flow_refusals_name_their_line() {
         let e = match element {
             // A missing parameter has no line of its own: the error names it without one.
             "IO_Flow_Parameter_Set_Synthetic" => {
-                let e = run(SSD, &wl).err().expect("missing").to_string();
+                let e = run(SSD, &wl).expect_err("missing").to_string();
                 assert_eq!(e, "wl.xml: Read_Percentage: missing: MQSim has no default for this flow parameter (its value would be whatever is in memory): give it");
                 continue;
             }
@@ -496,7 +496,7 @@ fn several_io_scenarios_are_several_scenarios_and_none_is_mqsim_s_built_in_workl
     let s = load(&imp.scenarios[0].toml);
     assert_eq!(imp.scenarios[0].name, "ssd");
     assert_eq!(s.tenants.len(), 2);
-    let e = import_text("ssd.xml", SSD, None).err().expect("ids beyond the small drive").to_string();
+    let e = import_text("ssd.xml", SSD, None).expect_err("ids beyond the small drive").to_string();
     assert!(e.starts_with(&format!("{BUILT_IN_WORKLOAD}:2: Channel_IDs: id 2")), "{e}");
 }
 
@@ -528,10 +528,10 @@ fn a_trace_flow_replays_its_file_from_the_workload_s_directory() {
     let Workload::Trace { spec, .. } = &s.tenants[0].workload else { panic!("a trace tenant") };
     assert_eq!(spec.max_requests, Some(5));
     let relay = wl.replace("<Relay_Count>1", "<Relay_Count>3");
-    let e = import_text("ssd.xml", SSD, Some(("wl.xml", &relay, &dir))).err().expect("refused").to_string();
+    let e = import_text("ssd.xml", SSD, Some(("wl.xml", &relay, &dir))).expect_err("refused").to_string();
     assert!(e.starts_with("wl.xml:13: Relay_Count: 3: flashmux replays a trace once"), "{e}");
     let missing = wl.replace("traces/t.trace", "traces/none.trace");
-    let e = import_text("ssd.xml", SSD, Some(("wl.xml", &missing, &dir))).err().expect("refused").to_string();
+    let e = import_text("ssd.xml", SSD, Some(("wl.xml", &missing, &dir))).expect_err("refused").to_string();
     assert!(e.starts_with("wl.xml:11: File_Path: cannot read the trace 'traces/none.trace'"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
