@@ -187,7 +187,18 @@ fn arrivals(t: &mut Toml, s: &str, flow: &Flow, j: &mut String, ctx: &FlowCtx) -
         s,
         &format!("BANDWIDTH: MQSim's requests arrive with exponential gaps of mean {gap} ns (Poisson), open loop"),
     );
-    let _ = writeln!(j, "rate_iops={rate}\nrate_process=poisson\niodepth={}", ctx.queue_depth.min(65_536));
+    // fio limits each direction to its own rate: a mix's total is split by the read share, and
+    // two Poisson streams of those rates are one of the total whose requests are reads with
+    // that probability, as MQSim draws them.
+    let read = p.uint("Read_Percentage", None, 100)?.v;
+    let rates = match read {
+        0 | 100 => rate.to_string(),
+        r => {
+            let reads = (rate as f64 * r as f64 / 100.0).round() as u64;
+            format!("{},{}", reads.max(1), (rate - reads).max(1))
+        }
+    };
+    let _ = writeln!(j, "rate_iops={rates}\nrate_process=poisson\niodepth={}", ctx.queue_depth.min(65_536));
     Ok(())
 }
 

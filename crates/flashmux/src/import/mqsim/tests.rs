@@ -212,6 +212,11 @@ fn a_device_and_two_flows_load_with_their_values() {
         assert!(opts(1).contains(&o.to_string()), "{o}: {:?}", opts(1));
     }
     assert_eq!(s.precondition.state, crate::device::precondition::PreconditionState::Clean);
+    // fio limits reads and writes each to its own rate: a mix's rate is split by its read share.
+    let mixed = wl.replacen("<Read_Percentage>0<", "<Read_Percentage>25<", 1);
+    let toml = imported(SSD, &mixed).scenarios.remove(0).toml;
+    assert!(toml.contains("rate_iops=250,750\n"), "{toml}");
+    load(&toml);
 }
 
 #[test]
