@@ -223,7 +223,9 @@ fn stop(t: &mut Toml, s: &str, flow: &Flow, j: &mut String) -> Result<(), Import
     if total.v == 0 {
         return Err(total.loc.err("0 with Stop_Time 0: the flow would never stop or never start (MQSim issues nothing): give a Stop_Time or a request count"));
     }
-    let _ = writeln!(j, "number_ios={}", total.v);
+    // Without time_based, fio also stops after io_size (default: size) bytes; MQSim counts
+    // requests only.
+    let _ = writeln!(j, "io_size=1p\nnumber_ios={}", total.v);
     Ok(())
 }
 

@@ -207,6 +207,7 @@ fn a_device_and_two_flows_load_with_their_values() {
         "random_distribution=zoned:80/20:20/80",
         "rate_iops=1000",
         "rate_process=poisson",
+        "io_size=1p",
         "number_ios=5000",
     ] {
         assert!(opts(1).contains(&o.to_string()), "{o}: {:?}", opts(1));
