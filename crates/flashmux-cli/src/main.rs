@@ -1,6 +1,7 @@
 //! `flashmux`: run multi-tenant SSD scenarios and fio job files on the simulator.
 
 mod bench;
+mod import;
 mod output;
 mod personalities;
 mod profile;
@@ -63,6 +64,8 @@ enum Command {
     /// nbdfuse) do real I/O against the modelled drive, with its timing. One export per tenant
     /// without a workload; stop with Ctrl-C or SIGTERM for the results.
     Serve(serve::ServeArgs),
+    /// Import another simulator's configuration as flashmux scenarios (MQSim's XML files).
+    Import(import::ImportArgs),
     /// Draw whole configurations from seeds and run each with invariant checks (a swarm test);
     /// failures are saved with the commands that reproduce them.
     Swarm(swarm::SwarmArgs),
@@ -159,6 +162,7 @@ fn main() -> ExitCode {
         Command::Trace(args) => trace::run_trace(args),
         Command::Serve(args) => serve::run(args),
         Command::Swarm(args) => swarm::run(args),
+        Command::Import(args) => import::run(args),
     };
     match result {
         Ok(code) => code,
@@ -169,6 +173,7 @@ fn main() -> ExitCode {
                     || c.is::<SimError>()
                     || c.is::<BadArg>()
                     || c.is::<flashmux::experiment::ExperimentError>()
+                    || c.is::<flashmux::import::ImportError>()
                     || matches!(
                         c.downcast_ref::<flashmux::serve::server::ServeError>(),
                         Some(flashmux::serve::server::ServeError::Sim(_) | flashmux::serve::server::ServeError::BadInput(_))

@@ -14,6 +14,7 @@ pub mod flash;
 pub mod fsutil;
 pub mod ftl;
 pub mod host;
+pub mod import;
 pub mod metrics;
 pub mod names;
 pub mod report;
