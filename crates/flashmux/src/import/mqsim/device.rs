@@ -341,6 +341,8 @@ impl Device {
         self.emit_channel(t)?;
         t.note(s, "MQSim's transaction scheduler sends one command per chip at a time (dies not interleaved)");
         t.set(s, "interleave_dies", false);
+        t.note(s, "MQSim joins programs into one multi-plane command only at the same page index of their blocks");
+        t.set(s, "multiplane", quoted("same-page"));
         Ok(())
     }
 

@@ -170,6 +170,7 @@ fn a_device_and_two_flows_load_with_their_values() {
     // 1 byte per trunc(1000 / 333) = 3 ns.
     assert_eq!(c.timing.channel_bytes_per_sec, 333_333_333);
     assert!(!c.interleave_dies);
+    assert_eq!(c.multiplane, crate::flash::Multiplane::SamePage);
     // 4 lanes x 1 GB/s x 128 / 156.
     assert_eq!(c.host_link_bytes_per_sec, 3_282_051_282);
     // MQSim: GC below max(trunc(0.05 x 256), 10) = 12 free blocks; flashmux at or below 11.
