@@ -12,7 +12,9 @@
 //!   in flight (iodepth × write fraction × mean write size), which is how a saturated drive that
 //!   gives every tenant the same latency divides its write bandwidth (Little's law). The smallest
 //!   share writes [`TURN_UNITS`] units a turn. A tenant whose workload never writes (a reader)
-//!   keeps its region as the fill left it — data that is only read was written once.
+//!   keeps its region as the fill left it — data that is only read was written once. Only data
+//!   the fill wrote is overwritten: a write's units that the fill left empty are skipped, so the
+//!   drive holds `fill` of each region afterwards, whatever the workloads address.
 //!
 //! **Steady state** (both aging states): after at least one full overwrite of the filled data
 //! since GC started, the mean write amplification of the last window of rounds is within 2% of
@@ -40,7 +42,7 @@
 //! (Tavakkol et al., FAST '18, §4).
 
 use crate::engine::SimRng;
-use crate::ftl::{Ftl, NO_OWNER};
+use crate::ftl::{Ftl, Loc, NO_OWNER};
 use crate::units::Lpn;
 use rand::Rng;
 use serde::Serialize;
@@ -136,6 +138,9 @@ const BATCH: u64 = 64;
 pub const TURN_UNITS: u64 = 64;
 /// The most units a turn may have, however uneven the shares.
 const MAX_TURN_UNITS: u64 = 1 << 20;
+/// `workload` aging: requests in a row a writer may issue without finding filled data to
+/// overwrite before it is left out (its workload only addresses what the fill left empty).
+const MAX_BARREN: u32 = 1 << 16;
 /// Units written by the sequential fill between two looks at the stop flag.
 const FILL_POLL: u32 = 1 << 16;
 
@@ -330,6 +335,8 @@ struct Turns<'w, 'a> {
     first: Vec<Option<(u32, u32)>>,
     /// Units per turn, by writer.
     quota: Vec<u64>,
+    /// Requests in a row that found no data to overwrite, by writer.
+    barren: Vec<u32>,
     /// Whose turn it is, and how many units of it are left.
     turn: usize,
     left: u64,
@@ -352,7 +359,8 @@ impl<'w, 'a> Turns<'w, 'a> {
             .map(|w| (TURN_UNITS as u128 * w.share.max(1) as u128 / least as u128).min(MAX_TURN_UNITS as u128) as u64)
             .collect();
         let left = quota.first().copied().unwrap_or(TURN_UNITS);
-        Turns { writers, first, quota, turn: 0, left, lpns: Vec::with_capacity(2 * BATCH as usize) }
+        let barren = vec![0; writers.len()];
+        Turns { writers, first, quota, barren, turn: 0, left, lpns: Vec::with_capacity(2 * BATCH as usize) }
     }
 
     /// Writes whole requests of the current turns until about `n` units are written; 0 once no
@@ -368,19 +376,34 @@ impl<'w, 'a> Turns<'w, 'a> {
                 self.writers.remove(t);
                 self.first.remove(t);
                 self.quota.remove(t);
+                self.barren.remove(t);
                 self.turn = if self.writers.is_empty() { 0 } else { t % self.writers.len() };
                 self.left = self.quota.get(self.turn).copied().unwrap_or(TURN_UNITS);
                 continue;
             };
             assert!(count > 0 && start.checked_add(count).is_some(), "an aging write of units {start}+{count}");
+            // Only data the fill wrote is overwritten, so the drive stays as full as `fill` says
+            // (a workload that also addresses the unfilled part would otherwise fill it).
             self.lpns.clear();
-            self.lpns.extend(start..start + count);
+            self.lpns.extend((start..start + count).filter(|&l| ftl.lookup(Lpn(l)) != Loc::Unmapped));
             ftl.warm_for_writes(&self.lpns);
             for &l in &self.lpns {
                 ftl.write_untimed(Lpn(l), w.owner);
             }
-            written += count as u64;
-            self.left = self.left.saturating_sub(count as u64);
+            let done = self.lpns.len() as u64;
+            self.barren[t] = if done == 0 { self.barren[t] + 1 } else { 0 };
+            if self.barren[t] >= MAX_BARREN {
+                // Its writes all go where no data is: it cannot age anything.
+                self.writers.remove(t);
+                self.first.remove(t);
+                self.quota.remove(t);
+                self.barren.remove(t);
+                self.turn = if self.writers.is_empty() { 0 } else { t % self.writers.len() };
+                self.left = self.quota.get(self.turn).copied().unwrap_or(TURN_UNITS);
+                continue;
+            }
+            written += done;
+            self.left = self.left.saturating_sub(done);
             if self.left == 0 {
                 self.turn = (self.turn + 1) % self.writers.len();
                 self.left = self.quota[self.turn];
@@ -636,6 +659,26 @@ mod tests {
         let (a, b) = (counts[0].get() as f64, counts[1].get() as f64);
         assert!((a / b - 3.0).abs() < 0.05, "{a} vs {b}: {r:?}");
         assert!(r.reached_steady_state);
+    }
+
+    #[test]
+    fn workload_aging_keeps_the_drive_as_full_as_the_fill_left_it() {
+        // A random writer over its whole half at fill 50%: it overwrites only what the fill
+        // wrote, so half of each region still holds data afterwards.
+        let mut f = ftl_with_op(0.25);
+        let n = f.logical_units() as u32;
+        let segs = owner_segments(n, &[(0, n / 2, 0), (n / 2, n - n / 2, 1)]);
+        let spec = PreconditionSpec { state: PreconditionState::Workload, fill: 0.5 };
+        let r = precondition(&mut f, &spec, &segs, &mut seq_and_rand(n, 3), &mut rng_for(1, "p"), &|| false);
+        let mapped = |range: std::ops::Range<u32>| range.filter(|&l| f.lookup(Lpn(l)) != Loc::Unmapped).count() as u32;
+        assert_eq!((mapped(0..n / 2), mapped(n / 2..n)), (n / 4, (n - n / 2 + 1) / 2), "{r:?}");
+        assert!(r.overwrite_units > 0 && r.gc_runs > 0);
+        // A writer that only addresses what the fill left empty is left out, and aging ends.
+        let mut g = ftl_with_op(0.25);
+        let mut empty = vec![TenantWrites { owner: 0, share: 1, next: Box::new(move || Some((n / 2 - 1, 1))) }];
+        let segs = owner_segments(n, &[(0, n / 2, 0)]);
+        let r = precondition(&mut g, &spec, &segs, &mut empty, &mut rng_for(1, "p"), &|| false);
+        assert_eq!((r.writers, r.overwrite_units, r.reached_steady_state), (Some(1), 0, false));
     }
 
     #[test]
