@@ -558,6 +558,14 @@ mod tests {
         f.check_invariants();
     }
 
+    /// The test drive at `op` spare, halves owned by tenants 0 and 1: (FTL, logical units, segments).
+    fn halves(op: f64) -> (Ftl, u32, Vec<Segment>) {
+        let f = ftl_with_op(op);
+        let n = f.logical_units() as u32;
+        let segs = owner_segments(n, &[(0, n / 2, 0), (n / 2, n - n / 2, 1)]);
+        (f, n, segs)
+    }
+
     /// Writers for a two-tenant drive: tenant 0 writes its half sequentially in 8-unit
     /// requests, over and over; tenant 1 writes its half uniformly at random, one unit at a time.
     fn seq_and_rand(n: u32, seed: u64) -> Vec<TenantWrites<'static>> {
@@ -598,9 +606,7 @@ mod tests {
     fn workload_aging_reaches_steady_state_with_each_tenant_causing_its_own_gc() {
         // 25% spare, as enterprise drives have (at 10% GC must take blocks before the sequential
         // writer's next pass has emptied them, and moves its data more: a third of the moves).
-        let mut f = ftl_with_op(0.25);
-        let n = f.logical_units() as u32;
-        let segs = owner_segments(n, &[(0, n / 2, 0), (n / 2, n - n / 2, 1)]);
+        let (mut f, n, segs) = halves(0.25);
         let spec = PreconditionSpec { state: PreconditionState::Workload, fill: 1.0 };
         let r = precondition(&mut f, &spec, &segs, &mut seq_and_rand(n, 3), &mut rng_for(1, "p"), &|| false);
         assert!(r.reached_steady_state && r.gc_runs > 0, "{r:?}");
@@ -636,9 +642,7 @@ mod tests {
     fn workload_aging_divides_the_writes_by_share() {
         // Two random writers, shares 3:1: over the aging, three units of the first for each of
         // the second's (to within a turn).
-        let mut f = ftl_with_op(0.25);
-        let n = f.logical_units() as u32;
-        let segs = owner_segments(n, &[(0, n / 2, 0), (n / 2, n - n / 2, 1)]);
+        let (mut f, n, segs) = halves(0.25);
         let counts = [std::rc::Rc::new(std::cell::Cell::new(0u64)), std::rc::Rc::new(std::cell::Cell::new(0u64))];
         let mut writers: Vec<TenantWrites> = (0..2u16)
             .map(|i| {
@@ -665,9 +669,7 @@ mod tests {
     fn workload_aging_keeps_the_drive_as_full_as_the_fill_left_it() {
         // A random writer over its whole half at fill 50%: it overwrites only what the fill
         // wrote, so half of each region still holds data afterwards.
-        let mut f = ftl_with_op(0.25);
-        let n = f.logical_units() as u32;
-        let segs = owner_segments(n, &[(0, n / 2, 0), (n / 2, n - n / 2, 1)]);
+        let (mut f, n, segs) = halves(0.25);
         let spec = PreconditionSpec { state: PreconditionState::Workload, fill: 0.5 };
         let r = precondition(&mut f, &spec, &segs, &mut seq_and_rand(n, 3), &mut rng_for(1, "p"), &|| false);
         let mapped = |range: std::ops::Range<u32>| range.filter(|&l| f.lookup(Lpn(l)) != Loc::Unmapped).count() as u32;
@@ -684,9 +686,7 @@ mod tests {
     #[test]
     fn uniform_aging_charges_a_sequential_writer_as_much_gc_as_a_random_one() {
         // The contrast the workload state exists for (same drive and regions as above).
-        let mut f = ftl();
-        let n = f.logical_units() as u32;
-        let segs = owner_segments(n, &[(0, n / 2, 0), (n / 2, n - n / 2, 1)]);
+        let (mut f, n, segs) = halves(0.1);
         let spec = PreconditionSpec { state: PreconditionState::Aged, fill: 1.0 };
         precondition(&mut f, &spec, &segs, &mut [], &mut rng_for(1, "p"), &|| false);
         let (seq, rand) = (f.tenant_gc(TenantId(0)).units_moved as f64, f.tenant_gc(TenantId(1)).units_moved as f64);
@@ -696,9 +696,7 @@ mod tests {
 
     #[test]
     fn workload_aging_leaves_readers_regions_as_filled() {
-        let mut f = ftl();
-        let n = f.logical_units() as u32;
-        let segs = owner_segments(n, &[(0, n / 2, 0), (n / 2, n - n / 2, 1)]);
+        let (mut f, n, segs) = halves(0.1);
         let spec = PreconditionSpec { state: PreconditionState::Workload, fill: 1.0 };
         let mut writers = seq_and_rand(n, 3);
         writers[1].next = Box::new(|| None);
