@@ -363,6 +363,16 @@ impl<'w, 'a> Turns<'w, 'a> {
         Turns { writers, first, quota, barren, turn: 0, left, lpns: Vec::with_capacity(2 * BATCH as usize) }
     }
 
+    /// Writer `t` leaves the rotation; the next one's turn begins.
+    fn retire(&mut self, t: usize) {
+        self.writers.remove(t);
+        self.first.remove(t);
+        self.quota.remove(t);
+        self.barren.remove(t);
+        self.turn = if self.writers.is_empty() { 0 } else { t % self.writers.len() };
+        self.left = self.quota.get(self.turn).copied().unwrap_or(TURN_UNITS);
+    }
+
     /// Writes whole requests of the current turns until about `n` units are written; 0 once no
     /// tenant has anything left to write.
     fn write(&mut self, ftl: &mut Ftl, n: u64) -> u64 {
@@ -373,12 +383,7 @@ impl<'w, 'a> Turns<'w, 'a> {
             let Some((start, count)) = self.first[t].take().or_else(|| (w.next)()) else {
                 // A writer whose stream ends (it should not: the streams start over) leaves the
                 // rotation.
-                self.writers.remove(t);
-                self.first.remove(t);
-                self.quota.remove(t);
-                self.barren.remove(t);
-                self.turn = if self.writers.is_empty() { 0 } else { t % self.writers.len() };
-                self.left = self.quota.get(self.turn).copied().unwrap_or(TURN_UNITS);
+                self.retire(t);
                 continue;
             };
             assert!(count > 0 && start.checked_add(count).is_some(), "an aging write of units {start}+{count}");
@@ -394,12 +399,7 @@ impl<'w, 'a> Turns<'w, 'a> {
             self.barren[t] = if done == 0 { self.barren[t] + 1 } else { 0 };
             if self.barren[t] >= MAX_BARREN {
                 // Its writes all go where no data is: it cannot age anything.
-                self.writers.remove(t);
-                self.first.remove(t);
-                self.quota.remove(t);
-                self.barren.remove(t);
-                self.turn = if self.writers.is_empty() { 0 } else { t % self.writers.len() };
-                self.left = self.quota.get(self.turn).copied().unwrap_or(TURN_UNITS);
+                self.retire(t);
                 continue;
             }
             written += done;
