@@ -118,6 +118,7 @@ fn scenario(d: &Device, sc: &IoScenario, name: &str, from: &str, dir: &Path) -> 
     let summary = FlowSummary { count: sc.flows.len(), caching: sc.flows.iter().map(|f| &f.caching).collect() };
     d.emit(&mut t, &summary)?;
     precondition(&mut t, d, &sc.flows);
+    unwritten_reads(&mut t, d, &sc.flows)?;
     let ctx = FlowCtx { wrr: d.tsu.v == "PRIORITY_OUT_OF_ORDER", queue_depth: d.queue_depth.v, dir: dir.to_path_buf() };
     let capacity = d.geometry.flashmux_capacity();
     for (i, (f, (start, count))) in sc.flows.iter().zip(workload::ranges(&d.geometry, sc.flows.len())).enumerate() {
@@ -138,6 +139,28 @@ fn scenario(d: &Device, sc: &IoScenario, name: &str, from: &str, dir: &Path) -> 
         workload::emit_flow(&mut t, i, f, (offset, bytes), &ctx)?;
     }
     Ok(t)
+}
+
+/// A flow that reads where its range may hold no data: MQSim gives a never-written address a
+/// page on the fly and reads flash (`ssd/Address_Mapping_Unit_Page_Level.cpp`,
+/// `online_create_entry_for_reads`); flashmux, as a drive does, answers zeros without touching
+/// flash, so those reads are faster than MQSim's.
+fn unwritten_reads(t: &mut Toml, d: &Device, flows: &[Flow]) -> Result<(), ImportError> {
+    for f in flows {
+        let full = d.preconditioning.v && f.occupancy.v == 100;
+        let reads = f.trace || f.p.uint("Read_Percentage", None, 100)?.v > 0;
+        if reads && !full {
+            let held = if d.preconditioning.v { format!("{}%", f.occupancy.v) } else { "none (no preconditioning)".into() };
+            let why = format!(
+                "MQSim reads flash even for an address never written (it maps it on the fly); flashmux returns zeros \
+                 without touching flash, so reads of the part of the range that holds no data (held: {held}) are faster \
+                 than MQSim's; to compare with MQSim, fill the drive ([precondition] fill = 1.0, with state = \"sequential-fill\" \
+                 where it is clean)"
+            );
+            t.approx_note("precondition", &f.occupancy.loc, &why);
+        }
+    }
+    Ok(())
 }
 
 /// `[precondition]`: MQSim fills each flow's range to its `Initial_Occupancy_Percentage` with

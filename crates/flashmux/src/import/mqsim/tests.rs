@@ -225,7 +225,8 @@ fn a_device_and_two_flows_load_with_their_values() {
 fn every_flow_and_device_parameter_leaves_no_warning_when_mapped_exactly() {
     let imp = imported(SSD, &workload());
     // The CMT's granularity, the DRAM time, WRR and the last range's rounding are always
-    // approximations; nothing else in this file is.
+    // approximations, and so are reads on a drive not filled (the first flow reads, with no
+    // preconditioning); nothing else in this file is.
     let elements: Vec<&str> = imp.warnings.iter().map(|w| w.split(": ").nth(1).unwrap_or("")).collect();
     assert_eq!(
         elements,
@@ -233,6 +234,7 @@ fn every_flow_and_device_parameter_leaves_no_warning_when_mapped_exactly() {
             "CMT_Capacity",
             "Data_Cache_DRAM_Data_Rate",
             "Transaction_Scheduling_Policy",
+            "Initial_Occupancy_Percentage",
             "IO_Flow_Parameter_Set_Synthetic"
         ],
         "{:#?}",
@@ -541,4 +543,18 @@ fn a_trace_flow_replays_its_file_from_the_workload_s_directory() {
     let e = import_text("ssd.xml", SSD, Some(("wl.xml", &missing, &dir))).expect_err("refused").to_string();
     assert!(e.starts_with("wl.xml:11: File_Path: cannot read the trace 'traces/none.trace'"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn reads_on_a_drive_not_filled_are_said_to_be_faster_than_mqsims() {
+    // With preconditioning on and every flow at 100% occupancy, reads touch flash in both.
+    let full = ssd_with("<Enabled_Preconditioning>false", "<Enabled_Preconditioning>true");
+    let at = |wl: &str| {
+        imported(&full, wl).warnings.iter().filter(|w| w.contains("never written")).count()
+    };
+    let wl = workload();
+    let reads = at(&wl);
+    assert!(reads >= 1, "the workload's reading flows are below 100%");
+    let filled = wl.replace("<Initial_Occupancy_Percentage>50<", "<Initial_Occupancy_Percentage>100<");
+    assert_eq!(at(&filled), 0, "every flow at 100%");
 }
