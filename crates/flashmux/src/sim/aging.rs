@@ -4,8 +4,8 @@
 //! - **fio jobs**: a fresh instance of every job clone of the tenant, seeded apart from the
 //!   measured run's (label `precondition/job/<tenant>/<job>/<clone>`), so aging does not replay
 //!   the very addresses the run will issue. The clones take turns, one write each; reads and
-//!   trims are skipped; a clone that reaches its end starts over (the same stream again, as a
-//!   job with `loops` would). A clone that never writes (`rw=read`, `rwmixread=100`) is left out.
+//!   trims are skipped; a clone that reaches its end starts over (its generator rebuilt: the
+//!   same stream again, as a job with `loops` would). A clone that never writes (`rw=read`, `rwmixread=100`) is left out.
 //! - **traces**: the trace's writes in order, from the start again at its end.
 //! - **NBD exports** (`serve`): their clients' pattern is not known ahead, so uniform random
 //!   4 KiB writes over the region, as `aged` does.
@@ -24,7 +24,7 @@ use crate::config::{Scenario, TenantSpec, TraceTiming, Workload};
 use crate::device::precondition::{ByteWrites, TenantWriter};
 use crate::device::IoOp;
 use crate::engine::{derive_seed, rng_for};
-use crate::workload::fio::{Dir, JobGen};
+use crate::workload::fio::{Dir, FioJob, JobGen};
 use rand::Rng;
 
 /// Writes an export's aging draws.
@@ -42,19 +42,23 @@ fn writer(t: &TenantSpec, sector: u64, seed: u64) -> TenantWriter<'static> {
     match &t.workload {
         Workload::Fio(jobs) => {
             let mut share = 0u64;
-            let mut gens: Vec<(JobGen, JobGen)> = Vec::new();
+            let mut gens: Vec<(CloneWrites, JobGen)> = Vec::new();
             for job in jobs {
                 for clone in 0..job.numjobs {
                     let label = format!("precondition/job/{}/{}/{}", t.name, job.name, clone);
-                    // The run's own construction of this clone succeeded, so this one does too.
-                    let Ok(g) = JobGen::new(job, clone, t.region.0, t.region.1, sector, derive_seed(seed, &label))
-                    else {
-                        continue;
+                    let w = CloneWrites {
+                        job: job.clone(),
+                        clone,
+                        region: t.region,
+                        sector,
+                        seed: derive_seed(seed, &label),
                     };
+                    // The run's own construction of this clone succeeded, so this one does too.
+                    let Some(g) = w.start() else { continue };
                     if g.writes() {
                         let (ios, bytes) = written_per_io(g.clone().map(|io| (io.dir == Dir::Write, io.len)));
                         share = share.saturating_add(u64::from(job.iodepth) * bytes / ios.max(1));
-                        gens.push((g.clone(), g));
+                        gens.push((w, g));
                     }
                 }
             }
@@ -84,7 +88,8 @@ fn writer(t: &TenantSpec, sector: u64, seed: u64) -> TenantWriter<'static> {
             };
             let mut src = TraceSource::new(&t, &spec, sector).ok();
             let share = TraceSource::new(&t, &spec, sector).ok().map_or(0, |mut s| {
-                let (ios, bytes) = written_per_io(std::iter::from_fn(move || s.next_io()).map(|io| (io.op == IoOp::Write, io.len)));
+                let (ios, bytes) =
+                    written_per_io(std::iter::from_fn(move || s.next_io()).map(|io| (io.op == IoOp::Write, io.len)));
                 depth * bytes / ios.max(1)
             });
             let writes: ByteWrites = Box::new(move || {
@@ -111,8 +116,9 @@ fn writer(t: &TenantSpec, sector: u64, seed: u64) -> TenantWriter<'static> {
             let (start, len) = t.region;
             let blocks = len / EXPORT_WRITE;
             let mut rng = rng_for(seed, &format!("precondition/export/{}", t.name));
-            let writes: ByteWrites =
-                Box::new(move || (blocks > 0).then(|| (start + rng.random_range(0..blocks) * EXPORT_WRITE, EXPORT_WRITE)));
+            let writes: ByteWrites = Box::new(move || {
+                (blocks > 0).then(|| (start + rng.random_range(0..blocks) * EXPORT_WRITE, EXPORT_WRITE))
+            });
             TenantWriter { share: EXPORT_WRITE, writes }
         }
     }
@@ -124,9 +130,26 @@ fn written_per_io(ios: impl Iterator<Item = (bool, u64)>) -> (u64, u64) {
     ios.take(SHARE_SAMPLE as usize).fold((0, 0), |(n, b), (write, len)| (n + 1, b + if write { len } else { 0 }))
 }
 
-/// The clone's next write; at the end of its stream it starts over. `None` if a whole stream
-/// has no write.
-fn next_fio_write((template, gen): &mut (JobGen, JobGen)) -> Option<(u64, u64)> {
+/// What rebuilds a job clone's aging stream from its start (rather than a copy of its
+/// generator kept for the purpose: a random map is a bit per block of the region).
+struct CloneWrites {
+    job: FioJob,
+    clone: u32,
+    region: (u64, u64),
+    sector: u64,
+    seed: u64,
+}
+
+impl CloneWrites {
+    /// The stream from its start; `None` if the job does not build.
+    fn start(&self) -> Option<JobGen> {
+        JobGen::new(&self.job, self.clone, self.region.0, self.region.1, self.sector, self.seed).ok()
+    }
+}
+
+/// The clone's next write; at the end of its stream it starts over (the same stream again).
+/// `None` if a whole stream has no write.
+fn next_fio_write((w, gen): &mut (CloneWrites, JobGen)) -> Option<(u64, u64)> {
     let mut restarted = false;
     loop {
         match gen.next() {
@@ -135,7 +158,7 @@ fn next_fio_write((template, gen): &mut (JobGen, JobGen)) -> Option<(u64, u64)> 
             None if restarted => return None,
             None => {
                 restarted = true;
-                *gen = template.clone();
+                *gen = w.start()?;
             }
         }
     }
