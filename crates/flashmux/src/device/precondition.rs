@@ -185,8 +185,8 @@ pub fn precondition(
         } else {
             // A first write from each tenant says whether its workload writes at all.
             let mut turns = Turns::new(writers);
-            report.writers = Some(turns.writers.len() as u32);
-            if !turns.writers.is_empty() {
+            report.writers = Some(turns.seats.len() as u32);
+            if !turns.seats.is_empty() {
                 aging.run(ftl, &mut report, stop, |ftl, n| turns.write(ftl, n));
             }
         }
@@ -330,57 +330,56 @@ impl<'a> Uniform<'a> {
 
 /// `workload`: the writing tenants take turns, of units in proportion to their shares.
 struct Turns<'w, 'a> {
-    writers: Vec<&'w mut TenantWrites<'a>>,
-    /// A write drawn to learn whether its tenant writes, not yet written.
-    first: Vec<Option<(u32, u32)>>,
-    /// Units per turn, by writer.
-    quota: Vec<u64>,
-    /// Requests in a row that found no data to overwrite, by writer.
-    barren: Vec<u32>,
+    seats: Vec<Seat<'w, 'a>>,
     /// Whose turn it is, and how many units of it are left.
     turn: usize,
     left: u64,
     lpns: Vec<u32>,
 }
 
+/// A writing tenant in the rotation.
+struct Seat<'w, 'a> {
+    writer: &'w mut TenantWrites<'a>,
+    /// A write drawn to learn whether the tenant writes, not yet written.
+    first: Option<(u32, u32)>,
+    /// Units per turn.
+    quota: u64,
+    /// Requests in a row that found no data to overwrite.
+    barren: u32,
+}
+
 impl<'w, 'a> Turns<'w, 'a> {
     fn new(all: &'w mut [TenantWrites<'a>]) -> Turns<'w, 'a> {
-        let mut writers = Vec::new();
-        let mut first = Vec::new();
-        for w in all.iter_mut() {
-            if let Some(f) = (w.next)() {
-                first.push(Some(f));
-                writers.push(w);
+        let mut seats: Vec<Seat> = Vec::new();
+        for writer in all.iter_mut() {
+            if let Some(f) = (writer.next)() {
+                seats.push(Seat { writer, first: Some(f), quota: 0, barren: 0 });
             }
         }
-        let least = writers.iter().map(|w| w.share.max(1)).min().unwrap_or(1);
-        let quota: Vec<u64> = writers
-            .iter()
-            .map(|w| (TURN_UNITS as u128 * w.share.max(1) as u128 / least as u128).min(MAX_TURN_UNITS as u128) as u64)
-            .collect();
-        let left = quota.first().copied().unwrap_or(TURN_UNITS);
-        let barren = vec![0; writers.len()];
-        Turns { writers, first, quota, barren, turn: 0, left, lpns: Vec::with_capacity(2 * BATCH as usize) }
+        let least = seats.iter().map(|s| s.writer.share.max(1)).min().unwrap_or(1);
+        for s in &mut seats {
+            let quota = TURN_UNITS as u128 * s.writer.share.max(1) as u128 / least as u128;
+            s.quota = quota.min(MAX_TURN_UNITS as u128) as u64;
+        }
+        let left = seats.first().map_or(TURN_UNITS, |s| s.quota);
+        Turns { seats, turn: 0, left, lpns: Vec::with_capacity(2 * BATCH as usize) }
     }
 
-    /// Writer `t` leaves the rotation; the next one's turn begins.
+    /// Seat `t` leaves the rotation; the next one's turn begins.
     fn retire(&mut self, t: usize) {
-        self.writers.remove(t);
-        self.first.remove(t);
-        self.quota.remove(t);
-        self.barren.remove(t);
-        self.turn = if self.writers.is_empty() { 0 } else { t % self.writers.len() };
-        self.left = self.quota.get(self.turn).copied().unwrap_or(TURN_UNITS);
+        self.seats.remove(t);
+        self.turn = if self.seats.is_empty() { 0 } else { t % self.seats.len() };
+        self.left = self.seats.get(self.turn).map_or(TURN_UNITS, |s| s.quota);
     }
 
     /// Writes whole requests of the current turns until about `n` units are written; 0 once no
     /// tenant has anything left to write.
     fn write(&mut self, ftl: &mut Ftl, n: u64) -> u64 {
         let mut written = 0u64;
-        while written < n && !self.writers.is_empty() {
+        while written < n && !self.seats.is_empty() {
             let t = self.turn;
-            let w = &mut self.writers[t];
-            let Some((start, count)) = self.first[t].take().or_else(|| (w.next)()) else {
+            let seat = &mut self.seats[t];
+            let Some((start, count)) = seat.first.take().or_else(|| (seat.writer.next)()) else {
                 // A writer whose stream ends (it should not: the streams start over) leaves the
                 // rotation.
                 self.retire(t);
@@ -393,11 +392,11 @@ impl<'w, 'a> Turns<'w, 'a> {
             self.lpns.extend((start..start + count).filter(|&l| ftl.lookup(Lpn(l)) != Loc::Unmapped));
             ftl.warm_for_writes(&self.lpns);
             for &l in &self.lpns {
-                ftl.write_untimed(Lpn(l), w.owner);
+                ftl.write_untimed(Lpn(l), seat.writer.owner);
             }
             let done = self.lpns.len() as u64;
-            self.barren[t] = if done == 0 { self.barren[t] + 1 } else { 0 };
-            if self.barren[t] >= MAX_BARREN {
+            seat.barren = if done == 0 { seat.barren + 1 } else { 0 };
+            if seat.barren >= MAX_BARREN {
                 // Its writes all go where no data is: it cannot age anything.
                 self.retire(t);
                 continue;
@@ -405,8 +404,8 @@ impl<'w, 'a> Turns<'w, 'a> {
             written += done;
             self.left = self.left.saturating_sub(done);
             if self.left == 0 {
-                self.turn = (self.turn + 1) % self.writers.len();
-                self.left = self.quota[self.turn];
+                self.turn = (self.turn + 1) % self.seats.len();
+                self.left = self.seats[self.turn].quota;
             }
         }
         written
