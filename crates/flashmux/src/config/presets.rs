@@ -1,6 +1,6 @@
 //! Built-in device presets. Every number and its source is listed in `docs/MODEL.md`.
 
-use crate::device::{Arbitration, FlushPolicy, NullConfig, NvmeConfig, SsdConfig};
+use crate::device::{Arbitration, EccRates, FlushPolicy, NullConfig, NvmeConfig, SsdConfig};
 use crate::flash::{Geometry, Multiplane, Timing};
 use crate::ftl::{MappingConfig, VictimPolicy};
 use crate::units::Nanos;
@@ -72,6 +72,7 @@ fn paper_c() -> Preset {
             open_channel: false,
             interleave_dies: true,
             gc_rga_candidates: None,
+            ecc: EccRates::UNLIMITED,
             gc_copyback: true,
             multiplane: Multiplane::Any,
             seed: crate::config::DEFAULT_SEED,
@@ -124,6 +125,7 @@ fn x25e() -> Preset {
             open_channel: false,
             interleave_dies: true,
             gc_rga_candidates: None,
+            ecc: EccRates::UNLIMITED,
             gc_copyback: true,
             multiplane: Multiplane::Any,
             seed: crate::config::DEFAULT_SEED,
@@ -177,6 +179,7 @@ fn mlc_840pro() -> Preset {
             open_channel: false,
             interleave_dies: true,
             gc_rga_candidates: None,
+            ecc: EccRates::UNLIMITED,
             gc_copyback: true,
             multiplane: Multiplane::Any,
             seed: crate::config::DEFAULT_SEED,
@@ -232,6 +235,7 @@ fn tlc_nvme() -> Preset {
             open_channel: false,
             interleave_dies: true,
             gc_rga_candidates: None,
+            ecc: EccRates::UNLIMITED,
             gc_copyback: true,
             multiplane: Multiplane::Any,
             seed: crate::config::DEFAULT_SEED,
@@ -287,6 +291,7 @@ fn cosmos() -> Preset {
             open_channel: true,
             interleave_dies: true,
             gc_rga_candidates: None,
+            ecc: EccRates::UNLIMITED,
             gc_copyback: true,
             multiplane: Multiplane::Any,
             seed: crate::config::DEFAULT_SEED,

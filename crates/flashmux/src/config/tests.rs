@@ -1,5 +1,6 @@
 use super::*;
 use crate::device::precondition::PreconditionState;
+use crate::device::EccRates;
 use std::path::Path;
 use crate::host::SchedulerKind;
 
@@ -620,7 +621,28 @@ fn gc_copy_back_can_be_turned_off_for_flash_drives_only() {
     assert_eq!(err(&with("null", "gc_copyback = false")), "test.toml:3: device.ftl: preset 'null' has no flash; remove this section");
     assert_eq!(err(&with("tlc-nvme", "gc_copyback = 0")), "test.toml:4: device.ftl.gc_copyback: invalid type: integer `0`, expected a boolean");
     // The default hashes as before the setting existed.
-    assert_eq!(load(&with("tlc-nvme", "gc_copyback = true")).unwrap().config_hash(), load(&with("tlc-nvme", "")).unwrap().config_hash());
+    assert_eq!(load(&with("840pro", "gc_copyback = true")).unwrap().config_hash(), load(&with("840pro", "")).unwrap().config_hash());
+}
+
+#[test]
+fn the_controller_ecc_engines_have_rates_on_flash_drives_only() {
+    let with = |preset: &str, timing: &str| {
+        format!("[device]\npreset = \"{preset}\"\n[device.timing]\n{timing}\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\"\n")
+    };
+    let DeviceKind::Ssd(c) = load(&with("840pro", "encode_rate = \"3.5GB/s\"\ndecode_rate = \"7GB/s\"")).unwrap().device.kind else {
+        panic!("a flash drive")
+    };
+    assert_eq!(c.ecc, EccRates { encode_bytes_per_sec: Some(3_500_000_000), decode_bytes_per_sec: Some(7_000_000_000) });
+    let DeviceKind::Ssd(c) = load(&with("840pro", "decode_rate = \"1GB/s\"")).unwrap().device.kind else { panic!() };
+    assert_eq!(c.ecc, EccRates { encode_bytes_per_sec: None, decode_bytes_per_sec: Some(1_000_000_000) });
+    assert_eq!(err(&with("null", "encode_rate = \"1GB/s\"")), "test.toml:3: device.timing: preset 'null' has no flash; remove this section");
+    assert!(err(&with("840pro", "encode_rate = \"0MB/s\"")).starts_with("test.toml:4: device.timing.encode_rate: "), "{}", err(&with("840pro", "encode_rate = \"0MB/s\"")));
+    assert!(err(&with("840pro", "decode_rate = 5")).starts_with("test.toml:4: device.timing.decode_rate: "));
+    // A rate is part of the configuration's hash; unlimited engines are absent from it, so
+    // drives without them hash as before the setting existed.
+    assert_ne!(load(&with("840pro", "decode_rate = \"1GB/s\"")).unwrap().config_hash(), load(&with("840pro", "")).unwrap().config_hash());
+    let DeviceKind::Ssd(c) = load(&with("840pro", "")).unwrap().device.kind else { panic!() };
+    assert!(serde_json::to_value(&c).unwrap().get("ecc").is_none());
 }
 
 #[test]

@@ -50,6 +50,7 @@ pub(crate) fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) ->
         open_channel: false,
         interleave_dies: true,
         gc_rga_candidates: None,
+        ecc: crate::device::EccRates::UNLIMITED,
         gc_copyback: true,
         multiplane: crate::flash::Multiplane::Any,
         seed: 1,

@@ -75,6 +75,10 @@ pub(super) struct TimingSection {
     pub(super) interleave_dies: Option<bool>,
     /// Which pages one multi-plane program may take ("any", "same-page" as MQSim).
     pub(super) multiplane: Option<crate::flash::Multiplane>,
+    /// The controller's ECC encoder: bytes per second of page data programmed.
+    pub(super) encode_rate: Option<Rate>,
+    /// The controller's ECC decoder: bytes per second of page data read.
+    pub(super) decode_rate: Option<Rate>,
 }
 
 #[derive(Deserialize, Default)]
@@ -276,6 +280,12 @@ fn resolve_ssd(ctx: &Ctx, d: &DeviceSection, name: &str, mut c: SsdConfig) -> Re
     }
     c.interleave_dies = t.interleave_dies.unwrap_or(c.interleave_dies);
     c.multiplane = t.multiplane.unwrap_or(c.multiplane);
+    if let Some(r) = t.encode_rate {
+        c.ecc.encode_bytes_per_sec = Some(r.0);
+    }
+    if let Some(r) = t.decode_rate {
+        c.ecc.decode_bytes_per_sec = Some(r.0);
+    }
     if let Some(r) = d.interface.link_rate {
         c.host_link_bytes_per_sec = r.0;
     }
@@ -534,7 +544,7 @@ pub(super) fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Res
             || g.planes_per_die.is_some() || g.blocks_per_plane.is_some() || g.pages_per_block.is_some()
             || g.page_size.is_some() || g.unit_size.is_some()),
         ("timing", t.read.is_some() || t.program.is_some() || t.erase.is_some() || t.channel_rate.is_some() || t.command.is_some() || t.interleave_dies.is_some()
-            || t.multiplane.is_some()),
+            || t.multiplane.is_some() || t.encode_rate.is_some() || t.decode_rate.is_some()),
         ("ftl", f.overprovisioning.is_some() || f.mapping.is_some() || f.gc_victim.is_some() || f.gc_threshold_blocks.is_some()
             || f.gc_rga_candidates.is_some() || f.gc_copyback.is_some() || f.entry_size.is_some() || f.cmt.is_some()),
         ("buffer", b.size.is_some() || b.program_queue_depth.is_some() || b.flush.is_some()

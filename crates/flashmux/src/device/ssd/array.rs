@@ -21,32 +21,66 @@
 //!   transfer the GC steps of all the channel's dies that would have started earlier are
 //!   committed, the earliest first.
 //! - the host link: [`FlashArray::link_in`] (write data, host to controller) and
-//!   [`FlashArray::link_out`] (read data, controller to host).
+//!   [`FlashArray::link_out`] (read data, controller to host);
+//! - the controller's ECC engines, when the drive gives them a rate (`ecc`, [`EccRates`]): the
+//!   data of every page the controller programs (host, translation and, without copy-back, GC
+//!   pages) passes the *encoder* before it crosses the channel, and the data of every page it
+//!   reads passes the *decoder* after; each engine is one [`Timeline`] shared by all channels,
+//!   so it caps the drive's program (or read) bandwidth whatever the dies could do. A read's
+//!   die is free once its data has left over the channel, before the decode.
 //!
 //! # Worked example
 //! 16 KiB pages, a 400 MB/s channel, command time 0, tR = 50 µs. A die busy until t = 100 µs
 //! gets a read of a whole page at t = 0: it starts at 100 µs, the page is in the register at
 //! 150 µs and crosses the idle channel in 16384 B / 400 MB/s = 40.96 µs → 40,960 ns; the read ends
 //! at 190.96 µs and the die is busy until then. 4 KiB of it then cross a 4 GB/s link in 1,024 ns.
+//! With a 1 GB/s decoder the 4 KiB read of it (crossing the channel in 10.24 µs, out at
+//! 160.24 µs) is decoded in 4.096 µs first, to 164.336 µs; a read on another channel whose data is
+//! out at 162 µs waits for the decoder until then and is through at 168.432 µs.
 //!
 //! # Parameters
 //! `geometry` (dies, channels, page bytes), `timing.read` / `program` / `erase` / `command` (ns),
-//! `timing.channel_bytes_per_sec` and `host_link_bytes_per_sec` (bytes/s).
+//! `timing.channel_bytes_per_sec` and `host_link_bytes_per_sec` (bytes/s); `ecc` (the encoder's
+//! and decoder's bytes/s, each unlimited unless given).
 //!
 //! Source: the die/channel timing is MQSim's (Tavakkol et al., FAST '18) and SSDSim's, with
-//! ONFI's split of a read into array time and data-out transfer.
+//! ONFI's split of a read into array time and data-out transfer. The ECC engines as a
+//! controller-wide throughput limit: a controller's BCH/LDPC codecs sit between the flash
+//! channels and its DRAM, and every page's codeword passes them (docs/MODEL.md §6, `tlc-nvme`).
 
+use super::config::EccRates;
 use super::gc::{GcMode, GcQueue};
 use crate::flash::{Geometry, Timeline, Timing};
 use crate::ftl::GcJob;
 use crate::units::{DieId, Nanos, PlaneId, SimTime};
 use std::collections::VecDeque;
 
+/// One of the controller's ECC engines: a shared [`Timeline`] at `bytes_per_sec`, or no limit.
+#[derive(Default)]
+struct Engine {
+    bytes_per_sec: Option<u64>,
+    line: Timeline,
+}
+
+impl Engine {
+    /// `bytes` pass the engine from `ready` on; returns when they are through (`ready` without
+    /// a limit).
+    fn pass(&mut self, now: SimTime, ready: SimTime, bytes: u64) -> SimTime {
+        match self.bytes_per_sec {
+            None => ready,
+            Some(rate) => self.line.reserve(now, ready, Nanos::for_transfer(bytes, rate)).1,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Die {
     gc: GcQueue,
     /// (end, units) of each host program in flight; a die finishes them in order.
     programs: VecDeque<(SimTime, u32)>,
+    /// Without copy-back: when the pages GC last read from this die were decoded, so a program
+    /// step encodes no earlier than that.
+    gc_decoded: SimTime,
 }
 
 /// Counters of flash time, for the drive's statistics.
@@ -75,6 +109,8 @@ pub(super) struct FlashArray {
     /// GC moves pages on the die (copy-back); `false`: over the channel, as MQSim without
     /// `Use_Copyback_for_GC` (see [`FlashArray::commit_gc_step`]).
     gc_copyback: bool,
+    encoder: Engine,
+    decoder: Engine,
 }
 
 impl FlashArray {
@@ -85,6 +121,7 @@ impl FlashArray {
         link_bytes_per_sec: u64,
         interleave_dies: bool,
         gc_copyback: bool,
+        ecc: EccRates,
     ) -> FlashArray {
         let dies_per_busy = if interleave_dies { 1 } else { geo.dies_per_chip };
         FlashArray {
@@ -100,6 +137,8 @@ impl FlashArray {
             link_bytes_per_sec,
             stats: ArrayStats::default(),
             gc_copyback,
+            encoder: Engine { bytes_per_sec: ecc.encode_bytes_per_sec, line: Timeline::new() },
+            decoder: Engine { bytes_per_sec: ecc.decode_bytes_per_sec, line: Timeline::new() },
         }
     }
 
@@ -129,7 +168,7 @@ impl FlashArray {
     }
 
     /// Reads `bytes` of global flash page `page` into the controller, the die free from `ready`
-    /// on; returns when the data is there.
+    /// on; returns when the data is there (decoded).
     pub(super) fn reserve_read(&mut self, now: SimTime, ready: SimTime, page: u32, bytes: u64) -> SimTime {
         assert!(bytes <= self.geo.page_bytes as u64, "a read of {bytes} bytes from one page");
         let die = self.die_of_page(page);
@@ -148,7 +187,7 @@ impl FlashArray {
         self.busy[slot] = end;
         self.stats.flash_page_reads += 1;
         debug_assert!(end >= start + self.timing.read + xfer);
-        end
+        self.decoder.pass(now, end, bytes)
     }
 
     /// One (multi-plane) host program of `pages` flash pages holding `units` buffered units on
@@ -156,10 +195,12 @@ impl FlashArray {
     /// The program joins the die's queue until [`FlashArray::finish_program`]; returns its end.
     pub(super) fn reserve_program(&mut self, now: SimTime, die: DieId, pages: u64, units: u32) -> SimTime {
         assert!(pages >= 1 && pages <= self.geo.planes_per_die as u64, "a program of {pages} pages");
-        let xfer = self.channel_time(pages * self.geo.page_bytes as u64);
+        let bytes = pages * self.geo.page_bytes as u64;
+        let encoded = self.encoder.pass(now, now, bytes);
+        let xfer = self.channel_time(bytes);
         let ch = self.geo.channel_of_die(die).index();
-        self.catch_up_channel(die, now, Some(self.busy_slot(die)));
-        let (_, loaded) = self.channels[ch].reserve(now, now, xfer);
+        self.catch_up_channel(die, encoded, Some(self.busy_slot(die)));
+        let (_, loaded) = self.channels[ch].reserve(now, encoded, xfer);
         // GC steps of other planes that start while the data is loading go first.
         self.catch_up_gc(die, loaded);
         self.gc_turn(die);
@@ -175,6 +216,7 @@ impl FlashArray {
     /// Programs a translation page on `die` once its contents are ready in the controller at
     /// `ready`: channel transfer, then tPROG. Not a host program: not queued, not counted.
     pub(super) fn reserve_map_program(&mut self, now: SimTime, ready: SimTime, die: DieId) {
+        let ready = self.encoder.pass(now, ready, self.geo.page_bytes as u64);
         let xfer = self.channel_time(self.geo.page_bytes as u64);
         let ch = self.geo.channel_of_die(die).index();
         self.catch_up_channel(die, ready, Some(self.busy_slot(die)));
@@ -278,15 +320,21 @@ impl FlashArray {
 
     /// Runs the next step of `die`'s GC gang from `busy_until`; false if the die has no GC step.
     /// With copy-back the step takes its array time (tR, tPROG or tBERS, the longest of the
-    /// gang's). Over the channel, the pages the gang programs first cross the channel into the
-    /// die (one page's transfer each, one after another), then the array time runs, then the
-    /// pages it read cross out; the die is busy until the last has left. The channel is
-    /// reserved at its earliest gap, shared with host transfers.
+    /// gang's). Over the channel, the pages the gang programs first pass the encoder and cross
+    /// the channel into the die (one page's transfer each, one after another), then the array
+    /// time runs, then the pages it read cross out and pass the decoder; the die is busy until
+    /// the last has left over the channel, and a program step's encoding waits for the decoding
+    /// of the die's last GC reads. The channel and the engines are reserved at their earliest
+    /// gaps, shared with host transfers.
     fn commit_gc_step(&mut self, die: DieId) -> bool {
         let slot = self.busy_slot(die);
         let page = self.gc_page_transfer();
+        let page_bytes = self.geo.page_bytes as u64;
         let copyback = self.gc_copyback;
         let channel = &mut self.channels[self.geo.channel_of_die(die).index()];
+        let (encoder, decoder) = (&mut self.encoder, &mut self.decoder);
+        let d = &mut self.dies[die.index()];
+        let decoded = &mut d.gc_decoded;
         let time = |start: SimTime, array: Nanos, reads: u32, programs: u32| {
             if copyback {
                 return start + array;
@@ -296,10 +344,19 @@ impl FlashArray {
                 0 => ready,
                 n => channel.reserve(SimTime::ZERO, ready, page * n as u64).1,
             };
-            let loaded = cross(start, programs);
-            cross(loaded + array, reads)
+            // A page is re-encoded once it has been read and decoded.
+            let encoded = match programs {
+                0 => start,
+                n => encoder.pass(SimTime::ZERO, start.max(*decoded), page_bytes * n as u64),
+            };
+            let loaded = cross(encoded, programs);
+            let out = cross(loaded + array, reads);
+            if reads > 0 {
+                *decoded = decoder.pass(SimTime::ZERO, out, page_bytes * reads as u64);
+            }
+            out
         };
-        match self.dies[die.index()].gc.commit_step(&mut self.busy[slot], &self.timing, time) {
+        match d.gc.commit_step(&mut self.busy[slot], &self.timing, time) {
             Some(dur) => {
                 self.stats.gc_busy_ns += dur.0;
                 true

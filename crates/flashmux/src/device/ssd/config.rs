@@ -61,12 +61,35 @@ pub struct SsdConfig {
     /// with the `rga` victim policy). Hashes as absent when `None`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gc_rga_candidates: Option<u32>,
+    /// Throughput of the controller's ECC engines (`device.timing.encode_rate` and
+    /// `decode_rate`); unlimited by default, and then hashes as absent.
+    #[serde(skip_serializing_if = "EccRates::unlimited")]
+    pub ecc: EccRates,
     /// The scenario's seed, from which the drive derives its own random streams (GC's victim
     /// draws under `rga` and `random`): the simulator sets it when it builds the drive
     /// (`sim/mod.rs`, so a seed given on the command line reaches it). Not hashed here: the
     /// scenario's seed is.
     #[serde(skip)]
     pub seed: u64,
+}
+
+/// The controller's ECC engines as a throughput limit (`device/ssd/array.rs`): the data of every
+/// page the controller programs passes the encoder on its way to the channel, and the data of
+/// every page it reads from flash passes the decoder after the channel; each engine is one
+/// resource shared by all channels. `None`: no limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct EccRates {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encode_bytes_per_sec: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_bytes_per_sec: Option<u64>,
+}
+
+impl EccRates {
+    pub const UNLIMITED: EccRates = EccRates { encode_bytes_per_sec: None, decode_bytes_per_sec: None };
+    pub fn unlimited(&self) -> bool {
+        *self == Self::UNLIMITED
+    }
 }
 
 fn is_true(b: &bool) -> bool {

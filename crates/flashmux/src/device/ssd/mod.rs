@@ -53,7 +53,7 @@ mod flusher;
 mod gc;
 mod map_path;
 
-pub use config::{FlushPolicy, SsdConfig, MAX_OVERPROVISIONING};
+pub use config::{EccRates, FlushPolicy, SsdConfig, MAX_OVERPROVISIONING};
 pub use gc::GcMode;
 
 use super::{CmdState, Command, DeviceEvent, IoOp, Outbox};
@@ -169,6 +169,7 @@ impl Ssd {
                 cfg.host_link_bytes_per_sec,
                 cfg.interleave_dies,
                 cfg.gc_copyback,
+                cfg.ecc,
             ),
             flusher: Flusher::new(&cfg),
             gc: GcBook::new(gc_mode, planes),

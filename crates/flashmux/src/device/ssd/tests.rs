@@ -18,7 +18,7 @@ fn config(units_per_page: u32, planes: u32) -> SsdConfig {
 }
 
 fn array(mode: GcMode) -> FlashArray {
-    FlashArray::new(&geometry(4, 1), &timing(), mode, 4_000_000_000, true, true)
+    FlashArray::new(&geometry(4, 1), &timing(), mode, 4_000_000_000, true, true, EccRates::UNLIMITED)
 }
 
 /// A global flash page on die `die` (one plane per die: block `die × 32` is on that die).
@@ -56,11 +56,11 @@ fn without_die_interleaving_the_dies_of_a_chip_wait_for_each_other() {
     let page = 16384;
     let first = SimTime(50 * US + 40_960);
     // Interleaved: die 1's tR overlaps die 0's; only its transfer waits for the channel.
-    let mut a = FlashArray::new(&geo, &timing(), GcMode::Background, 4_000_000_000, true, true);
+    let mut a = FlashArray::new(&geo, &timing(), GcMode::Background, 4_000_000_000, true, true, EccRates::UNLIMITED);
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), page), first);
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(1), page), first + Nanos(40_960));
     // One command per chip (MQSim): die 1 starts when the chip is free, at 90.96 µs.
-    let mut a = FlashArray::new(&geo, &timing(), GcMode::Background, 4_000_000_000, false, true);
+    let mut a = FlashArray::new(&geo, &timing(), GcMode::Background, 4_000_000_000, false, true, EccRates::UNLIMITED);
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), page), first);
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(1), page), first + Nanos(50 * US + 40_960));
     // The other chip is held up by neither.
@@ -96,6 +96,62 @@ fn the_host_link_is_reserved_per_direction() {
     assert_eq!(a.link_out(SimTime::ZERO, SimTime::ZERO, 4096), SimTime(1_024), "the other direction is free");
 }
 
+/// 1 GB/s ECC engines: a 4 KiB codeword passes in 4.096 µs, a 16 KiB page in 16.384 µs.
+const ECC_1GBS: EccRates = EccRates { encode_bytes_per_sec: Some(1_000_000_000), decode_bytes_per_sec: Some(1_000_000_000) };
+
+#[test]
+fn the_ecc_engines_are_shared_by_all_channels_and_hold_no_die() {
+    // array.rs's worked example. Die 0 (channel 0): tR to 50 µs, out over the channel to
+    // 60.24 µs, decoded to 64.336 µs.
+    let mut a = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, true, ECC_1GBS);
+    assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), 4096), SimTime(64_336));
+    // Die 2 is on channel 1, whose data is out at 60.24 µs too: it waits for the decoder.
+    assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(2), 4096), SimTime(68_432));
+    // Die 2 was free once its data had left (60.24 µs), not once it was decoded.
+    assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(2), 4096), SimTime(60_240 + 60_240 + 4_096));
+    // A 16 KiB program is encoded before it crosses the channel: 16.384 + 40.96 µs, then
+    // tPROG; one on the other channel waits for the encoder first.
+    let mut b = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, true, ECC_1GBS);
+    assert_eq!(b.reserve_program(SimTime::ZERO, DieId(0), 1, 4), SimTime(16_384 + 40_960 + 500 * US));
+    assert_eq!(b.reserve_program(SimTime::ZERO, DieId(2), 1, 4), SimTime(2 * 16_384 + 40_960 + 500 * US));
+    // Only one engine limited: the other direction is not held up.
+    let enc = EccRates { decode_bytes_per_sec: None, ..ECC_1GBS };
+    let mut c = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, true, enc);
+    assert_eq!(c.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), 4096), SimTime(60_240));
+}
+
+#[test]
+fn gc_over_the_channel_passes_the_ecc_engines_and_encodes_what_it_has_decoded() {
+    // Without copy-back, a job of 1 page read and 1 programmed: the page out over the channel
+    // at 50..90.96 µs and decoded to 107.344 µs; the program step starts when the die is free
+    // (90.96 µs) but encodes from 107.344 to 123.728 µs, crosses in to 164.688 µs, programs to
+    // 664.688 µs, erases to 3,664.688 µs. With copy-back the engines are not used: 3,550 µs.
+    let mut a = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, false, ECC_1GBS);
+    a.enqueue_gc(DieId(0), job(0, 1, 1));
+    // The check is planned without the engines (at 3,631.92 µs): the job is still erasing.
+    let planned = a.next_gc_check(SimTime::ZERO, DieId(0)).unwrap();
+    assert_eq!(planned, SimTime(50 * US + 2 * 40_960 + 500 * US + 3_000 * US));
+    let mut ended = Vec::new();
+    a.gc_check_arrived(planned, DieId(0), |j| ended.push(j));
+    assert!(ended.is_empty());
+    let end = SimTime(3_664_688);
+    assert_eq!(a.next_gc_check(planned, DieId(0)), Some(end));
+    a.gc_check_arrived(end, DieId(0), |j| ended.push(j));
+    assert_eq!(ended, vec![job(0, 1, 1)]);
+    // A host read on channel 1 whose data is out at 100 µs waits for GC's decode (to 107.344 µs).
+    let mut b = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, false, ECC_1GBS);
+    b.enqueue_gc(DieId(0), job(0, 1, 1));
+    b.gc_check_arrived(SimTime(95 * US), DieId(0), |_| {});
+    let t = SimTime(100 * US - 60_240);
+    assert_eq!(b.reserve_read(t, t, page_on_die(2), 4096), SimTime(107_344 + 4_096));
+    let mut c = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, true, ECC_1GBS);
+    c.enqueue_gc(DieId(0), job(0, 1, 1));
+    let end = SimTime(50 * US + 500 * US + 3_000 * US);
+    assert_eq!(c.next_gc_check(SimTime::ZERO, DieId(0)), Some(end));
+    c.gc_check_arrived(end, DieId(0), |j| ended.push(j));
+    assert_eq!(ended.len(), 2);
+}
+
 fn job(plane: u32, reads: u32, programs: u32) -> GcJob {
     GcJob {
         plane: PlaneId(plane),
@@ -124,7 +180,7 @@ fn a_gc_step_yields_to_a_user_read() {
 
 /// An array whose GC moves pages over the channel (MQSim's `Use_Copyback_for_GC = false`).
 fn array_without_copyback() -> FlashArray {
-    FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, false)
+    FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, false, EccRates::UNLIMITED)
 }
 
 #[test]

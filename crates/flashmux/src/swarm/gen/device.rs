@@ -443,6 +443,12 @@ fn timing(g: &mut G, doc: &mut Doc) {
     if g.chance(0.1) {
         doc.set("device.timing", "interleave_dies", "false".into());
     }
+    for key in ["encode_rate", "decode_rate"] {
+        if g.chance(0.15) {
+            let mbs = g.log(50, 10_000);
+            doc.set("device.timing", key, t::string(&format!("{mbs}MB/s")));
+        }
+    }
 }
 
 /// `[device.interface]`: NVMe queues, depths, controller cores, link.
