@@ -720,8 +720,13 @@ fn validate_prints_each_figure_with_its_error_and_verdict() {
     let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("840pro ")).collect();
     assert_eq!(rows.len(), 5, "{out}");
     assert!(rows.iter().all(|r| (r.contains("PASS") || r.contains("FAIL")) && r.contains('%')), "{out}");
+    // The 840 Pro's fresh-drive random writes are its one predicted figure; the others set a
+    // parameter, which the CSV names.
+    assert_eq!(rows.iter().filter(|r| r.contains(" predicted ")).count(), 1, "{out}");
+    assert!(rows.iter().filter(|r| r.contains(" calibrated ")).count() == 4, "{out}");
     let text = std::fs::read_to_string(&csv).unwrap();
-    assert!(text.starts_with("preset,figure,published,flashmux,error_pct,pass,source\n") && text.lines().count() == 6, "{text}");
+    assert!(text.starts_with("preset,figure,published,flashmux,error_pct,pass,calibrates,source\n") && text.lines().count() == 6, "{text}");
+    assert!(text.contains(",device.timing.program,") && text.contains(",device.interface.command_overhead,"), "{text}");
     // --strict: exit 1 exactly when a row fails.
     let o = flashmux().args(["validate", "--quick", "--preset", "x25e", "--strict"]).output().unwrap();
     let failed = String::from_utf8_lossy(&o.stdout).lines().any(|l| l.starts_with("x25e ") && l.contains("FAIL"));

@@ -18,10 +18,11 @@ fn paper_c(volatile: bool) -> String {
     )
 }
 
-/// The TLC drive on two channels (16 planes), 1 GiB: 16 KiB pages of four units, so 4 KiB
-/// random writes leave partly filled pages in the buffer.
+/// The TLC drive on two channels of two dies of four planes (16 planes), 1 GiB: 16 KiB pages of
+/// four units, so 4 KiB random writes leave partly filled pages in the buffer.
 const TLC_VOLATILE: &str = "[device]\npreset = \"tlc-nvme\"\ncapacity = \"1GiB\"\n\
-    [device.geometry]\nchannels = 2\nchips_per_channel = 1\n[device.ftl]\noverprovisioning = 0.3\n\
+    [device.geometry]\nchannels = 2\nchips_per_channel = 1\ndies_per_chip = 2\nplanes_per_die = 4\npages_per_block = 128\n\
+    [device.ftl]\noverprovisioning = 0.3\n\
     [device.buffer]\nsize = \"4MiB\"\nvolatile_write_cache = true\n";
 
 fn tenant(name: &str, fio: &str) -> String {
