@@ -1,6 +1,6 @@
 //! Built-in device presets. Every number and its source is listed in `docs/MODEL.md`.
 
-use crate::device::{Arbitration, EccRates, FlushPolicy, NullConfig, NvmeConfig, SsdConfig};
+use crate::device::{Arbitration, DramTiming, EccRates, FlushPolicy, NullConfig, NvmeConfig, SsdConfig};
 use crate::flash::{Geometry, Multiplane, Timing};
 use crate::ftl::{MappingConfig, VictimPolicy};
 use crate::units::Nanos;
@@ -73,6 +73,8 @@ fn paper_c() -> Preset {
             interleave_dies: true,
             gc_rga_candidates: None,
             ecc: EccRates::UNLIMITED,
+            dram: DramTiming::FREE,
+            data_out_first: false,
             gc_copyback: true,
             multiplane: Multiplane::Any,
             seed: crate::config::DEFAULT_SEED,
@@ -127,6 +129,8 @@ fn x25e() -> Preset {
             interleave_dies: true,
             gc_rga_candidates: None,
             ecc: EccRates::UNLIMITED,
+            dram: DramTiming::FREE,
+            data_out_first: false,
             gc_copyback: true,
             multiplane: Multiplane::Any,
             seed: crate::config::DEFAULT_SEED,
@@ -181,6 +185,8 @@ fn mlc_840pro() -> Preset {
             interleave_dies: true,
             gc_rga_candidates: None,
             ecc: EccRates::UNLIMITED,
+            dram: DramTiming::FREE,
+            data_out_first: false,
             gc_copyback: true,
             multiplane: Multiplane::Any,
             seed: crate::config::DEFAULT_SEED,
@@ -240,6 +246,8 @@ fn tlc_nvme() -> Preset {
             gc_rga_candidates: None,
             // Calibrated: the datasheet's 3.5 GB/s sequential write; 128 dies could program 9.3 GB/s.
             ecc: EccRates { encode_bytes_per_sec: Some(3_500_000_000), decode_bytes_per_sec: None },
+            dram: DramTiming::FREE,
+            data_out_first: false,
             // TLC firmware corrects GC's data on its way through the controller (no copy-back).
             gc_copyback: false,
             multiplane: Multiplane::Any,
@@ -298,6 +306,8 @@ fn cosmos() -> Preset {
             interleave_dies: true,
             gc_rga_candidates: None,
             ecc: EccRates::UNLIMITED,
+            dram: DramTiming::FREE,
+            data_out_first: false,
             gc_copyback: true,
             multiplane: Multiplane::Any,
             seed: crate::config::DEFAULT_SEED,

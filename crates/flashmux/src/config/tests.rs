@@ -1,6 +1,6 @@
 use super::*;
 use crate::device::precondition::PreconditionState;
-use crate::device::EccRates;
+use crate::device::{DramTiming, EccRates};
 use std::path::Path;
 use crate::host::SchedulerKind;
 
@@ -643,6 +643,51 @@ fn the_controller_ecc_engines_have_rates_on_flash_drives_only() {
     assert_ne!(load(&with("840pro", "decode_rate = \"1GB/s\"")).unwrap().config_hash(), load(&with("840pro", "")).unwrap().config_hash());
     let DeviceKind::Ssd(c) = load(&with("840pro", "")).unwrap().device.kind else { panic!() };
     assert!(serde_json::to_value(&c).unwrap().get("ecc").is_none());
+}
+
+#[test]
+fn the_buffers_dram_time_is_set_on_flash_drives_only() {
+    let with = |preset: &str, buffer: &str| {
+        format!("[device]\npreset = \"{preset}\"\n[device.buffer]\n{buffer}\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=write\"\n")
+    };
+    let DeviceKind::Ssd(c) = load(&with("840pro", "dram_access = \"23.42us\"\ndram_rate = \"466MB/s\"")).unwrap().device.kind else {
+        panic!("a flash drive")
+    };
+    assert_eq!(c.dram, DramTiming { access: Nanos(23_420), bytes_per_sec: Some(466_000_000) });
+    assert_eq!(err(&with("null", "dram_rate = \"1GB/s\"")), "test.toml:3: device.buffer: preset 'null' has no flash; remove this section");
+    assert!(err(&with("840pro", "dram_access = 5")).starts_with("test.toml:4: device.buffer.dram_access: "));
+    assert!(err(&with("840pro", "dram_rate = \"fast\"")).starts_with("test.toml:4: device.buffer.dram_rate: "));
+    let DeviceKind::Ssd(c) = load(&with("840pro", "")).unwrap().device.kind else { panic!() };
+    assert!(serde_json::to_value(&c).unwrap().get("dram").is_none(), "no DRAM time hashes as before the setting existed");
+}
+
+#[test]
+fn the_write_buffer_holds_at_least_a_flash_page_per_plane() {
+    // 840pro: 64 planes of 8 KiB pages; 512 KiB is a page per plane.
+    let with = |size: &str| {
+        format!("[device]\npreset = \"840pro\"\n[device.buffer]\nsize = \"{size}\"\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=write\"\n")
+    };
+    let DeviceKind::Ssd(c) = load(&with("512KiB")).unwrap().device.kind else { panic!("a flash drive") };
+    assert_eq!(c.buffer_units, 128);
+    assert_eq!(
+        err(&with("508KiB")),
+        "test.toml:4: device.buffer.size: 520192 bytes is too small: the write buffer must hold at least a flash page per plane (524288 bytes) so the flusher can always fill a page"
+    );
+}
+
+#[test]
+fn data_out_first_is_a_flash_timing_option() {
+    let with = |preset: &str, v: &str| {
+        format!("[device]\npreset = \"{preset}\"\n[device.timing]\ndata_out_first = {v}\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\"\n")
+    };
+    let DeviceKind::Ssd(c) = load(&with("840pro", "true")).unwrap().device.kind else { panic!("a flash drive") };
+    assert!(c.data_out_first);
+    assert_eq!(err(&with("null", "true")), "test.toml:3: device.timing: preset 'null' has no flash; remove this section");
+    assert_eq!(err(&with("840pro", "1")), "test.toml:4: device.timing.data_out_first: invalid type: integer `1`, expected a boolean");
+    // false, the default, hashes as before the setting existed; true does not.
+    let plain = "[device]\npreset = \"840pro\"\n[[tenant]]\nname = \"a\"\nfio = \"[j]\\nrw=read\"\n";
+    assert_eq!(load(&with("840pro", "false")).unwrap().config_hash(), load(plain).unwrap().config_hash());
+    assert_ne!(load(&with("840pro", "true")).unwrap().config_hash(), load(plain).unwrap().config_hash());
 }
 
 #[test]

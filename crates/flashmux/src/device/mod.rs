@@ -17,7 +17,7 @@ mod ssd;
 
 pub use arbiter::{Arbitration, Priority, DEFAULT_WRR_WEIGHTS};
 pub use report::{CmtReport, DeviceResult, TenantDeviceCounters, TenantDeviceReport};
-pub use ssd::{EccRates, FlushPolicy, GcMode, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats, MAX_OVERPROVISIONING};
+pub use ssd::{DramTiming, EccRates, FlushPolicy, GcMode, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats, MAX_OVERPROVISIONING};
 
 use crate::units::{DieId, Nanos, QueueId, ReqId, SimTime, TenantId};
 use serde::Serialize;

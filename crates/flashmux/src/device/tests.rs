@@ -51,6 +51,8 @@ pub(crate) fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) ->
         interleave_dies: true,
         gc_rga_candidates: None,
         ecc: crate::device::EccRates::UNLIMITED,
+        dram: crate::device::DramTiming::FREE,
+        data_out_first: false,
         gc_copyback: true,
         multiplane: crate::flash::Multiplane::Any,
         seed: 1,
@@ -228,6 +230,43 @@ fn full_buffer_stalls_writes_until_programs_finish() {
     // Programs of 500 us must finish before the last writes find room.
     assert!(last.0 > 500_000, "last write at {last:?}");
     assert!(h.ssd().stats().writes_stalled > 0);
+    h.dev.check_invariants();
+}
+
+#[test]
+fn the_buffers_dram_writes_each_admission_once_and_one_at_a_time() {
+    // Two 8 KiB writes, one after the other through the one controller core (1 us each); the
+    // link takes 8 KiB in 2.048 us, the second's after the first's. Without DRAM time each
+    // completes when its data is in.
+    let writes = |dram: crate::device::DramTiming| {
+        let mut h = Harness::new_ssd(SsdConfig { dram, ..ssd_config(1, 1, 64) });
+        let (a, b) = (h.submit(IoOp::Write, 0, 8192, 0), h.submit(IoOp::Write, 1 << 20, 8192, 0));
+        h.run_all();
+        h.dev.check_invariants();
+        (h.done[&a], h.done[&b])
+    };
+    let (a, b) = writes(crate::device::DramTiming::FREE);
+    assert_eq!((a, b), (SimTime(1_000 + 2_048), SimTime(1_000 + 2 * 2_048)));
+    // DRAM of 10 us per access plus 1 GB/s: 18.192 us per 8 KiB write, one write at a time.
+    let dram = crate::device::DramTiming { access: Nanos(10_000), bytes_per_sec: Some(1_000_000_000) };
+    assert_eq!(writes(dram), (a + Nanos(18_192), a + Nanos(2 * 18_192)));
+    // The per-access time alone.
+    let access = crate::device::DramTiming { access: Nanos(10_000), bytes_per_sec: None };
+    assert_eq!(writes(access), (a + Nanos(10_000), a + Nanos(20_000)));
+}
+
+#[test]
+fn a_buffer_of_one_page_per_plane_never_deadlocks() {
+    // 4 dies × 1 plane × 4 units per page: 16 slots, a page per plane. Scattered 4 KiB writes
+    // fill it with partial pages; some plane always has a whole page to program.
+    let mut h = Harness::new_ssd(ssd_config(4, 1, 16));
+    for batch in 0..3u64 {
+        let reqs: Vec<u32> =
+            (0..100u64).map(|i| h.submit(IoOp::Write, ((batch * 100 + i) * 7919 % 4096) * 4096, 4096, 0)).collect();
+        h.run_all();
+        assert!(reqs.iter().all(|r| h.done.contains_key(r)), "every write of batch {batch} completed");
+    }
+    assert!(h.ssd().stats().writes_stalled > 0, "the buffer was full");
     h.dev.check_invariants();
 }
 

@@ -6,4 +6,4 @@ mod geometry;
 mod timeline;
 
 pub use geometry::{Geometry, GeometryError, Multiplane, Timing};
-pub use timeline::Timeline;
+pub use timeline::{Engine, Timeline};

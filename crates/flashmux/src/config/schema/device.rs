@@ -75,6 +75,8 @@ pub(super) struct TimingSection {
     pub(super) interleave_dies: Option<bool>,
     /// Which pages one multi-plane program may take ("any", "same-page" as MQSim).
     pub(super) multiplane: Option<crate::flash::Multiplane>,
+    /// `true`: a command waits for its channel to be idle (MQSim's PHY order).
+    pub(super) data_out_first: Option<bool>,
     /// The controller's ECC encoder: bytes per second of page data programmed.
     pub(super) encode_rate: Option<Rate>,
     /// The controller's ECC decoder: bytes per second of page data read.
@@ -121,6 +123,10 @@ pub(super) struct BufferSection {
     pub(super) high_watermark: Option<f64>,
     pub(super) low_watermark: Option<f64>,
     pub(super) volatile_write_cache: Option<bool>,
+    /// The buffer's DRAM: time per access.
+    pub(super) dram_access: Option<Duration>,
+    /// The buffer's DRAM: bytes per second.
+    pub(super) dram_rate: Option<Rate>,
 }
 
 #[derive(Deserialize, Default)]
@@ -280,6 +286,7 @@ fn resolve_ssd(ctx: &Ctx, d: &DeviceSection, name: &str, mut c: SsdConfig) -> Re
     }
     c.interleave_dies = t.interleave_dies.unwrap_or(c.interleave_dies);
     c.multiplane = t.multiplane.unwrap_or(c.multiplane);
+    c.data_out_first = t.data_out_first.unwrap_or(c.data_out_first);
     if let Some(r) = t.encode_rate {
         c.ecc.encode_bytes_per_sec = Some(r.0);
     }
@@ -360,6 +367,10 @@ fn apply_buffer(ctx: &Ctx, b: &BufferSection, c: &mut SsdConfig) -> Result<(), C
     }
     c.flush = resolve_flush(ctx, b, c.flush)?;
     c.volatile_write_cache = b.volatile_write_cache.unwrap_or(c.volatile_write_cache);
+    c.dram.access = or(&b.dram_access, c.dram.access);
+    if let Some(r) = b.dram_rate {
+        c.dram.bytes_per_sec = Some(r.0);
+    }
     Ok(())
 }
 
@@ -544,11 +555,12 @@ pub(super) fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Res
             || g.planes_per_die.is_some() || g.blocks_per_plane.is_some() || g.pages_per_block.is_some()
             || g.page_size.is_some() || g.unit_size.is_some()),
         ("timing", t.read.is_some() || t.program.is_some() || t.erase.is_some() || t.channel_rate.is_some() || t.command.is_some() || t.interleave_dies.is_some()
-            || t.multiplane.is_some() || t.encode_rate.is_some() || t.decode_rate.is_some()),
+            || t.multiplane.is_some() || t.encode_rate.is_some() || t.decode_rate.is_some() || t.data_out_first.is_some()),
         ("ftl", f.overprovisioning.is_some() || f.mapping.is_some() || f.gc_victim.is_some() || f.gc_threshold_blocks.is_some()
             || f.gc_rga_candidates.is_some() || f.gc_copyback.is_some() || f.entry_size.is_some() || f.cmt.is_some()),
         ("buffer", b.size.is_some() || b.program_queue_depth.is_some() || b.flush.is_some()
-            || b.high_watermark.is_some() || b.low_watermark.is_some() || b.volatile_write_cache.is_some()),
+            || b.high_watermark.is_some() || b.low_watermark.is_some() || b.volatile_write_cache.is_some()
+            || b.dram_access.is_some() || b.dram_rate.is_some()),
     ];
     match set.iter().find(|(_, s)| *s) {
         Some((section, _)) => Err(ctx.err(format!("device.{section}: preset '{preset}' has no flash; remove this section"))),

@@ -50,28 +50,10 @@
 
 use super::config::EccRates;
 use super::gc::{GcMode, GcQueue};
-use crate::flash::{Geometry, Timeline, Timing};
+use crate::flash::{Engine, Geometry, Timeline, Timing};
 use crate::ftl::GcJob;
 use crate::units::{DieId, Nanos, PlaneId, SimTime};
 use std::collections::VecDeque;
-
-/// One of the controller's ECC engines: a shared [`Timeline`] at `bytes_per_sec`, or no limit.
-#[derive(Default)]
-struct Engine {
-    bytes_per_sec: Option<u64>,
-    line: Timeline,
-}
-
-impl Engine {
-    /// `bytes` pass the engine from `ready` on; returns when they are through (`ready` without
-    /// a limit).
-    fn pass(&mut self, now: SimTime, ready: SimTime, bytes: u64) -> SimTime {
-        match self.bytes_per_sec {
-            None => ready,
-            Some(rate) => self.line.reserve(now, ready, Nanos::for_transfer(bytes, rate)).1,
-        }
-    }
-}
 
 #[derive(Default)]
 struct Die {
@@ -81,6 +63,37 @@ struct Die {
     /// Without copy-back: when the pages GC last read from this die were decoded, so a program
     /// step encodes no earlier than that.
     gc_decoded: SimTime,
+}
+
+/// How the array schedules, beyond geometry and timing (each `SsdConfig` option of the same name).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ArrayOptions {
+    /// The dies of a chip run independently; `false`: one command per chip (MQSim).
+    pub(super) interleave_dies: bool,
+    /// GC moves pages on the die; `false`: over the channel (MQSim's default).
+    pub(super) gc_copyback: bool,
+    /// The controller's ECC engines.
+    pub(super) ecc: EccRates,
+    /// A command is issued to a die only when its channel is idle: data waiting to leave over
+    /// the channel goes first (MQSim's PHY).
+    pub(super) data_out_first: bool,
+}
+
+impl Default for ArrayOptions {
+    fn default() -> Self {
+        ArrayOptions { interleave_dies: true, gc_copyback: true, ecc: EccRates::UNLIMITED, data_out_first: false }
+    }
+}
+
+impl ArrayOptions {
+    pub(super) fn of(cfg: &super::SsdConfig) -> ArrayOptions {
+        ArrayOptions {
+            interleave_dies: cfg.interleave_dies,
+            gc_copyback: cfg.gc_copyback,
+            ecc: cfg.ecc,
+            data_out_first: cfg.data_out_first,
+        }
+    }
 }
 
 /// Counters of flash time, for the drive's statistics.
@@ -109,6 +122,8 @@ pub(super) struct FlashArray {
     /// GC moves pages on the die (copy-back); `false`: over the channel, as MQSim without
     /// `Use_Copyback_for_GC` (see [`FlashArray::commit_gc_step`]).
     gc_copyback: bool,
+    /// Commands wait for their channel to be idle ([`ArrayOptions::data_out_first`]).
+    data_out_first: bool,
     encoder: Engine,
     decoder: Engine,
 }
@@ -119,11 +134,9 @@ impl FlashArray {
         timing: &Timing,
         gc_mode: GcMode,
         link_bytes_per_sec: u64,
-        interleave_dies: bool,
-        gc_copyback: bool,
-        ecc: EccRates,
+        opts: ArrayOptions,
     ) -> FlashArray {
-        let dies_per_busy = if interleave_dies { 1 } else { geo.dies_per_chip };
+        let dies_per_busy = if opts.interleave_dies { 1 } else { geo.dies_per_chip };
         FlashArray {
             dies: (0..geo.dies()).map(|_| Die::default()).collect(),
             busy: vec![SimTime::ZERO; (geo.dies() / dies_per_busy) as usize],
@@ -136,9 +149,10 @@ impl FlashArray {
             gc_mode,
             link_bytes_per_sec,
             stats: ArrayStats::default(),
-            gc_copyback,
-            encoder: Engine { bytes_per_sec: ecc.encode_bytes_per_sec, line: Timeline::new() },
-            decoder: Engine { bytes_per_sec: ecc.decode_bytes_per_sec, line: Timeline::new() },
+            gc_copyback: opts.gc_copyback,
+            data_out_first: opts.data_out_first,
+            encoder: Engine::new(Nanos::ZERO, opts.ecc.encode_bytes_per_sec),
+            decoder: Engine::new(Nanos::ZERO, opts.ecc.decode_bytes_per_sec),
         }
     }
 
@@ -162,6 +176,16 @@ impl FlashArray {
         (die.0 / self.dies_per_busy) as usize
     }
 
+    /// When a command for a die of channel `ch` that could go at `t` is issued: at `t`, or with
+    /// `data_out_first` once the channel is idle (MQSim's PHY sends every waiting data-out
+    /// before it signals the scheduler that the channel is idle).
+    fn issue_time(&self, ch: usize, t: SimTime) -> SimTime {
+        match self.data_out_first {
+            true => self.channels[ch].next_idle(t),
+            false => t,
+        }
+    }
+
     /// Time to move `bytes` over a channel, with the command that starts the transfer.
     fn channel_time(&self, bytes: u64) -> Nanos {
         Nanos::for_transfer(bytes, self.timing.channel_bytes_per_sec) + self.timing.command
@@ -175,13 +199,13 @@ impl FlashArray {
         self.catch_up_gc(die, now);
         self.gc_turn(die);
         let slot = self.busy_slot(die);
-        let start = ready.max(self.busy[slot]);
+        let ch = self.geo.channel_of_die(die).index();
+        let start = self.issue_time(ch, ready.max(self.busy[slot]));
         let array_done = start + self.timing.command + self.timing.read;
         let xfer = self.channel_time(bytes);
         // GC transfers of the channel's other dies that start before this one's data is ready
         // take the channel first.
         self.catch_up_channel(die, array_done, Some(slot));
-        let ch = self.geo.channel_of_die(die).index();
         let (_, end) = self.channels[ch].reserve(now, array_done, xfer);
         // The page register holds the data until it has left over the channel.
         self.busy[slot] = end;
@@ -196,10 +220,11 @@ impl FlashArray {
     pub(super) fn reserve_program(&mut self, now: SimTime, die: DieId, pages: u64, units: u32) -> SimTime {
         assert!(pages >= 1 && pages <= self.geo.planes_per_die as u64, "a program of {pages} pages");
         let bytes = pages * self.geo.page_bytes as u64;
-        let encoded = self.encoder.pass(now, now, bytes);
-        let xfer = self.channel_time(bytes);
         let ch = self.geo.channel_of_die(die).index();
+        let encoded = self.encoder.pass(now, now, bytes);
         self.catch_up_channel(die, encoded, Some(self.busy_slot(die)));
+        let encoded = self.issue_time(ch, encoded);
+        let xfer = self.channel_time(bytes);
         let (_, loaded) = self.channels[ch].reserve(now, encoded, xfer);
         // GC steps of other planes that start while the data is loading go first.
         self.catch_up_gc(die, loaded);
@@ -220,6 +245,7 @@ impl FlashArray {
         let xfer = self.channel_time(self.geo.page_bytes as u64);
         let ch = self.geo.channel_of_die(die).index();
         self.catch_up_channel(die, ready, Some(self.busy_slot(die)));
+        let ready = self.issue_time(ch, ready);
         let (_, loaded) = self.channels[ch].reserve(now, ready, xfer);
         self.catch_up_gc(die, loaded);
         let slot = self.busy_slot(die);

@@ -8,6 +8,7 @@
 
 use crate::flash::{Geometry, Multiplane, Timing};
 use crate::ftl::{FtlParams, MappingConfig, VictimPolicy};
+use crate::units::Nanos;
 use serde::Serialize;
 
 /// The largest `device.ftl.overprovisioning`: eleven times as much flash as logical space.
@@ -53,6 +54,11 @@ pub struct SsdConfig {
     /// false` (`device/ssd/array.rs`). Hashes as absent when true.
     #[serde(skip_serializing_if = "is_true")]
     pub gc_copyback: bool,
+    /// A command is issued to a die only when the die's channel is idle, so data waiting to
+    /// leave over the channel goes before new commands, as MQSim's PHY orders them
+    /// (`device/ssd/array.rs`). Hashes as absent when false (the default: earliest free gap).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub data_out_first: bool,
     /// Which pages one multi-plane host program may take: any (the default), or only those at
     /// the same page index, as MQSim (`device/ssd/flusher.rs`). Hashes as absent when `Any`.
     #[serde(skip_serializing_if = "is_any")]
@@ -65,6 +71,10 @@ pub struct SsdConfig {
     /// `decode_rate`); unlimited by default, and then hashes as absent.
     #[serde(skip_serializing_if = "EccRates::unlimited")]
     pub ecc: EccRates,
+    /// The write buffer's DRAM time (`device.buffer.dram_access`, `dram_rate`); none by default,
+    /// and then hashes as absent.
+    #[serde(skip_serializing_if = "DramTiming::is_free")]
+    pub dram: DramTiming,
     /// The scenario's seed, from which the drive derives its own random streams (GC's victim
     /// draws under `rga` and `random`): the simulator sets it when it builds the drive
     /// (`sim/mod.rs`, so a seed given on the command line reaches it). Not hashed here: the
@@ -90,6 +100,29 @@ impl EccRates {
     pub fn unlimited(&self) -> bool {
         *self == Self::UNLIMITED
     }
+}
+
+/// The write buffer's DRAM as one channel serving one access at a time (`device/ssd/flusher.rs`):
+/// the data a write brings into the buffer is written to DRAM in one access of `access` plus
+/// its bytes at `bytes_per_sec`, and the write completes when that access ends. Zero and
+/// `None`: no DRAM time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct DramTiming {
+    #[serde(skip_serializing_if = "is_zero")]
+    pub access: Nanos,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_per_sec: Option<u64>,
+}
+
+impl DramTiming {
+    pub const FREE: DramTiming = DramTiming { access: Nanos::ZERO, bytes_per_sec: None };
+    pub fn is_free(&self) -> bool {
+        *self == Self::FREE
+    }
+}
+
+fn is_zero(n: &Nanos) -> bool {
+    *n == Nanos::ZERO
 }
 
 fn is_true(b: &bool) -> bool {
@@ -136,13 +169,16 @@ impl SsdConfig {
             return Err("device.buffer.program_queue_depth: must be at least 1 (got 0)".into());
         }
         self.flush.validate()?;
+        // With a page per plane, a full buffer always has a plane with a whole page of dirty
+        // units (pigeonhole: less than a page in every plane is at most planes × (units per
+        // page − 1) units), so the flusher can always go on.
         let g = &self.geometry;
         let stripe_units = g.planes() * g.units_per_page();
-        if self.buffer_units < 2 * stripe_units {
+        if self.buffer_units < stripe_units {
             return Err(format!(
-                "device.buffer.size: {} bytes is too small: the write buffer must hold at least two flash pages per plane ({} bytes) so the flusher can always fill a page",
+                "device.buffer.size: {} bytes is too small: the write buffer must hold at least a flash page per plane ({} bytes) so the flusher can always fill a page",
                 self.buffer_units as u64 * g.unit_bytes as u64,
-                2 * stripe_units as u64 * g.page_bytes as u64 / g.units_per_page() as u64
+                stripe_units as u64 * g.page_bytes as u64 / g.units_per_page() as u64
             ));
         }
         if self.logical_units() == 0 {

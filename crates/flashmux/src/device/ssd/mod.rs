@@ -53,7 +53,7 @@ mod flusher;
 mod gc;
 mod map_path;
 
-pub use config::{EccRates, FlushPolicy, SsdConfig, MAX_OVERPROVISIONING};
+pub use config::{DramTiming, EccRates, FlushPolicy, SsdConfig, MAX_OVERPROVISIONING};
 pub use gc::GcMode;
 
 use super::{CmdState, Command, DeviceEvent, IoOp, Outbox};
@@ -61,7 +61,7 @@ use crate::flash::Geometry;
 use crate::ftl::{CmtPolicy, Ftl, Loc, MapStats};
 use super::HostFtl;
 use crate::units::{Lpn, SimTime, TenantId};
-use array::FlashArray;
+use array::{ArrayOptions, FlashArray};
 use flusher::Flusher;
 use gc::GcBook;
 use map_path::MapPath;
@@ -167,9 +167,7 @@ impl Ssd {
                 &cfg.timing,
                 gc_mode,
                 cfg.host_link_bytes_per_sec,
-                cfg.interleave_dies,
-                cfg.gc_copyback,
-                cfg.ecc,
+                ArrayOptions::of(&cfg),
             ),
             flusher: Flusher::new(&cfg),
             gc: GcBook::new(gc_mode, planes),

@@ -1,7 +1,7 @@
 //! Tests of the SSD's components with exact times: the flash array, the flusher, GC stepping and
 //! the map path, each driven directly (no event loop: the test delivers the device's events).
 
-use super::array::FlashArray;
+use super::array::{ArrayOptions, FlashArray};
 use super::gc::{GcMode, GcQueue};
 use super::*;
 use crate::device::tests::{geometry, ssd_config, timing};
@@ -18,7 +18,7 @@ fn config(units_per_page: u32, planes: u32) -> SsdConfig {
 }
 
 fn array(mode: GcMode) -> FlashArray {
-    FlashArray::new(&geometry(4, 1), &timing(), mode, 4_000_000_000, true, true, EccRates::UNLIMITED)
+    FlashArray::new(&geometry(4, 1), &timing(), mode, 4_000_000_000, ArrayOptions::default())
 }
 
 /// A global flash page on die `die` (one plane per die: block `die × 32` is on that die).
@@ -56,11 +56,11 @@ fn without_die_interleaving_the_dies_of_a_chip_wait_for_each_other() {
     let page = 16384;
     let first = SimTime(50 * US + 40_960);
     // Interleaved: die 1's tR overlaps die 0's; only its transfer waits for the channel.
-    let mut a = FlashArray::new(&geo, &timing(), GcMode::Background, 4_000_000_000, true, true, EccRates::UNLIMITED);
+    let mut a = FlashArray::new(&geo, &timing(), GcMode::Background, 4_000_000_000, ArrayOptions::default());
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), page), first);
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(1), page), first + Nanos(40_960));
     // One command per chip (MQSim): die 1 starts when the chip is free, at 90.96 µs.
-    let mut a = FlashArray::new(&geo, &timing(), GcMode::Background, 4_000_000_000, false, true, EccRates::UNLIMITED);
+    let mut a = FlashArray::new(&geo, &timing(), GcMode::Background, 4_000_000_000, ArrayOptions { interleave_dies: false, ..ArrayOptions::default() });
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), page), first);
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(1), page), first + Nanos(50 * US + 40_960));
     // The other chip is held up by neither.
@@ -70,6 +70,36 @@ fn without_die_interleaving_the_dies_of_a_chip_wait_for_each_other() {
     // the die is busy; tPROG starts once the chip is free, at 181.92 µs.
     let end = a.reserve_program(SimTime::ZERO, DieId(1), 1, 4);
     assert_eq!(end, first + Nanos(50 * US + 40_960) + Nanos::from_us(500));
+}
+
+#[test]
+fn with_data_out_first_a_command_waits_for_its_channel_to_be_idle() {
+    // Dies 0 and 1 share channel 0. Die 0's 16 KiB read: tR to 50 µs, data out 50..90.96 µs.
+    let opts = ArrayOptions { data_out_first: true, ..ArrayOptions::default() };
+    let first = SimTime(50 * US + 40_960);
+    for (dof, t, end) in [
+        // A read of die 1 at 60 µs, while die 0's data is leaving: by default it starts at once
+        // (its data leaves at 110 µs, the channel idle again); with data out first it is issued
+        // at 90.96 µs, when the channel is idle, and its data leaves from 140.96 µs.
+        (false, 60, SimTime(110 * US + 40_960)),
+        (true, 60, first + Nanos(50 * US + 40_960)),
+        // At 10 µs the channel is idle (die 0 is in tR): issued at once either way, its data
+        // waiting for die 0's.
+        (false, 10, first + Nanos(40_960)),
+        (true, 10, first + Nanos(40_960)),
+    ] {
+        let o = if dof { opts } else { ArrayOptions::default() };
+        let mut a = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, o);
+        assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), 16384), first);
+        let t = SimTime(t * US);
+        assert_eq!(a.reserve_read(t, t, page_on_die(1), 16384), end, "data out first: {dof}, at {t:?}");
+    }
+    // A program of die 1 at 60 µs loads its data once the channel is idle: 90.96 µs, then
+    // 40.96 µs over the channel and tPROG.
+    let mut a = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, opts);
+    a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), 16384);
+    let t = SimTime(60 * US);
+    assert_eq!(a.reserve_program(t, DieId(1), 1, 4), first + Nanos(40_960 + 500 * US));
 }
 
 #[test]
@@ -103,7 +133,7 @@ const ECC_1GBS: EccRates = EccRates { encode_bytes_per_sec: Some(1_000_000_000),
 fn the_ecc_engines_are_shared_by_all_channels_and_hold_no_die() {
     // array.rs's worked example. Die 0 (channel 0): tR to 50 µs, out over the channel to
     // 60.24 µs, decoded to 64.336 µs.
-    let mut a = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, true, ECC_1GBS);
+    let mut a = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, ArrayOptions { ecc: ECC_1GBS, ..ArrayOptions::default() });
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), 4096), SimTime(64_336));
     // Die 2 is on channel 1, whose data is out at 60.24 µs too: it waits for the decoder.
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(2), 4096), SimTime(68_432));
@@ -111,12 +141,12 @@ fn the_ecc_engines_are_shared_by_all_channels_and_hold_no_die() {
     assert_eq!(a.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(2), 4096), SimTime(60_240 + 60_240 + 4_096));
     // A 16 KiB program is encoded before it crosses the channel: 16.384 + 40.96 µs, then
     // tPROG; one on the other channel waits for the encoder first.
-    let mut b = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, true, ECC_1GBS);
+    let mut b = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, ArrayOptions { ecc: ECC_1GBS, ..ArrayOptions::default() });
     assert_eq!(b.reserve_program(SimTime::ZERO, DieId(0), 1, 4), SimTime(16_384 + 40_960 + 500 * US));
     assert_eq!(b.reserve_program(SimTime::ZERO, DieId(2), 1, 4), SimTime(2 * 16_384 + 40_960 + 500 * US));
     // Only one engine limited: the other direction is not held up.
     let enc = EccRates { decode_bytes_per_sec: None, ..ECC_1GBS };
-    let mut c = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, true, enc);
+    let mut c = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, ArrayOptions { ecc: enc, ..ArrayOptions::default() });
     assert_eq!(c.reserve_read(SimTime::ZERO, SimTime::ZERO, page_on_die(0), 4096), SimTime(60_240));
 }
 
@@ -126,7 +156,7 @@ fn gc_over_the_channel_passes_the_ecc_engines_and_encodes_what_it_has_decoded() 
     // at 50..90.96 µs and decoded to 107.344 µs; the program step starts when the die is free
     // (90.96 µs) but encodes from 107.344 to 123.728 µs, crosses in to 164.688 µs, programs to
     // 664.688 µs, erases to 3,664.688 µs. With copy-back the engines are not used: 3,550 µs.
-    let mut a = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, false, ECC_1GBS);
+    let mut a = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, ArrayOptions { gc_copyback: false, ecc: ECC_1GBS, ..ArrayOptions::default() });
     a.enqueue_gc(DieId(0), job(0, 1, 1));
     // The check is planned without the engines (at 3,631.92 µs): the job is still erasing.
     let planned = a.next_gc_check(SimTime::ZERO, DieId(0)).unwrap();
@@ -139,12 +169,12 @@ fn gc_over_the_channel_passes_the_ecc_engines_and_encodes_what_it_has_decoded() 
     a.gc_check_arrived(end, DieId(0), |j| ended.push(j));
     assert_eq!(ended, vec![job(0, 1, 1)]);
     // A host read on channel 1 whose data is out at 100 µs waits for GC's decode (to 107.344 µs).
-    let mut b = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, false, ECC_1GBS);
+    let mut b = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, ArrayOptions { gc_copyback: false, ecc: ECC_1GBS, ..ArrayOptions::default() });
     b.enqueue_gc(DieId(0), job(0, 1, 1));
     b.gc_check_arrived(SimTime(95 * US), DieId(0), |_| {});
     let t = SimTime(100 * US - 60_240);
     assert_eq!(b.reserve_read(t, t, page_on_die(2), 4096), SimTime(107_344 + 4_096));
-    let mut c = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, true, ECC_1GBS);
+    let mut c = FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, ArrayOptions { ecc: ECC_1GBS, ..ArrayOptions::default() });
     c.enqueue_gc(DieId(0), job(0, 1, 1));
     let end = SimTime(50 * US + 500 * US + 3_000 * US);
     assert_eq!(c.next_gc_check(SimTime::ZERO, DieId(0)), Some(end));
@@ -180,7 +210,7 @@ fn a_gc_step_yields_to_a_user_read() {
 
 /// An array whose GC moves pages over the channel (MQSim's `Use_Copyback_for_GC = false`).
 fn array_without_copyback() -> FlashArray {
-    FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, true, false, EccRates::UNLIMITED)
+    FlashArray::new(&geometry(4, 1), &timing(), GcMode::Background, 4_000_000_000, ArrayOptions { gc_copyback: false, ..ArrayOptions::default() })
 }
 
 #[test]

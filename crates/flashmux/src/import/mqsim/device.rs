@@ -267,6 +267,9 @@ fn refuse_device(dev: &Params) -> Result<(), ImportError> {
 pub(super) struct FlowSummary<'a> {
     pub count: usize,
     pub caching: Vec<&'a Val<&'static str>>,
+    /// The largest write request of the synthetic flows that write, bytes (MQSim's DRAM time is
+    /// fitted there); `None` if none does or a trace flow writes sizes of its own.
+    pub largest_write: Option<u64>,
 }
 
 impl Device {
@@ -341,6 +344,8 @@ impl Device {
         self.emit_channel(t)?;
         t.note(s, "MQSim's transaction scheduler sends one command per chip at a time (dies not interleaved)");
         t.set(s, "interleave_dies", false);
+        t.note(s, "MQSim's PHY sends every waiting data-out before a channel takes a new command (NVM_PHY_ONFI_NVDDR2.cpp)");
+        t.set(s, "data_out_first", true);
         t.note(s, "MQSim joins programs into one multi-plane command only at the same page index of their blocks");
         t.set(s, "multiplane", quoted("same-page"));
         Ok(())
@@ -537,8 +542,8 @@ impl Device {
         Ok(())
     }
 
-    /// What flashmux does not model and MQSim does only where it is switched on: command
-    /// suspension. The parameters without effect on MQSim's results are read (and checked) only.
+    /// The parameters without effect on MQSim's results, read (and checked) only: among them
+    /// command suspension, which MQSim's scheduler never reaches.
     fn emit_unmodelled(&self, t: &mut Toml) -> Result<(), ImportError> {
         let f = &self.flash;
         let susp = f.choice("CMD_Suspension_Support", Some("ERASE"), &["NONE", "PROGRAM", "ERASE", "PROGRAM_ERASE"])?;
@@ -553,12 +558,16 @@ impl Device {
             self.dev.uint(name, Some(0), u64::MAX / 4)?;
         }
         if susp.v != "NONE" {
-            let why = format!(
-                "{}{}: flashmux never suspends a program or an erase for a read: reads wait behind them (MQSim suspends them per the Preferred_suspend_* times)",
-                susp.v,
-                if susp.given { "" } else { " (MQSim's default)" }
+            // TSU_OutofOrder.cpp and TSU_Priority_OutOfOrder.cpp: the WRITING and ERASING cases
+            // of the read-issue switch fall through to `default: return false`, so a read is never
+            // issued to a busy chip and nothing is ever suspended.
+            t.note(
+                "device.timing",
+                &format!(
+                    "CMD_Suspension_Support {}: MQSim's transaction scheduler never issues a read to a busy chip (its switch falls through to `return false`), so nothing is suspended there either",
+                    susp.v
+                ),
             );
-            t.approx_note("device.timing", &susp.loc, &why);
         }
         let h = &self.host;
         h.uint("SATA_Processing_Delay", Some(0), u64::MAX / 4)?;

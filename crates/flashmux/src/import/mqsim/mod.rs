@@ -115,7 +115,11 @@ fn scenario(d: &Device, sc: &IoScenario, name: &str, from: &str, dir: &Path) -> 
     for f in &sc.flows {
         workload::check_resources(f, &d.geometry)?;
     }
-    let summary = FlowSummary { count: sc.flows.len(), caching: sc.flows.iter().map(|f| &f.caching).collect() };
+    let summary = FlowSummary {
+        count: sc.flows.len(),
+        caching: sc.flows.iter().map(|f| &f.caching).collect(),
+        largest_write: synthetic::largest_write(&sc.flows)?,
+    };
     d.emit(&mut t, &summary)?;
     precondition(&mut t, d, &sc.flows);
     unwritten_reads(&mut t, d, &sc.flows)?;

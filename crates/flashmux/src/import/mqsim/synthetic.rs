@@ -55,6 +55,22 @@ pub(super) fn job(
 }
 
 /// `bs`, or a `bssplit` for MQSim's normal distribution.
+/// The largest mean request size (bytes) of the synthetic flows that write; `None` if none
+/// writes, or if a trace flow is among them (its sizes are in its file).
+pub(super) fn largest_write(flows: &[Flow]) -> Result<Option<u64>, ImportError> {
+    let mut largest = None;
+    for f in flows {
+        if f.trace {
+            return Ok(None);
+        }
+        if f.p.uint("Read_Percentage", None, 100)?.v < 100 {
+            let size = f.p.uint("Average_Request_Size", None, U32)?.v * 512;
+            largest = largest.max(Some(size));
+        }
+    }
+    Ok(largest)
+}
+
 fn sizes(t: &mut Toml, s: &str, flow: &Flow, j: &mut String) -> Result<(), ImportError> {
     let p = &flow.p;
     let kind = p.choice("Request_Size_Distribution", None, &["FIXED", "NORMAL"])?;

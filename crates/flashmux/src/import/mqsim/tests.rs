@@ -176,7 +176,12 @@ fn a_device_and_two_flows_load_with_their_values() {
     // MQSim: GC below max(trunc(0.05 x 256), 10) = 12 free blocks; flashmux at or below 11.
     assert_eq!(c.gc_threshold_blocks, 11);
     assert_eq!(c.victim_policy, VictimPolicy::Greedy);
-    assert_eq!(c.buffer_units, 256);
+    // The write-back window: a 4 KiB page for each of the 8 planes (the 1 MiB cache is noted).
+    assert_eq!(c.buffer_units, 8);
+    // DRAM at 800 MT/s, 4-byte bursts (1.25 ns), tRCD + tCL = 26 ns: a 4 KiB page in
+    // 26 + 4096 / 4 / 2 × 1.25 = 666 ns, 8 KiB in 1,306 ns: 26 ns + 6.4 GB/s.
+    assert_eq!(c.dram, crate::device::DramTiming { access: Nanos(26), bytes_per_sec: Some(6_400_000_000) });
+    assert!(c.data_out_first);
     // 65536 pages: log2 = 16, 8 sectors a page: entries of ceil((32 + 8) / 8) = 5 bytes cached,
     // ceil(24 / 8) = 3 bytes in translation pages (1365 a page); 65536 / 5 = 13107 entries: 10 pages.
     let MappingConfig::Dftl { entry_bytes, cmt } = &c.mapping else { panic!("dftl") };
@@ -222,16 +227,46 @@ fn a_device_and_two_flows_load_with_their_values() {
 }
 
 #[test]
+fn command_suspension_maps_to_none_as_mqsims_scheduler_never_suspends() {
+    let susp = SSD.replacen("<CMD_Suspension_Support>NONE", "<CMD_Suspension_Support>PROGRAM_ERASE", 1);
+    assert_ne!(susp, SSD);
+    let (plain, with) = (imported(SSD, &workload()), imported(&susp, &workload()));
+    assert_eq!(plain.warnings, with.warnings, "no approximation");
+    assert!(with.scenarios[0].toml.contains("CMD_Suspension_Support PROGRAM_ERASE: MQSim's transaction scheduler never issues a read to a busy chip"));
+}
+
+#[test]
+fn the_dram_time_is_mqsims_formula() {
+    // MQSim's shipped ssdconfig: 8 KiB rows, 100 MT/s (10 ns bursts), 1-byte bursts,
+    // tRCD = tCL = tRP = 13 ns. Measured in MQSim itself: 40,986 ns for an 8 KiB access and
+    // 163,944 ns for 64 KiB (its row count halved: 4 × (4,096 × 10 + 13) + 2 × 26).
+    let t = |bytes| super::cache::mqsim_dram_ns(bytes, 8192, 1, 10.0, 13, 13, 13);
+    assert_eq!(t(8192), 40_986);
+    assert_eq!(t(65536), 163_944);
+    assert_eq!(t(4096), 26 + 20_480);
+    // 12 KiB: one row pair counted 12288 / 8192 / 2 = 0 times, then 4 KiB at one byte a burst.
+    assert_eq!(t(12288), 26 + 26 + 409);
+    // Above 4,294 MT/s MQSim's 32-bit rate × 10^6 wraps: 100,000 MT/s runs at 1,215,752,192
+    // transfers/s, which the import says and uses.
+    let fast = SSD.replacen("<Data_Cache_DRAM_Data_Rate>800<", "<Data_Cache_DRAM_Data_Rate>100000<", 1);
+    assert_ne!(fast, SSD);
+    let imp = imported(&fast, &workload());
+    assert!(imp.warnings.iter().any(|w| w.contains("wraps to 1215752192 transfers/s")), "{:#?}", imp.warnings);
+}
+
+#[test]
 fn every_flow_and_device_parameter_leaves_no_warning_when_mapped_exactly() {
     let imp = imported(SSD, &workload());
-    // The CMT's granularity, the DRAM time, WRR and the last range's rounding are always
-    // approximations, and so are reads on a drive not filled (the first flow reads, with no
-    // preconditioning); nothing else in this file is.
+    // The CMT's granularity, the data cache's capacity beyond the write-back window, the DRAM
+    // time, WRR and the last range's rounding are always approximations, and so are reads on a
+    // drive not filled (the first flow reads, with no preconditioning); nothing else in this
+    // file is.
     let elements: Vec<&str> = imp.warnings.iter().map(|w| w.split(": ").nth(1).unwrap_or("")).collect();
     assert_eq!(
         elements,
         [
             "CMT_Capacity",
+            "Data_Cache_Capacity",
             "Data_Cache_DRAM_Data_Rate",
             "Transaction_Scheduling_Policy",
             "Initial_Occupancy_Percentage",
@@ -265,12 +300,6 @@ fn each_device_approximation_has_its_comment_and_a_warning_with_its_line() {
             "<Static_Wearleveling_Enabled>true",
             "Static_Wearleveling_Enabled",
             "wear levelling",
-        ),
-        (
-            "<CMD_Suspension_Support>NONE",
-            "<CMD_Suspension_Support>PROGRAM_ERASE",
-            "CMD_Suspension_Support",
-            "never suspends",
         ),
         ("<Plane_Allocation_Scheme>CWDP", "<Plane_Allocation_Scheme>PDCW", "Plane_Allocation_Scheme", "CWDP"),
         ("<Caching_Mechanism>ADVANCED", "<Caching_Mechanism>simple", "Caching_Mechanism", "SIMPLE"),

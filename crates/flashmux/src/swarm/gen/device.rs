@@ -395,11 +395,15 @@ fn cmt(g: &mut G, doc: &mut Doc, tenants: usize, logical_units: u64, page: u64, 
     }
 }
 
-/// `[device.buffer]`: sized in stripes (a flash page per plane); two are the least accepted.
+/// `[device.buffer]`: sized in stripes (a flash page per plane); one is the least accepted.
 fn buffer(g: &mut G, doc: &mut Doc, stripe_units: u64, unit: u64, set_size: bool) {
     if set_size {
-        let m = if g.mistake(0.05) { 1 } else { g.weighted(&[(2u64, 30), (3, 8), (4, 15), (8, 10), (32, 5)]) };
-        doc.set("device.buffer", "size", t::string(&t::size(stripe_units * m * unit)));
+        let units = if g.mistake(0.05) {
+            stripe_units - 1
+        } else {
+            stripe_units * g.weighted(&[(1u64, 10), (2, 30), (3, 8), (4, 15), (8, 10), (32, 5)])
+        };
+        doc.set("device.buffer", "size", t::string(&t::size(units * unit)));
     }
     if g.chance(0.3) {
         doc.set("device.buffer", "program_queue_depth", g.int(1, 4).to_string());
@@ -419,6 +423,12 @@ fn buffer(g: &mut G, doc: &mut Doc, stripe_units: u64, unit: u64, set_size: bool
         let v = g.chance(0.5);
         g.tag("volatile_write_cache", v);
         doc.set("device.buffer", "volatile_write_cache", v.to_string());
+    }
+    if g.chance(0.1) {
+        doc.set("device.buffer", "dram_access", t::string(&t::duration(g.log(100, 50_000))));
+    }
+    if g.chance(0.1) {
+        doc.set("device.buffer", "dram_rate", t::string(&format!("{}MB/s", g.log(100, 20_000))));
     }
 }
 
@@ -442,6 +452,9 @@ fn timing(g: &mut G, doc: &mut Doc) {
     }
     if g.chance(0.1) {
         doc.set("device.timing", "interleave_dies", "false".into());
+    }
+    if g.chance(0.1) {
+        doc.set("device.timing", "data_out_first", "true".into());
     }
     for key in ["encode_rate", "decode_rate"] {
         if g.chance(0.15) {
