@@ -27,7 +27,11 @@
 //!   pages) passes the *encoder* before it crosses the channel, and the data of every page it
 //!   reads passes the *decoder* after; each engine is one [`Timeline`] shared by all channels,
 //!   so it caps the drive's program (or read) bandwidth whatever the dies could do. A read's
-//!   die is free once its data has left over the channel, before the decode.
+//!   die is free once its data has left over the channel, before the decode;
+//! - with `data_out_first` (MQSim's PHY, which sends every waiting data-out before it lets its
+//!   scheduler issue a command), a read starts, and a program's data starts loading, only at an
+//!   instant the channel is idle ([`FlashArray::issue_time`]): a read of a die whose channel
+//!   is carrying another die's page out waits for that transfer's end.
 //!
 //! # Worked example
 //! 16 KiB pages, a 400 MB/s channel, command time 0, tR = 50 µs. A die busy until t = 100 µs
@@ -41,12 +45,15 @@
 //! # Parameters
 //! `geometry` (dies, channels, page bytes), `timing.read` / `program` / `erase` / `command` (ns),
 //! `timing.channel_bytes_per_sec` and `host_link_bytes_per_sec` (bytes/s); `ecc` (the encoder's
-//! and decoder's bytes/s, each unlimited unless given).
+//! and decoder's bytes/s, each unlimited unless given); `interleave_dies`, `gc_copyback`,
+//! `data_out_first` ([`ArrayOptions`]).
 //!
 //! Source: the die/channel timing is MQSim's (Tavakkol et al., FAST '18) and SSDSim's, with
 //! ONFI's split of a read into array time and data-out transfer. The ECC engines as a
 //! controller-wide throughput limit: a controller's BCH/LDPC codecs sit between the flash
 //! channels and its DRAM, and every page's codeword passes them (docs/MODEL.md §6, `tlc-nvme`).
+//! The data-out order is MQSim's src/ssd/NVM_PHY_ONFI_NVDDR2.cpp (the channel-idle path) with
+//! src/ssd/TSU_Base.cpp (commands issued on the channel-idle signal).
 
 use super::config::EccRates;
 use super::gc::{GcMode, GcQueue};
