@@ -133,6 +133,8 @@ pub(super) struct FlashArray {
     data_out_first: bool,
     encoder: Engine,
     decoder: Engine,
+    /// Reused by [`FlashArray::catch_up_channel`] (no allocation per call).
+    scratch_dies: Vec<DieId>,
 }
 
 impl FlashArray {
@@ -160,6 +162,7 @@ impl FlashArray {
             data_out_first: opts.data_out_first,
             encoder: Engine::new(Nanos::ZERO, opts.ecc.encode_bytes_per_sec),
             decoder: Engine::new(Nanos::ZERO, opts.ecc.decode_bytes_per_sec),
+            scratch_dies: Vec::new(),
         }
     }
 
@@ -318,18 +321,24 @@ impl FlashArray {
         }
         let per_channel = self.geo.chips_per_channel * self.geo.dies_per_chip;
         let first = self.geo.channel_of_die(die).0 * per_channel;
-        loop {
-            let next = (first..first + per_channel)
+        // The channel's dies with GC steps, found once: committing a step changes only its own
+        // die's queue (and its busy time, read afresh each round).
+        let mut gc_dies = std::mem::take(&mut self.scratch_dies);
+        gc_dies.clear();
+        gc_dies.extend(
+            (first..first + per_channel)
                 .map(DieId)
-                .filter(|&d| Some(self.busy_slot(d)) != except && self.dies[d.index()].gc.has_step())
-                .map(|d| (self.busy[self.busy_slot(d)], d))
-                .filter(|&(busy, _)| busy < t)
-                .min();
-            match next {
-                Some((_, d)) => self.commit_gc_step(d),
-                None => break,
-            };
+                .filter(|&d| Some(self.busy_slot(d)) != except && self.dies[d.index()].gc.has_step()),
+        );
+        while let Some((_, d)) =
+            gc_dies.iter().map(|&d| (self.busy[self.busy_slot(d)], d)).filter(|&(busy, _)| busy < t).min()
+        {
+            self.commit_gc_step(d);
+            if !self.dies[d.index()].gc.has_step() {
+                gc_dies.retain(|&x| x != d);
+            }
         }
+        self.scratch_dies = gc_dies;
     }
 
     /// Channel time of one page GC moves: a page's transfer with its command, or zero with
