@@ -6,6 +6,7 @@ use clap::ValueEnum;
 use flashmux::config::Scenario;
 use flashmux::serve::server::{serve_streaming, IoThreads, Listen, Options, MIN_REPLY_MEMORY};
 use flashmux::units::{parse_duration, parse_size};
+use flashmux::workload::trace::Format;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -44,6 +45,13 @@ pub struct ServeArgs {
     /// the model (data only: the server's own ceiling).
     #[arg(long, value_enum, default_value = "on")]
     timing: Timing,
+    /// Write every request the model serves to this file, as a trace `flashmux replay` reads
+    /// (one stream per export; needs `--timing on`).
+    #[arg(long)]
+    record: Option<PathBuf>,
+    /// The format `--record` writes: fio-iolog (fio's `read_iolog` replays it), mqsim or blkparse.
+    #[arg(long, default_value = "fio-iolog", requires = "record")]
+    record_format: String,
     /// Keep the data in this file (created if missing, one byte per byte of the drive, sparse).
     /// Without it, data lives in memory and is gone when the server stops.
     #[arg(long)]
@@ -184,7 +192,22 @@ fn options(a: &ServeArgs) -> anyhow::Result<Options> {
         reply_memory,
         idle_timeout: positive_duration("--idle-timeout", &a.idle_timeout)?,
         handshake_timeout: positive_duration("--handshake-timeout", &a.handshake_timeout)?,
+        record: record(a)?,
     })
+}
+
+/// `--record` and `--record-format`, checked (the file is created now, before any aging).
+fn record(a: &ServeArgs) -> anyhow::Result<Option<(PathBuf, Format)>> {
+    let Some(path) = &a.record else { return Ok(None) };
+    let writable = || Format::WRITABLE.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ");
+    let format = Format::from_name(&a.record_format)
+        .filter(|f| Format::WRITABLE.contains(f))
+        .ok_or_else(|| BadArg(format!("--record-format: cannot write '{}': expected one of {}", a.record_format, writable())))?;
+    if a.timing == Timing::Off {
+        return Err(BadArg("--record: the requests recorded are those the model serves; with --timing off there is no model".into()).into());
+    }
+    std::fs::File::create(path).map_err(|e| BadArg(format!("--record: {}: {e}", path.display())))?;
+    Ok(Some((path.clone(), format)))
 }
 
 /// The run's two summary lines on stderr: requests and timing error; reply memory, pauses,

@@ -112,6 +112,19 @@ impl Server {
         format!("nbd+unix:///{export}?socket={}", self.socket.display())
     }
 
+    /// SIGTERM, then the results it wrote and everything it logged.
+    fn stop_keeping_log(&mut self) -> (serde_json::Value, Vec<String>) {
+        let kill = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        assert!(kill.success());
+        let status = self.child.wait().unwrap();
+        while let Ok(l) = self.log.recv_timeout(Duration::from_secs(5)) {
+            self.lines.push(l);
+        }
+        assert_eq!(status.code(), Some(0), "server log:\n{}", self.lines.join("\n"));
+        let r = serde_json::from_str(&std::fs::read_to_string(self.out.join("results.json")).unwrap()).unwrap();
+        (r, self.lines.clone())
+    }
+
     /// SIGTERM, then the results it wrote.
     fn stop(mut self) -> serde_json::Value {
         let kill = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
@@ -392,6 +405,50 @@ fn qemu_io_and_nbdcopy_work_on_an_export() {
     let out = run_ok(Command::new("qemu-io").args(["-f", "raw", "-c", "read -P 0xab 64k 128k", &server.uri("vm2")]));
     assert!(!out.contains("Pattern verification failed"), "{out}");
     server.stop();
+}
+
+#[test]
+fn record_writes_the_requests_served_as_a_trace_flashmux_replays() {
+    let dir = tmpdir("serve-record");
+    let rec = dir.join("rec.iolog");
+    let server = Server::start(&dir, &scenario(&dir, ""), &["--record", rec.to_str().unwrap()]);
+    let mut c = Raw::connect(&server.socket, "vm2");
+    assert_eq!(c.write(1, 1 << 20, &[5u8; 65536]), 0);
+    let mut d = Raw::connect(&server.socket, "vm1");
+    assert_eq!(d.read(2, 0, 4096).unwrap(), vec![0u8; 4096]);
+    c.send(3, 0, 3, 0, 0, &[]);
+    assert_eq!(c.reply(), (3, 0));
+    let mut server = server;
+    let r = server.stop_keeping_log();
+    assert!(r.1.iter().any(|l| l.contains("recorded 3 requests to")), "{:?}", r.1);
+    // fio's iolog: each export is a file, opened before its first request and closed at the
+    // end; the times (µs since the server started) never go back.
+    let text = std::fs::read_to_string(&rec).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "fio version 3 iolog");
+    let ops: Vec<String> = lines[1..].iter().map(|l| l.split_once(' ').unwrap().1.to_string()).collect();
+    assert_eq!(
+        ops,
+        ["vm2 add", "vm2 open", "vm2 write 1048576 65536", "vm1 add", "vm1 open", "vm1 read 0 4096", "vm2 sync 0 0", "vm2 close", "vm1 close"],
+        "{text}"
+    );
+    let times: Vec<u64> = lines[1..].iter().map(|l| l.split(' ').next().unwrap().parse().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{text}");
+    // flashmux replays it, one tenant per export (fio iolog's file name is its device).
+    let o = flashmux().arg("replay").arg(&rec).args(["--tenant-by", "device", "--no-progress", "-o"]).arg(dir.join("replay")).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("replay/results.json")).unwrap()).unwrap();
+    assert_eq!(v["flashmux"]["tenants"].as_array().unwrap().len(), 2, "{v}");
+    // Bad flags are refused before anything is served.
+    let o = flashmux().args(["serve", "--record", rec.to_str().unwrap(), "--record-format", "msr"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--record-format: cannot write 'msr': expected one of fio-iolog, mqsim, blkparse"));
+    let o = flashmux().args(["serve", "--record", rec.to_str().unwrap(), "--timing", "off"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--record: the requests recorded are those the model serves"));
+    let o = flashmux().args(["serve", "--record", "/nonexistent-dir/rec.iolog"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--record: /nonexistent-dir/rec.iolog: "));
 }
 
 #[test]

@@ -75,6 +75,8 @@ pub struct Engine<T> {
     timing_error: LatStat,
     requests: u64,
     errors: u64,
+    /// `serve --record`: every request the model accepts.
+    recorder: Option<super::record::RecordSink>,
 }
 
 impl<T> Engine<T> {
@@ -103,6 +105,7 @@ impl<T> Engine<T> {
             timing_error: LatStat::default(),
             requests: 0,
             errors: 0,
+            recorder: None,
         })
     }
 
@@ -146,6 +149,9 @@ impl<T> Engine<T> {
         let io = ExternalIo { tenant, op, offset, len, tag: slot as u64 };
         match self.sim.submit_external(io) {
             Ok(()) => {
+                if let Some(r) = &self.recorder {
+                    r.record(self.now_ns(), export, op, offset, len);
+                }
                 self.pending[slot] = Some(Pending { info, export, op, len, sent_ns: self.now_ns() });
                 self.in_flight += 1;
                 Ok(())
@@ -223,6 +229,11 @@ impl<T> Engine<T> {
 
     /// Streams the timeline's rows to `sink` as intervals close ([`Simulator::stream_timeline`]),
     /// so a server that runs for days keeps none of them.
+    /// Records every request the model accepts from now on (`serve --record`).
+    pub fn record_to(&mut self, sink: super::record::RecordSink) {
+        self.recorder = Some(sink);
+    }
+
     pub fn stream_timeline(&mut self, sink: Box<dyn crate::sim::TimelineSink>) {
         self.sim.stream_timeline(sink);
     }

@@ -6,4 +6,5 @@
 pub mod nbd;
 pub mod store;
 pub mod engine;
+pub mod record;
 pub mod server;

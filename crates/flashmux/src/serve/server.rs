@@ -129,6 +129,9 @@ pub struct Options {
     pub idle_timeout: Duration,
     /// A handshake must be over this long after the connection was accepted.
     pub handshake_timeout: Duration,
+    /// Write the requests the model serves to this file, in this trace format
+    /// (`super::record`; needs `timing`).
+    pub record: Option<(PathBuf, crate::workload::trace::Format)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -278,6 +281,16 @@ pub fn serve_streaming(
         log("stopped while the drive was preconditioned: nothing was served");
         return Ok(engine.finish(0, nothing_served(&opts)));
     }
+    let recorder = match &opts.record {
+        Some((path, format)) => {
+            let names = engine.exports().iter().map(|e| e.name.clone()).collect();
+            let (recorder, sink) = super::record::Recorder::start(path, *format, names)
+                .map_err(|e| ServeError::BadInput(format!("--record: {}: {e}", path.display())))?;
+            engine.record_to(sink);
+            Some(recorder)
+        }
+        None => None,
+    };
     let store = open_store(&opts, engine.capacity_bytes())?;
     let (listener, listen) = Listener::bind(&opts.listen)?;
     let shared = Arc::new(Shared::new(&engine, store, &opts, log));
@@ -301,6 +314,12 @@ pub fn serve_streaming(
         (shared.log)(&format!("flushing the store failed: {e}"));
     }
     let mut r = engine.finish(now_ns, shared.result(&listen, &opts, origin));
+    if let Some(rec) = recorder {
+        match rec.finish() {
+            Ok(n) => (shared.log)(&format!("recorded {n} requests to {}", opts.record.as_ref().map_or_else(String::new, |(p, _)| p.display().to_string()))),
+            Err(e) => (shared.log)(&format!("recording failed: {e}")),
+        }
+    }
     if let Some(s) = &mut r.serve {
         s.requests += shared.direct.load(Ordering::SeqCst);
         s.errors += shared.direct_errors.load(Ordering::SeqCst);
