@@ -21,7 +21,7 @@
 
 use std::io::{self, BufRead};
 
-use super::text::{Bad, BadKind, Cx, Found, Raw, MAX_LEN};
+use super::text::{max_len, Bad, BadKind, Cx, Found, Raw};
 use super::{BlkEvent, Diag, TenantBy, TraceError, TraceOp};
 
 pub(super) const MAGIC: u32 = 0x6561_7400;
@@ -245,7 +245,7 @@ impl Record {
         };
         match sector.checked_mul(512) {
             None => Err(bad("sector", "a sector number below 2^55", sector)),
-            Some(_) if len > MAX_LEN => Err(bad("bytes", "at most 1 GiB (1073741824 bytes)", len)),
+            Some(_) if len > max_len(op) => Err(bad("bytes", "at most 1 GiB (1073741824 bytes)", len)),
             Some(off) if off.checked_add(len).is_none() => {
                 Err(bad("sector", "offset + size below 2^64 bytes", sector))
             }
@@ -452,7 +452,7 @@ mod tests {
         assert_eq!(record(0, 4096, 8).extent(TraceOp::Read).ok(), Some((4096, 4096)));
         assert_eq!(record(0, 0, 99).extent(TraceOp::Flush).ok(), Some((0, 0)));
         assert_eq!(bad(4096, 1 << 55).map(|b| b.field), Some("sector"));
-        assert_eq!(bad((MAX_LEN + 512) as u32, 0).map(|b| b.field), Some("bytes"));
+        assert_eq!(bad((super::super::text::MAX_LEN + 512) as u32, 0).map(|b| b.field), Some("bytes"));
         assert_eq!(bad(4096, u64::MAX / 512).map(|b| b.field), Some("sector"));
     }
 }

@@ -733,6 +733,25 @@ fn sizes_over_a_gib_and_extents_past_2_64_are_bad() {
 }
 
 #[test]
+fn a_trim_may_cover_up_to_a_tib_as_mkfs_discards_do() {
+    // mkfs.ext4's discards through NBD, as `serve --record` writes them: 2 GiB each.
+    let two = 2 * GIB;
+    let text = format!(
+        "fio version 3 iolog\n0 d add\n0 d open\n0 d trim 0 {two}\n1 d trim {two} {two}\n2 d write 0 {two}\n3 d trim 0 {}\n",
+        (1u64 << 40) + 4096
+    );
+    let (r, recs) = read("i", text, &opts(Some(Format::FioIolog), TenantBy::None));
+    assert_eq!(recs, [rec(0, TraceOp::Trim, 0, two, 0), rec(1_000, TraceOp::Trim, two, two, 0)]);
+    assert_eq!(r.bad_lines().count, 2, "a 2 GiB write and a trim over 1 TiB: {:?}", r.bad_lines());
+    assert!(r.bad_lines().first[0].reason.contains("at most 1 GiB"), "{:?}", r.bad_lines());
+    assert!(r.bad_lines().first[1].reason.contains("at most 1 TiB"), "{:?}", r.bad_lines());
+    // blkparse: a discard (D in RWBS) of 4,194,304 sectors (2 GiB) is read.
+    let line = "259,0    1        1     0.000000000  1234  D   D 0 + 4194304 [mkfs.ext4]\n";
+    let (r, recs) = read("b", line, &opts(Some(Format::Blkparse), TenantBy::None));
+    assert_eq!(recs, [rec(0, TraceOp::Trim, 0, two, 0)], "{:?}", r.bad_lines());
+}
+
+#[test]
 fn an_overlong_line_is_one_bad_line() {
     let mut text = String::from("0 0 0 8 1\n");
     text.push_str(&"9".repeat(200_000));

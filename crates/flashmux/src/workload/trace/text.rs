@@ -23,9 +23,20 @@ use blkparse::Blkparse;
 use columns::{alibaba, mqsim, spc, systor, tencent, Msr};
 use fio_iolog::FioIolog;
 
-/// Requests larger than this are taken for corrupt lines: no block device takes a single
-/// request of more than 1 GiB.
+/// Reads and writes larger than this are taken for corrupt lines: no block device takes a
+/// single read or write of more than 1 GiB.
 pub(super) const MAX_LEN: u64 = 1 << 30;
+/// A trim (discard) covers whole regions: `mkfs` sends discards of 2 GiB (NBD's limit is 4 GiB,
+/// an NVMe DSM range 2^32 blocks); larger than this is taken for a corrupt line.
+pub(super) const MAX_TRIM_LEN: u64 = 1 << 40;
+
+/// The largest request of `op` a trace may hold ([`MAX_LEN`], [`MAX_TRIM_LEN`] for trims).
+pub(super) fn max_len(op: TraceOp) -> u64 {
+    match op {
+        TraceOp::Trim => MAX_TRIM_LEN,
+        _ => MAX_LEN,
+    }
+}
 
 /// At most this many distinct streams; a trace with more is splitting on a field that does not
 /// name tenants, and the stream table would otherwise grow without bound.
@@ -200,18 +211,26 @@ enum Unit {
     Sectors,
 }
 
-/// Checks a request's extent (in bytes) against what a real request can be.
+/// Checks a read's or write's extent (in bytes) against what a real request can be.
 #[inline]
 fn extent(offset: u64, len: u64, off: Span, size: Span, unit: Unit) -> Result<(), Bad> {
+    extent_of(TraceOp::Read, offset, len, off, size, unit)
+}
+
+/// Checks the extent (in bytes) of a request of `op` against what a real one can be.
+#[inline]
+fn extent_of(op: TraceOp, offset: u64, len: u64, off: Span, size: Span, unit: Unit) -> Result<(), Bad> {
     if len == 0 {
         return Err(Bad::value("size", "a size above 0", size));
     }
-    if len > MAX_LEN {
+    if len > max_len(op) {
         return Err(Bad::value(
             "size",
-            match unit {
-                Unit::Bytes => "at most 1 GiB (1073741824 bytes)",
-                Unit::Sectors => "at most 1 GiB (2097152 sectors)",
+            match (op, unit) {
+                (TraceOp::Trim, Unit::Bytes) => "at most 1 TiB (1099511627776 bytes) for a trim",
+                (TraceOp::Trim, Unit::Sectors) => "at most 1 TiB (2147483648 sectors) for a trim",
+                (_, Unit::Bytes) => "at most 1 GiB (1073741824 bytes)",
+                (_, Unit::Sectors) => "at most 1 GiB (2097152 sectors)",
             },
             size,
         ));

@@ -13,7 +13,7 @@
 
 use super::super::lex::{seconds_ns, trimmed, uint, Scan, Span, Words};
 use super::super::{TenantBy, TraceOp};
-use super::{extent, need, need_uint, sectors, Bad, Cx, Line, Raw, Unit};
+use super::{extent_of, need, need_uint, sectors, Bad, Cx, Line, Raw, Unit};
 
 /// blkparse's default output: `dev cpu seq sec.nsec pid action RWBS [sector + nsect] [comm]`.
 pub(in crate::workload::trace) struct Blkparse {
@@ -184,7 +184,7 @@ impl Blkparse {
             None => return Ok(Line::Skip),
         };
         if op != TraceOp::Flush {
-            extent(offset, len, off_at, len_at, Unit::Sectors)?;
+            extent_of(op, offset, len, off_at, len_at, Unit::Sectors)?;
         }
         let (major, minor, dev_at) = f.dev;
         let (pid, pid_at) = f.pid;

@@ -10,7 +10,7 @@
 
 use super::super::lex::{trimmed, uint, Span, Words};
 use super::super::{TenantBy, TraceOp};
-use super::{extent, need, need_uint, no_more, scaled, Bad, Cx, Line, Raw, Unit};
+use super::{extent_of, need, need_uint, no_more, scaled, Bad, Cx, Line, Raw, Unit};
 
 /// fio's `write_iolog`/`read_iolog` text, versions 2 and 3.
 pub(in crate::workload::trace) struct FioIolog {
@@ -110,6 +110,6 @@ fn io_extent(line: &[u8], op: TraceOp, offset: Option<Span>, length: Option<Span
     if op == TraceOp::Flush {
         return Ok((0, 0));
     }
-    extent(off, len, off_at, len_at, Unit::Bytes)?;
+    extent_of(op, off, len, off_at, len_at, Unit::Bytes)?;
     Ok((off, len))
 }
