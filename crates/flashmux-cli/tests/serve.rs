@@ -121,21 +121,14 @@ impl Server {
             self.lines.push(l);
         }
         assert_eq!(status.code(), Some(0), "server log:\n{}", self.lines.join("\n"));
+        assert!(!self.socket.exists(), "the socket is removed");
         let r = serde_json::from_str(&std::fs::read_to_string(self.out.join("results.json")).unwrap()).unwrap();
         (r, self.lines.clone())
     }
 
     /// SIGTERM, then the results it wrote.
     fn stop(mut self) -> serde_json::Value {
-        let kill = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
-        assert!(kill.success());
-        let status = self.child.wait().unwrap();
-        while let Ok(l) = self.log.recv_timeout(Duration::from_secs(5)) {
-            self.lines.push(l);
-        }
-        assert_eq!(status.code(), Some(0), "server log:\n{}", self.lines.join("\n"));
-        assert!(!self.socket.exists(), "the socket is removed");
-        serde_json::from_str(&std::fs::read_to_string(self.out.join("results.json")).unwrap()).unwrap()
+        self.stop_keeping_log().0
     }
 }
 
