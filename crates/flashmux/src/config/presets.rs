@@ -1,8 +1,7 @@
 //! Built-in device presets. Every number and its source is listed in `docs/MODEL.md`.
 
-use crate::device::{Arbitration, DramTiming, EccRates, FlushPolicy, NullConfig, NvmeConfig, SsdConfig};
-use crate::flash::{Geometry, Multiplane, Timing};
-use crate::ftl::{MappingConfig, VictimPolicy};
+use crate::device::{Arbitration, EccRates, NullConfig, NvmeConfig, SsdConfig};
+use crate::flash::{Geometry, Timing};
 use crate::units::Nanos;
 
 pub use crate::device::DeviceKind;
@@ -20,6 +19,13 @@ pub const PRESET_NAMES: [&str; 6] = ["paper-c", "x25e", "840pro", "tlc-nvme", "c
 /// GC threshold used by the presets: 1% of a plane's blocks, at least 2.
 pub fn default_gc_threshold(blocks_per_plane: u32) -> u32 {
     (blocks_per_plane / 100).max(2)
+}
+
+/// A preset's drive: [`SsdConfig::new`] with the presets' GC threshold; each preset sets what
+/// differs from the defaults there.
+fn drive(geometry: Geometry, timing: Timing, overprovisioning: f64, buffer_units: u32, link_bytes_per_sec: u64) -> SsdConfig {
+    let threshold = default_gc_threshold(geometry.blocks_per_plane);
+    SsdConfig::new(geometry, timing, threshold, overprovisioning, buffer_units, link_bytes_per_sec)
 }
 
 pub fn preset(name: &str) -> Option<Preset> {
@@ -51,33 +57,21 @@ fn paper_c() -> Preset {
         name: "paper-c",
         summary: "8 GiB flash, 8 ch x 2 chips, 4 KiB pages, tR 65us, tPROG 0.55ms, tBERS 1.5ms, OP 3% (paper C / SSDsim)",
         kind: DeviceKind::Ssd(SsdConfig {
-            gc_threshold_blocks: default_gc_threshold(geometry.blocks_per_plane),
-            geometry,
-            timing: Timing {
-                read: Nanos::from_us(65),
-                program: Nanos::from_us(550),
-                erase: Nanos::from_us(1500),
-                channel_bytes_per_sec: 200_000_000,
-                command: Nanos(0),
-            },
-            overprovisioning: 0.03,
-            victim_policy: VictimPolicy::Greedy,
-            buffer_units: 1024,
-            program_queue_depth: 2,
-            flush: FlushPolicy::Page,
-            host_link_bytes_per_sec: 3_200_000_000,
-            mapping: MappingConfig::Full,
             // SSDsim models no flush command or power loss; flashmux keeps its protected buffer.
             volatile_write_cache: false,
-            open_channel: false,
-            interleave_dies: true,
-            gc_rga_candidates: None,
-            ecc: EccRates::UNLIMITED,
-            dram: DramTiming::FREE,
-            data_out_first: false,
-            gc_copyback: true,
-            multiplane: Multiplane::Any,
-            seed: crate::config::DEFAULT_SEED,
+            ..drive(
+                geometry,
+                Timing {
+                    read: Nanos::from_us(65),
+                    program: Nanos::from_us(550),
+                    erase: Nanos::from_us(1500),
+                    channel_bytes_per_sec: 200_000_000,
+                    command: Nanos(0),
+                },
+                0.03,
+                1024,
+                3_200_000_000,
+            )
         }),
         nvme: NvmeConfig {
             queues: 8,
@@ -106,34 +100,22 @@ fn x25e() -> Preset {
         name: "x25e",
         summary: "SLC SATA drive like the Intel X25-E 32GB: 10 ch, 4 KiB pages, tR 25us, tPROG 240us, NCQ 32, 250 MB/s link, volatile write cache",
         kind: DeviceKind::Ssd(SsdConfig {
-            gc_threshold_blocks: default_gc_threshold(geometry.blocks_per_plane),
-            geometry,
-            timing: Timing {
-                read: Nanos::from_us(25),
-                // Calibrated: 10 dies × 4 KiB / 240 us = 170.7 MB/s, the datasheet's 170 MB/s.
-                program: Nanos::from_us(240),
-                erase: Nanos::from_us(1500),
-                channel_bytes_per_sec: 133_000_000,
-                command: Nanos(0),
-            },
-            overprovisioning: 0.25,
-            victim_policy: VictimPolicy::Greedy,
-            buffer_units: 256,
-            program_queue_depth: 2,
-            flush: FlushPolicy::Page,
-            host_link_bytes_per_sec: 250_000_000,
-            mapping: MappingConfig::Full,
             // Intel's X25 generation has no power-loss capacitor (it arrived with the SSD 320).
             volatile_write_cache: true,
-            open_channel: false,
-            interleave_dies: true,
-            gc_rga_candidates: None,
-            ecc: EccRates::UNLIMITED,
-            dram: DramTiming::FREE,
-            data_out_first: false,
-            gc_copyback: true,
-            multiplane: Multiplane::Any,
-            seed: crate::config::DEFAULT_SEED,
+            ..drive(
+                geometry,
+                Timing {
+                    read: Nanos::from_us(25),
+                    // Calibrated: 10 dies × 4 KiB / 240 us = 170.7 MB/s, the datasheet's 170 MB/s.
+                    program: Nanos::from_us(240),
+                    erase: Nanos::from_us(1500),
+                    channel_bytes_per_sec: 133_000_000,
+                    command: Nanos(0),
+                },
+                0.25,
+                256,
+                250_000_000,
+            )
         }),
         nvme: NvmeConfig {
             queues: 1,
@@ -165,33 +147,21 @@ fn mlc_840pro() -> Preset {
         name: "840pro",
         summary: "consumer MLC SATA drive like the Samsung 840 Pro 256GB: 8 ch x 4 dies x 2 planes, 8 KiB pages, tR 50us, tPROG 1ms, tBERS 3.5ms, OP 7%, NCQ 32, 550 MB/s link, volatile write cache",
         kind: DeviceKind::Ssd(SsdConfig {
-            gc_threshold_blocks: default_gc_threshold(geometry.blocks_per_plane),
-            geometry,
-            timing: Timing {
-                read: Nanos::from_us(50),
-                program: Nanos::from_us(1000),
-                erase: Nanos::from_us(3500),
-                channel_bytes_per_sec: 400_000_000,
-                command: Nanos(0),
-            },
-            overprovisioning: 0.074,
-            victim_policy: VictimPolicy::Greedy,
-            buffer_units: 2048,
-            program_queue_depth: 2,
-            flush: FlushPolicy::Page,
             // A consumer drive: no power-loss protection, so a FLUSH programs the buffer.
             volatile_write_cache: true,
-            open_channel: false,
-            interleave_dies: true,
-            gc_rga_candidates: None,
-            ecc: EccRates::UNLIMITED,
-            dram: DramTiming::FREE,
-            data_out_first: false,
-            gc_copyback: true,
-            multiplane: Multiplane::Any,
-            seed: crate::config::DEFAULT_SEED,
-            host_link_bytes_per_sec: 550_000_000,
-            mapping: MappingConfig::Full,
+            ..drive(
+                geometry,
+                Timing {
+                    read: Nanos::from_us(50),
+                    program: Nanos::from_us(1000),
+                    erase: Nanos::from_us(3500),
+                    channel_bytes_per_sec: 400_000_000,
+                    command: Nanos(0),
+                },
+                0.074,
+                2048,
+                550_000_000,
+            )
         }),
         nvme: NvmeConfig {
             queues: 1,
@@ -223,35 +193,25 @@ fn tlc_nvme() -> Preset {
         name: "tlc-nvme",
         summary: "datacenter TLC NVMe like the Samsung PM9A3, PCIe 4.0 x4: 8 ch x 16 dies x 2 planes, 16 KiB pages, tR 45us, tPROG 450us, tBERS 3.5ms, 3.5 GB/s ECC encoder, OP 14.5%, 128 GiB flash (scalable)",
         kind: DeviceKind::Ssd(SsdConfig {
-            gc_threshold_blocks: default_gc_threshold(geometry.blocks_per_plane),
-            geometry,
-            timing: Timing {
-                read: Nanos::from_us(45),
-                program: Nanos::from_us(450),
-                erase: Nanos::from_us(3500),
-                channel_bytes_per_sec: 1_200_000_000,
-                command: Nanos(0),
-            },
-            overprovisioning: 0.145,
-            victim_policy: VictimPolicy::Greedy,
-            buffer_units: 16384,
-            program_queue_depth: 2,
-            flush: FlushPolicy::Page,
-            host_link_bytes_per_sec: 7_000_000_000,
-            mapping: MappingConfig::Full,
             // Datacenter NVMe drives protect their write buffer with capacitors.
             volatile_write_cache: false,
-            open_channel: false,
-            interleave_dies: true,
-            gc_rga_candidates: None,
             // Calibrated: the datasheet's 3.5 GB/s sequential write; 128 dies could program 9.3 GB/s.
             ecc: EccRates { encode_bytes_per_sec: Some(3_500_000_000), decode_bytes_per_sec: None },
-            dram: DramTiming::FREE,
-            data_out_first: false,
             // TLC firmware corrects GC's data on its way through the controller (no copy-back).
             gc_copyback: false,
-            multiplane: Multiplane::Any,
-            seed: crate::config::DEFAULT_SEED,
+            ..drive(
+                geometry,
+                Timing {
+                    read: Nanos::from_us(45),
+                    program: Nanos::from_us(450),
+                    erase: Nanos::from_us(3500),
+                    channel_bytes_per_sec: 1_200_000_000,
+                    command: Nanos(0),
+                },
+                0.145,
+                16384,
+                7_000_000_000,
+            )
         }),
         nvme: NvmeConfig {
             queues: 16,
@@ -284,33 +244,22 @@ fn cosmos() -> Preset {
         name: "cosmos",
         summary: "OpenSSD Cosmos+ as an open-channel SSD under pblk (host FTL): 8 ch x 8 ways MLC, 16 KiB pages, tR 75us, tPROG 1.3ms, tBERS 3.8ms, OP 11%, 8 MiB ring write buffer, 32 GiB flash (scalable)",
         kind: DeviceKind::Ssd(SsdConfig {
-            gc_threshold_blocks: default_gc_threshold(geometry.blocks_per_plane),
-            geometry,
-            timing: Timing {
-                read: Nanos::from_us(75),
-                program: Nanos::from_us(1300),
-                erase: Nanos::from_us(3800),
-                channel_bytes_per_sec: 200_000_000,
-                command: Nanos(0),
-            },
-            overprovisioning: 0.11,
-            victim_policy: VictimPolicy::Greedy,
-            buffer_units: 2048,
-            program_queue_depth: 2,
-            flush: FlushPolicy::Page,
-            host_link_bytes_per_sec: 3_200_000_000,
-            mapping: MappingConfig::Full,
             // pblk's ring write buffer is host memory: a flush (REQ_PREFLUSH) must program it.
             volatile_write_cache: true,
             open_channel: true,
-            interleave_dies: true,
-            gc_rga_candidates: None,
-            ecc: EccRates::UNLIMITED,
-            dram: DramTiming::FREE,
-            data_out_first: false,
-            gc_copyback: true,
-            multiplane: Multiplane::Any,
-            seed: crate::config::DEFAULT_SEED,
+            ..drive(
+                geometry,
+                Timing {
+                    read: Nanos::from_us(75),
+                    program: Nanos::from_us(1300),
+                    erase: Nanos::from_us(3800),
+                    channel_bytes_per_sec: 200_000_000,
+                    command: Nanos(0),
+                },
+                0.11,
+                2048,
+                3_200_000_000,
+            )
         }),
         // The "controller" of an open-channel drive is pblk's submission path on host cores.
         nvme: NvmeConfig {

@@ -3,7 +3,7 @@
 use super::*;
 use crate::engine::EventQueue;
 use crate::flash::{Geometry, Timing};
-use crate::ftl::{Loc, MappingConfig, VictimPolicy};
+use crate::ftl::{Loc, MappingConfig};
 use crate::units::{Lpn, Nanos, QueueId, ReqId, SimTime, TenantId};
 use std::collections::BTreeMap;
 
@@ -35,28 +35,7 @@ pub(crate) fn geometry(units_per_page: u32, planes: u32) -> Geometry {
 
 /// An SSD on [`geometry`] and [`timing`] (the SSD's component tests use it too).
 pub(crate) fn ssd_config(units_per_page: u32, planes: u32, buffer_units: u32) -> SsdConfig {
-    SsdConfig {
-        geometry: geometry(units_per_page, planes),
-        timing: timing(),
-        overprovisioning: 0.25,
-        victim_policy: VictimPolicy::Greedy,
-        gc_threshold_blocks: 2,
-        buffer_units,
-        program_queue_depth: 2,
-        flush: FlushPolicy::Page,
-        host_link_bytes_per_sec: 4_000_000_000,
-        mapping: MappingConfig::Full,
-        volatile_write_cache: false,
-        open_channel: false,
-        interleave_dies: true,
-        gc_rga_candidates: None,
-        ecc: crate::device::EccRates::UNLIMITED,
-        dram: crate::device::DramTiming::FREE,
-        data_out_first: false,
-        gc_copyback: true,
-        multiplane: crate::flash::Multiplane::Any,
-        seed: 1,
-    }
+    SsdConfig::new(geometry(units_per_page, planes), timing(), 2, 0.25, buffer_units, 4_000_000_000)
 }
 
 fn nvme() -> NvmeConfig {

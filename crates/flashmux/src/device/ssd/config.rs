@@ -134,6 +134,44 @@ fn is_any(m: &Multiplane) -> bool {
 }
 
 impl SsdConfig {
+    /// A drive of `geometry` and `timing` with the given GC threshold, spare area, write buffer
+    /// and host link, and every other setting at its default: greedy victims, the whole L2P
+    /// table in DRAM, a power-loss-protected buffer flushed page by page with two programs
+    /// queued per die, dies interleaved, GC by on-die copy-back, multi-plane programs of any
+    /// pages, unlimited ECC engines, no DRAM time, commands issued at the channel's earliest
+    /// gap, the default seed. Presets and tests change what differs with struct update syntax.
+    pub fn new(
+        geometry: Geometry,
+        timing: Timing,
+        gc_threshold_blocks: u32,
+        overprovisioning: f64,
+        buffer_units: u32,
+        host_link_bytes_per_sec: u64,
+    ) -> SsdConfig {
+        SsdConfig {
+            geometry,
+            timing,
+            overprovisioning,
+            victim_policy: VictimPolicy::Greedy,
+            gc_threshold_blocks,
+            buffer_units,
+            program_queue_depth: 2,
+            flush: FlushPolicy::Page,
+            host_link_bytes_per_sec,
+            mapping: MappingConfig::Full,
+            volatile_write_cache: false,
+            open_channel: false,
+            interleave_dies: true,
+            gc_copyback: true,
+            multiplane: Multiplane::Any,
+            gc_rga_candidates: None,
+            ecc: EccRates::UNLIMITED,
+            dram: DramTiming::FREE,
+            data_out_first: false,
+            seed: crate::config::DEFAULT_SEED,
+        }
+    }
+
     /// Logical mapping units exported: physical / (1 + op), rounded down to whole stripes of
     /// one flash page per plane so every plane holds the same share.
     pub fn logical_units(&self) -> u64 {
