@@ -43,12 +43,7 @@ impl RecordSink {
     /// Records a request the model accepted at `time_ns` (since the server started) for
     /// `export`. Blocks while the writer is behind by [`CHANNEL_RECORDS`].
     pub fn record(&self, time_ns: u64, export: usize, op: IoOp, offset: u64, len: u64) {
-        let op = match op {
-            IoOp::Read => TraceOp::Read,
-            IoOp::Write => TraceOp::Write,
-            IoOp::Trim => TraceOp::Trim,
-            IoOp::Flush => TraceOp::Flush,
-        };
+        let op = TraceOp::from(op);
         let stream = u32::try_from(export).unwrap_or(u32::MAX);
         // The writer ends only when every sink is gone, or on a write error it reports then.
         let _ = self.0.send(TraceRecord { time_ns, op, offset, len, stream });

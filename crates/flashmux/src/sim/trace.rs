@@ -9,7 +9,7 @@
 use crate::config::{LbaFit, TenantSpec, TraceSpec, TraceTiming};
 use crate::device::IoOp;
 use crate::units::Nanos;
-use crate::workload::trace::{BadLine, TraceOp, TraceReader, TraceRecord};
+use crate::workload::trace::{BadLine, TraceReader, TraceRecord};
 pub use crate::metrics::{ReplayStats, LATE};
 
 /// The latest simulated time a replayed request may be due (2^62 ns, about 146 years): later
@@ -138,12 +138,7 @@ impl TraceSource {
                     return None;
                 }
             };
-            let op = match r.op {
-                TraceOp::Read => IoOp::Read,
-                TraceOp::Write => IoOp::Write,
-                TraceOp::Trim => IoOp::Trim,
-                TraceOp::Flush => IoOp::Flush,
-            };
+            let op = IoOp::from(r.op);
             let due = match self.spec.timing {
                 TraceTiming::OpenLoop { time_scale, .. } => {
                     let scaled = ((r.time_ns - self.spec.start.0) as f64 * time_scale).round();

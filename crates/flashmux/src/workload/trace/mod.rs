@@ -153,6 +153,29 @@ impl TraceOp {
     }
 }
 
+impl From<TraceOp> for crate::device::IoOp {
+    fn from(op: TraceOp) -> Self {
+        match op {
+            TraceOp::Read => Self::Read,
+            TraceOp::Write => Self::Write,
+            TraceOp::Trim => Self::Trim,
+            TraceOp::Flush => Self::Flush,
+        }
+    }
+}
+
+impl From<crate::device::IoOp> for TraceOp {
+    fn from(op: crate::device::IoOp) -> Self {
+        use crate::device::IoOp;
+        match op {
+            IoOp::Read => TraceOp::Read,
+            IoOp::Write => TraceOp::Write,
+            IoOp::Trim => TraceOp::Trim,
+            IoOp::Flush => TraceOp::Flush,
+        }
+    }
+}
+
 /// Which field of a trace splits it into streams (tenants).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum TenantBy {
