@@ -47,7 +47,7 @@ pub const TOLERANCE: f64 = 0.15;
 /// least [`MIN_SCALED_BLOCKS`] blocks per plane.
 pub const SCALED_CAPACITY: &str = "16GiB";
 /// Scaling must leave a plane this many blocks: GC's reserve and open blocks (about four per
-/// plane) would otherwise take a visible part of the spare area (`tlc-nvme` at 16 GiB has 73
+/// plane) would otherwise take a visible part of the spare area (`tlc-nvme` at 16 GiB has 74
 /// blocks per plane, and its steady-state WAF rises from 4.5 to about 6.4).
 pub const MIN_SCALED_BLOCKS: u64 = 256;
 
@@ -197,14 +197,16 @@ pub fn scales(preset: &str) -> bool {
     if preset == "x25e" {
         return false;
     }
-    let Some(crate::config::Preset { kind: crate::device::DeviceKind::Ssd(c), .. }) = crate::config::preset(preset) else {
+    // The drive as the loader sizes it, at its own capacity and at the scaled one.
+    let drive = |capacity: &str| {
+        let text = format!("[device]\npreset = \"{preset}\"\n{capacity}[[tenant]]\nname = \"t\"\nfio = \"[j]\\nrw=read\"\n");
+        Scenario::from_generated_toml(&text, "validate", Path::new(".")).ok().map(|s| s.device)
+    };
+    let (Some(own), Some(scaled)) = (drive(""), drive(&format!("capacity = \"{SCALED_CAPACITY}\"\n"))) else {
         return false;
     };
-    let g = &c.geometry;
-    let logical = crate::units::parse_size(SCALED_CAPACITY).expect("a valid size");
-    let block_bytes = g.pages_per_block as u64 * g.page_bytes as u64;
-    let blocks = (logical as f64 * (1.0 + c.overprovisioning)) as u64 / (g.planes() as u64 * block_bytes);
-    c.logical_units() * g.unit_bytes as u64 > logical && blocks >= MIN_SCALED_BLOCKS
+    let crate::device::DeviceKind::Ssd(c) = &scaled.kind else { return false };
+    own.capacity_bytes() > scaled.capacity_bytes() && c.geometry.blocks_per_plane as u64 >= MIN_SCALED_BLOCKS
 }
 
 /// Runs `p`'s probe.
@@ -306,7 +308,7 @@ mod tests {
     fn only_drives_that_keep_enough_blocks_per_plane_are_scaled() {
         // 840pro: 256 GB on 64 planes of 1 MiB blocks; at 16 GiB, 275 blocks per plane.
         assert!(scales("840pro"));
-        // tlc-nvme: 256 planes; at 16 GiB, 73 blocks per plane.
+        // tlc-nvme: 256 planes; at 16 GiB, 74 blocks per plane.
         assert!(!scales("tlc-nvme"));
         // x25e runs at its own 32 GB; the null device has no flash.
         assert!(!scales("x25e") && !scales("null") && !scales("nope"));
