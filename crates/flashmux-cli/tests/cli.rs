@@ -645,7 +645,7 @@ fn replay_flags_are_checked_as_flags() {
         ("--capacity", "abc", "--capacity: invalid size 'abc'"),
         ("--fill", "NaN", "--fill: NaN is out of range"),
         ("--device", "bogus", "--device: unknown preset 'bogus': expected one of paper-c"),
-        ("--scheduler", "bogus", "--scheduler: unknown scheduler 'bogus': expected one of none, cfq"),
+        ("--scheduler", "bogus", "--scheduler: unknown scheduler 'bogus': expected one of none, mq-deadline, cfq"),
         ("--precondition", "bogus", "--precondition: unknown state 'bogus'"),
         ("--lba-fit", "fold", "--lba-fit: unknown 'fold': expected one of wrap, scale, reject"),
     ] {

@@ -158,3 +158,33 @@ fn hwabc_says_when_it_could_not_separate_gc_cost() {
     let roomy = run("sequential-fill", "0.5");
     assert!(!roomy.warnings.iter().any(|w| w.contains("GC-free")), "{:?}", roomy.warnings);
 }
+
+/// A sequential writer behind a host queue of one tag: its requests wait in the scheduler while
+/// one is at the device, and the elevator merges them (up to `max_sectors_kb`); under `none`,
+/// or with `nomerges = 2`, nothing merges. Merged requests complete with their lead, so the
+/// application sees every request, and the drive writes fewer, larger commands faster.
+#[test]
+fn the_elevator_merges_a_sequential_writer_s_waiting_requests() {
+    let run = |sched: &str, extra: &str| {
+        let host = format!("queue_depth = 1\n{extra}");
+        run_checked(&weighted(sched, &[1], "rw=write\\nbs=4k\\niodepth=32\\nsize=16m", &host, "10s"), 100)
+    };
+    let merged = run("mq-deadline", "");
+    let m = merged.tenants[0].merges.expect("mq-deadline has an elevator");
+    let ios = merged.tenants[0].io.write.ios;
+    assert_eq!(ios, 4096, "every 4 KiB write of 16 MiB completes, merged or not");
+    assert_eq!((m.merges_front, m.read_merges), (0, 0));
+    // The first write goes alone; the other 31 wait and merge into one request. When the first
+    // completes that one leaves; when it completes, its 31 writes are issued again and join the
+    // one write that came back meanwhile. Commands alternate 1 and 31 writes: 30 merges in
+    // every 32 writes.
+    assert_eq!(m.write_merges, 4096 / 32 * 30, "{m:?}");
+    for (sched, extra) in [("none", ""), ("mq-deadline", "nomerges = 2"), ("cfq", "max_sectors_kb = 4")] {
+        let r = run(sched, extra);
+        assert_eq!(r.tenants[0].merges.map_or(0, |m| m.merges()), 0, "{sched} {extra}");
+        assert_eq!(r.tenants[0].io.write.ios, ios);
+        assert!(r.tenants[0].runtime_ns > merged.tenants[0].runtime_ns * 3 / 2, "{sched} {extra}: merging saves commands");
+    }
+    let cfq = run("cfq", "");
+    assert!(cfq.tenants[0].merges.unwrap().write_merges * 32 >= ios * 29, "cfq merges within the tenant's queue too");
+}

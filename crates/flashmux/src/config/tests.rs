@@ -287,6 +287,33 @@ fn scheduler_parameters_resolve_and_bad_ones_are_named() {
 }
 
 #[test]
+fn mq_deadline_and_the_elevator_s_settings_resolve_and_bad_ones_are_named() {
+    use crate::host::{DeadlineParams, MergeConfig, SchedulerKind};
+    let with = |host: &str| format!("{MINIMAL}\n[host]\n{host}\n");
+    let s = load(&with("scheduler = \"mq-deadline\"\n[host.mq-deadline]\nfifo_batch = 4\nread_expire = \"100ms\"")).unwrap();
+    let p = DeadlineParams { fifo_batch: 4, read_expire: Nanos::from_ms(100), ..Default::default() };
+    assert_eq!(s.host.scheduler, SchedulerKind::MqDeadline(p));
+    assert_eq!(load(&with("scheduler = \"deadline\"")).unwrap().host.scheduler.name(), "mq-deadline");
+    let s = load(&with("nomerges = 1\nmax_sectors_kb = 512")).unwrap();
+    assert_eq!(s.host.merge, MergeConfig { nomerges: 1, max_bytes: 512 << 10 });
+    // Linux's defaults leave the configuration hash as it was before the settings existed.
+    let default = load(&with("nomerges = 0\nmax_sectors_kb = 128")).unwrap();
+    assert_eq!(default.config_hash(), load(MINIMAL).unwrap().config_hash());
+    assert_ne!(s.config_hash(), load(MINIMAL).unwrap().config_hash());
+    for (host, needle) in [
+        ("nomerges = 3", "host.nomerges: 3 is not a setting"),
+        ("max_sectors_kb = 2", "host.max_sectors_kb"),
+        ("nomerges = -1", "nomerges"),
+        ("scheduler = \"cfq\"\n[host.mq-deadline]\nfifo_batch = 4", "host.mq-deadline: applies only with scheduler = \"mq-deadline\""),
+        ("scheduler = \"mq-deadline\"\n[host.mq-deadline]\nfifo_batch = 0", "host.mq-deadline.fifo_batch: must be at least 1"),
+        ("scheduler = \"mq-deadline\"\n[host.mq-deadline]\nbatch = 3", "unknown field"),
+    ] {
+        let e = err(&with(host));
+        assert!(e.contains(needle), "expected '{needle}' in: {e}");
+    }
+}
+
+#[test]
 fn volatile_write_cache_is_a_buffer_setting_with_preset_defaults() {
     let cache = |text: &str| match load(text).unwrap().device.kind {
         DeviceKind::Ssd(c) => c.volatile_write_cache,

@@ -10,7 +10,9 @@
 //!   submitting CPU is unknown and each tenant has its own, `queue = tenant mod queues`;
 //! - waits in the **I/O scheduler** (`host/sched`), which decides what leaves and when — except
 //!   flushes, which bypass it as blk-flush sends them (`blk_insert_flush`) and go, in arrival
-//!   order, before anything the scheduler holds;
+//!   order, before anything the scheduler holds; under a scheduler other than `none`, a read or
+//!   write that arrives next to one of its tenant's waiting requests is merged into it instead
+//!   (the **elevator**, `host/elevator.rs`) and completes with it;
 //! - leaves when a **tag** is free — the tag set bounds the requests outstanding at the device
 //!   over all its queues (`queue_depth`, like `nr_requests` × hardware queues in Linux) — and
 //!   its NVMe queue has room; a request the scheduler gave out whose queue is full goes back
@@ -23,7 +25,9 @@
 //!
 //! On an open-channel drive the FTL runs on the host (pblk): the block layer asks it, when a
 //! write arrives, whether the write overwrites mapped data, and lets the scheduler observe it
-//! (whether GC is running) before every dispatch round and completion.
+//! (whether GC is running) before every dispatch round and completion. pblk is a bio-based
+//! driver — bios reach it without passing through the request layer — so there is no elevator
+//! and nothing waiting is merged.
 //!
 //! # Worked example
 //!
@@ -47,6 +51,7 @@
 //! queue), `block/blk-mq-cpumap.c` (`blk_mq_map_queues`), `block/blk-flush.c`; pblk's use of the
 //! L2P table for the open-channel case (docs/MODEL.md §1b).
 
+use super::elevator::{Elevator, MergeConfig, MergeStats};
 use super::sched::{HostFtl, SchedReq, SchedTenantStats, Scheduler, SchedulerKind};
 use crate::device::{Command, IoOp};
 use crate::units::{QueueId, ReqId, SimTime, TenantId};
@@ -72,6 +77,8 @@ enum Stage {
     Free,
     /// Waiting in the scheduler or the flush queue.
     Waiting,
+    /// Merged into the waiting or dispatched request `lead`: completes with it.
+    Merged(ReqId),
     /// Sent to the device at this time.
     Dispatched(SimTime),
 }
@@ -81,6 +88,10 @@ struct Slot {
     req: SchedReq,
     queue: QueueId,
     stage: Stage,
+    /// The requests merged into this one, as a chain: the next member and (in the lead) the
+    /// last.
+    next: Option<ReqId>,
+    tail: Option<ReqId>,
 }
 
 /// The host block layer: the scheduler, the tag set, the flush queue and the queue mapping.
@@ -99,20 +110,37 @@ pub struct BlockLayer {
     /// What the layer knows of each request it holds, by request id (ids are reused, so this
     /// stays as long as the most requests ever in flight at once).
     slots: Vec<Slot>,
+    /// Merging of waiting requests; `None` when the scheduler has no elevator (`none`).
+    elevator: Option<Elevator>,
+    /// The elevator's settings (kept for `merge_config` when there is no elevator).
+    merge: MergeConfig,
 }
 
 impl BlockLayer {
     /// A block layer with `kind`'s scheduler for tenants of `weights`, `depth` tags, in front of a
     /// device with `queues` submission queues.
-    pub fn new(kind: &SchedulerKind, weights: &[u32], depth: u32, queues: u16) -> BlockLayer {
-        BlockLayer::with_scheduler(kind.build(weights, depth), depth, queues)
+    /// `merge` sets the elevator, used when the scheduler is one and the driver takes requests
+    /// (not `bio_based`, as pblk is).
+    pub fn new(kind: &SchedulerKind, weights: &[u32], depth: u32, queues: u16, merge: MergeConfig, bio_based: bool) -> BlockLayer {
+        BlockLayer::with_scheduler(kind.build(weights, depth), depth, queues, merge, bio_based)
     }
 
     /// A block layer around a scheduler built elsewhere.
-    pub fn with_scheduler(sched: Box<dyn Scheduler>, depth: u32, queues: u16) -> BlockLayer {
+    pub fn with_scheduler(sched: Box<dyn Scheduler>, depth: u32, queues: u16, merge: MergeConfig, bio_based: bool) -> BlockLayer {
         assert!(depth > 0, "a block layer needs at least one tag");
         assert!(queues > 0, "a device has at least one queue");
-        BlockLayer { sched, depth, queues, inflight: 0, flushes: VecDeque::new(), wake_at: None, slots: Vec::new() }
+        let elevator = (sched.merges() && !bio_based && merge.nomerges < 2).then(|| Elevator::new(merge));
+        BlockLayer {
+            sched,
+            depth,
+            queues,
+            inflight: 0,
+            flushes: VecDeque::new(),
+            wake_at: None,
+            slots: Vec::new(),
+            elevator,
+            merge,
+        }
     }
 
     /// The hardware queue a request goes to (see the header).
@@ -130,18 +158,35 @@ impl BlockLayer {
     pub fn arrive(&mut self, now: SimTime, r: BlockReq, ftl: Option<&dyn HostFtl>) {
         let i = r.id.index();
         if self.slots.len() <= i {
-            let free = Slot { req: SchedReq { update: false, ..sched_req(&r) }, queue: QueueId(0), stage: Stage::Free };
+            let req = SchedReq { update: false, ..sched_req(&r) };
+            let free = Slot { req, queue: QueueId(0), stage: Stage::Free, next: None, tail: None };
             self.slots.resize(i + 1, free);
         }
         assert_eq!(self.slots[i].stage, Stage::Free, "request {} arrived twice", r.id.0);
         let update = r.op == IoOp::Write && ftl.is_some_and(|f| f.is_update(r.offset, r.len));
         let req = SchedReq { update, ..sched_req(&r) };
-        self.slots[i] = Slot { req, queue: self.queue_of(&r), stage: Stage::Waiting };
+        self.slots[i] = Slot { req, queue: self.queue_of(&r), stage: Stage::Waiting, next: None, tail: None };
         if r.op == IoOp::Flush {
             self.flushes.push_back(r.id);
-        } else {
-            self.sched.enqueue(now, req);
+            return;
         }
+        if let Some(m) = self.elevator.as_mut().and_then(|e| e.arrive(&req)) {
+            self.slots[i].stage = Stage::Merged(m.lead);
+            let lead = &mut self.slots[m.lead.index()];
+            debug_assert_eq!(lead.stage, Stage::Waiting, "merged into a request that is not waiting");
+            lead.req.offset = m.offset;
+            lead.req.bytes = m.len;
+            lead.req.update |= update;
+            let tail = lead.tail.replace(r.id);
+            let grown = lead.req;
+            match tail {
+                None => self.slots[m.lead.index()].next = Some(r.id),
+                Some(t) => self.slots[t.index()].next = Some(r.id),
+            }
+            self.sched.grow(&grown);
+            return;
+        }
+        self.sched.enqueue(now, req);
     }
 
     /// The scheduler sees the host-side FTL's state (before a dispatch round).
@@ -175,6 +220,12 @@ impl BlockLayer {
             return None;
         }
         let sr = self.sched.dispatch(now)?;
+        debug_assert_eq!(sr, self.slots[sr.id.index()].req, "the scheduler gave out a stale request");
+        // Given out, it leaves the elevator even if it comes back (Linux requeues it on the
+        // dispatch list, where nothing merges).
+        if let Some(e) = self.elevator.as_mut() {
+            e.remove(sr.id);
+        }
         if !room(self.slots[sr.id.index()].queue) {
             self.sched.requeue(sr);
             return None;
@@ -194,15 +245,25 @@ impl BlockLayer {
     }
 
     /// Request `r` completed at the device at `now`: its tag is freed and the scheduler told
-    /// (flushes were never the scheduler's).
+    /// (flushes were never the scheduler's). The requests merged into it complete with it: they
+    /// are appended to `members`, in the order they merged.
     #[inline]
-    pub fn complete(&mut self, now: SimTime, r: ReqId, ftl: Option<&dyn HostFtl>) {
+    pub fn complete(&mut self, now: SimTime, r: ReqId, ftl: Option<&dyn HostFtl>, members: &mut Vec<ReqId>) {
         let slot = &mut self.slots[r.index()];
         let Stage::Dispatched(at) = slot.stage else {
             panic!("request {} completed but was not dispatched", r.0);
         };
         slot.stage = Stage::Free;
+        slot.tail = None;
+        let mut next = slot.next.take();
         let req = slot.req;
+        while let Some(m) = next {
+            let s = &mut self.slots[m.index()];
+            debug_assert_eq!(s.stage, Stage::Merged(r), "request {} is not a member of {}", m.0, r.0);
+            s.stage = Stage::Free;
+            next = s.next.take();
+            members.push(m);
+        }
         self.inflight -= 1;
         if req.op != IoOp::Flush {
             self.observe(now, ftl);
@@ -236,6 +297,16 @@ impl BlockLayer {
         self.inflight
     }
 
+    /// What the elevator merged for tenant `t`.
+    pub fn merge_stats(&self, t: usize) -> MergeStats {
+        self.elevator.as_ref().map_or_else(MergeStats::default, |e| e.stats(t))
+    }
+
+    /// The elevator's settings, and whether the scheduler has an elevator that uses them.
+    pub fn merge_config(&self) -> (MergeConfig, bool) {
+        (self.merge, self.elevator.is_some())
+    }
+
     /// The scheduler's statistics for tenant `t`.
     pub fn tenant_stats(&self, t: usize) -> Option<SchedTenantStats> {
         self.sched.tenant_stats(t)
@@ -256,6 +327,18 @@ impl BlockLayer {
             self.flushes.len() + self.sched.queued(),
             "requests waiting and what the scheduler and flush queue hold disagree"
         );
+        for (i, s) in self.slots.iter().enumerate() {
+            if let Stage::Merged(lead) = s.stage {
+                let l = &self.slots[lead.index()];
+                assert!(matches!(l.stage, Stage::Waiting | Stage::Dispatched(_)), "request {i} merged into {} which is not held", lead.0);
+                let (a, b) = (l.req.offset, l.req.offset + l.req.bytes);
+                assert!(s.req.offset >= a && s.req.offset + s.req.bytes <= b, "request {i} lies outside the request {} it merged into", lead.0);
+            }
+        }
+        if let Some(e) = &self.elevator {
+            e.check_invariants();
+            assert!(e.indexed() <= waiting, "the elevator indexes requests that are not waiting");
+        }
         for r in &self.flushes {
             let s = &self.slots[r.index()];
             assert!(s.stage == Stage::Waiting && s.req.op == IoOp::Flush, "flush queue holds request {}", r.0);

@@ -2,13 +2,15 @@
 //! its I/O scheduler ([`sched`]) decides what is dispatched to the device and when.
 
 pub mod block;
+pub mod elevator;
 pub mod sched;
 
 pub use block::{BlockLayer, BlockReq};
+pub use elevator::{MergeConfig, MergeStats};
 use crate::units::Nanos;
 use serde::Serialize;
 
-pub use sched::{BudgetParams, CfqParams, HwabcParams, HostFtl, MotsParams, SchedTenantStats, Scheduler, SchedulerKind, SchedReq};
+pub use sched::{BudgetParams, CfqParams, DeadlineParams, HwabcParams, HostFtl, MotsParams, SchedTenantStats, Scheduler, SchedulerKind, SchedReq};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HostConfig {
@@ -16,6 +18,10 @@ pub struct HostConfig {
     /// set): beyond it, requests wait in the scheduler.
     pub queue_depth: u32,
     pub scheduler: SchedulerKind,
+    /// The elevator's merging of waiting requests (`nomerges`, `max_sectors_kb`); left out of
+    /// the configuration (and its hash) at Linux's defaults.
+    #[serde(skip_serializing_if = "MergeConfig::is_default")]
+    pub merge: MergeConfig,
     /// Kernel time from the application's submission until the request is queued (fio's slat):
     /// system call, block layer, driver.
     pub submit_overhead: Nanos,
@@ -35,6 +41,7 @@ impl HostConfig {
             return Err("host.queue_depth: must be at least 1 (got 0)".into());
         }
         self.scheduler.validate()?;
+        self.merge.validate()?;
         self.cpu.as_ref().map_or(Ok(()), |c| c.validate())
     }
 }

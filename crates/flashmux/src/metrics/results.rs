@@ -5,7 +5,7 @@ use super::{AloneBaseline, Fairness, IoStats, LatSummary, Samples, Share};
 pub use crate::device::{CmtReport, DeviceResult};
 use crate::device::TenantDeviceStats;
 use crate::ftl::MapStats;
-use crate::host::SchedTenantStats;
+use crate::host::{MergeStats, SchedTenantStats};
 use serde::Serialize;
 
 /// Why the run ended.
@@ -189,6 +189,9 @@ pub struct TenantResult {
     /// What the host scheduler did for the tenant (`None` under `none`, which keeps no
     /// per-tenant state).
     pub sched: Option<SchedTenantStats>,
+    /// What the host block layer's elevator merged for the tenant (`None` when there is no
+    /// elevator: the `none` scheduler, or `nomerges = 2`).
+    pub merges: Option<MergeStats>,
     /// A trace tenant's replay: what was read, skipped and how far it fell behind.
     pub replay: Option<super::ReplayStats>,
 }

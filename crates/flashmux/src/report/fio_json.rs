@@ -251,6 +251,17 @@ fn tenant_json(r: &RunResults, t: &TenantResult, gc_total: u64) -> Value {
             o["scheduler"]["gc_charged_ns"] = json!(ns);
         }
     }
+    if let Some(m) = t.merges {
+        o.insert(
+            "elevator".into(),
+            json!({
+                "merges_back": m.merges_back,
+                "merges_front": m.merges_front,
+                "read_merges": m.read_merges,
+                "write_merges": m.write_merges,
+            }),
+        );
+    }
     o.insert("gc_pages_moved".into(), json!(t.gc_units_moved));
     o.insert("gc_share".into(), json!(ratio(t.gc_units_moved as f64, gc_total as f64)));
     o.insert("gc_erases".into(), json!(t.gc_erases));

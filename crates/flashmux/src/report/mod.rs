@@ -147,6 +147,7 @@ pub(crate) mod test_fixture {
                 map: MapStats { lookups: 100, hits: 90, misses: 10, miss_ratio: 0.1, ..Default::default() },
                 device: TenantDeviceStats { write_units: 7, write_buffer_hits: 3, ..Default::default() },
                 sched: None,
+                merges: None,
                 replay: None,
             }
         };

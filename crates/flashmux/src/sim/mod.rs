@@ -113,6 +113,8 @@ pub struct Simulator {
     completed: u64,
     /// The host block layer: scheduler, tags, flush queue, queue mapping.
     block: BlockLayer,
+    /// Scratch: the requests merged into a completed command.
+    merged: Vec<ReqId>,
     /// The host CPU and virtualization path, when modelled (`[host.cpu]` or a VM mode).
     machine: Option<Machine>,
     vout: VirtOutbox,
@@ -155,7 +157,10 @@ impl Simulator {
                 &scenario.tenants.iter().map(|t| t.weight).collect::<Vec<_>>(),
                 scenario.host.queue_depth,
                 device.nvme().queues,
+                scenario.host.merge,
+                device.host_ftl().is_some(),
             ),
+            merged: Vec::new(),
             machine: None,
             vout: VirtOutbox::default(),
             device,
@@ -514,13 +519,18 @@ impl Simulator {
             return;
         }
         let done = std::mem::take(&mut self.out.completed);
+        let mut merged = std::mem::take(&mut self.merged);
         for &r in &done {
-            self.block.complete(self.now, r, self.device.host_ftl());
-            match &mut self.machine {
-                Some(m) => m.host_complete(self.now, r, &mut self.vout),
-                None => self.events.push(self.now + self.scenario.host.completion_overhead, Event::AppComplete(r)),
+            // The command's lead, then the requests the elevator merged into it.
+            self.block.complete(self.now, r, self.device.host_ftl(), &mut merged);
+            for x in std::iter::once(r).chain(merged.drain(..)) {
+                match &mut self.machine {
+                    Some(m) => m.host_complete(self.now, x, &mut self.vout),
+                    None => self.events.push(self.now + self.scenario.host.completion_overhead, Event::AppComplete(x)),
+                }
             }
         }
+        self.merged = merged;
         self.out.completed = done;
         self.out.completed.clear();
         self.host_dispatch();

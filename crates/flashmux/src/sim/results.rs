@@ -93,6 +93,7 @@ impl Simulator {
                     map,
                     device: dev,
                     sched: self.block.tenant_stats(i),
+                    merges: self.block.merge_config().1.then(|| self.block.merge_stats(i)),
                     replay: self.work.tenant_jobs[i].iter().find_map(|&j| replays[j].take()),
                 }
             })

@@ -148,7 +148,7 @@ pub fn generate(seed: u64) -> Case {
     if g.chance(0.8) {
         doc.top("seed", g.int(0, i64::MAX as u64).to_string());
     }
-    let sched = g.weighted(&[("none", 30), ("cfq", 14), ("mcfq", 14), ("fair", 14), ("hwabc", 14), ("hwabc-oracle", 14)]);
+    let sched = g.weighted(&[("none", 30), ("mq-deadline", 12), ("cfq", 14), ("mcfq", 14), ("fair", 14), ("hwabc", 14), ("hwabc-oracle", 14)]);
     let budget = matches!(sched, "fair" | "hwabc" | "hwabc-oracle");
     let flash = budget || g.chance(0.85);
     let stop = g.weighted(&[(Stop::Time, 30), (Stop::Requests, 30), (Stop::Both, 25), (Stop::Neither, 15)]);

@@ -9,9 +9,15 @@ use super::*;
 pub(super) struct HostSection {
     pub(super) queue_depth: Option<u32>,
     pub(super) scheduler: Option<String>,
+    /// Linux's `nomerges`: 0, 1 or 2.
+    pub(super) nomerges: Option<u8>,
+    /// The largest merged request, KiB.
+    pub(super) max_sectors_kb: Option<u64>,
     pub(super) submit_overhead: Option<Duration>,
     pub(super) completion_overhead: Option<Duration>,
     pub(super) cpu: Option<CpuSection>,
+    #[serde(rename = "mq-deadline")]
+    pub(super) deadline: Option<DeadlineSection>,
     pub(super) cfq: Option<CfqSection>,
     pub(super) mcfq: Option<McfqSection>,
     pub(super) fair: Option<FairSection>,
@@ -40,6 +46,15 @@ pub(super) struct FairSection {
     pub(super) window: Option<u32>,
     /// Windows in each least-squares fit.
     pub(super) windows: Option<u32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct DeadlineSection {
+    pub(super) read_expire: Option<Duration>,
+    pub(super) write_expire: Option<Duration>,
+    pub(super) fifo_batch: Option<u32>,
+    pub(super) writes_starved: Option<u32>,
 }
 
 #[derive(Deserialize, Default)]
@@ -86,6 +101,10 @@ pub(super) fn resolve_host(ctx: &Ctx, h: &HostSection, device_preset: &str) -> R
     let host = HostConfig {
         queue_depth: h.queue_depth.unwrap_or(DEFAULT_HOST_QUEUE_DEPTH),
         scheduler,
+        merge: MergeConfig {
+            nomerges: h.nomerges.unwrap_or(MergeConfig::DEFAULT.nomerges),
+            max_bytes: h.max_sectors_kb.map_or(MergeConfig::DEFAULT.max_bytes, |k| k.saturating_mul(1024)),
+        },
         submit_overhead: or(&h.submit_overhead, DEFAULT_SUBMIT_OVERHEAD),
         completion_overhead: or(&h.completion_overhead, DEFAULT_COMPLETION_OVERHEAD),
         cpu: h.cpu.as_ref().map(resolve_cpu),
@@ -97,6 +116,9 @@ pub(super) fn resolve_host(ctx: &Ctx, h: &HostSection, device_preset: &str) -> R
 /// `[host.cfq]` and `[host.mcfq]`: each only with a scheduler that uses it.
 pub(super) fn resolve_scheduler_params(ctx: &Ctx, h: &HostSection, kind: SchedulerKind, device_preset: &str) -> Result<SchedulerKind, ConfigError> {
     let name = kind.name();
+    if h.deadline.is_some() && !matches!(kind, SchedulerKind::MqDeadline(_)) {
+        return Err(ctx.err(format!("host.mq-deadline: applies only with scheduler = \"mq-deadline\" (the scheduler is '{name}')")));
+    }
     if h.cfq.is_some() && !matches!(kind, SchedulerKind::Cfq(_) | SchedulerKind::Mcfq(..)) {
         return Err(ctx.err(format!("host.cfq: applies only with scheduler = \"cfq\" or \"mcfq\" (the scheduler is '{name}')")));
     }
@@ -114,6 +136,15 @@ pub(super) fn resolve_scheduler_params(ctx: &Ctx, h: &HostSection, kind: Schedul
     let cfq = |p: CfqParams| h.cfq.as_ref().map_or(p, |c| resolve_cfq(c, p));
     Ok(match kind {
         SchedulerKind::None => kind,
+        SchedulerKind::MqDeadline(p) => SchedulerKind::MqDeadline(match &h.deadline {
+            Some(d) => DeadlineParams {
+                read_expire: or(&d.read_expire, p.read_expire),
+                write_expire: or(&d.write_expire, p.write_expire),
+                fifo_batch: d.fifo_batch.unwrap_or(p.fifo_batch),
+                writes_starved: d.writes_starved.unwrap_or(p.writes_starved),
+            },
+            None => p,
+        }),
         SchedulerKind::Cfq(p) => SchedulerKind::Cfq(cfq(p)),
         SchedulerKind::Mcfq(p, m) => {
             SchedulerKind::Mcfq(cfq(p), h.mcfq.as_ref().map_or(Ok(m), |s| resolve_mots(ctx, s, m))?)

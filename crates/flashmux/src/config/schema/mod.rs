@@ -12,7 +12,7 @@ use crate::device::FlushPolicy;
 use crate::device::{Arbitration, NullConfig, NvmeConfig, Priority, SsdConfig, DEFAULT_WRR_WEIGHTS, MAX_OVERPROVISIONING};
 use crate::flash::Geometry;
 use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, FtlError, MappingConfig, MappingKind, VictimPolicy};
-use crate::host::{BudgetParams, CfqParams, HostConfig, MotsParams, SchedulerKind};
+use crate::host::{BudgetParams, CfqParams, DeadlineParams, HostConfig, MergeConfig, MotsParams, SchedulerKind};
 use crate::units::{parse_duration, parse_size, Nanos};
 use crate::virt::{Aio, Completion, CpuConfig, Emulation, ExitReason, Notify, VirtConfig, VirtMode};
 use crate::workload::fio::{parse_job_text, read_job_file, FioJob, JobFile};

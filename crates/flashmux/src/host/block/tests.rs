@@ -3,6 +3,7 @@
 //! view of device time.
 
 use super::*;
+use crate::host::elevator::{MergeConfig, MergeStats};
 use crate::host::sched::CfqParams;
 use crate::units::Nanos;
 use std::collections::VecDeque;
@@ -46,10 +47,13 @@ fn round(b: &mut BlockLayer, now: SimTime, dev: &mut Queues) -> Vec<Command> {
     out
 }
 
-fn done(b: &mut BlockLayer, now: SimTime, dev: &mut Queues, c: &Command) {
+/// Completes `c`; returns the requests merged into it.
+fn done(b: &mut BlockLayer, now: SimTime, dev: &mut Queues, c: &Command) -> Vec<u32> {
     dev.held[c.queue.index()] -= 1;
-    b.complete(now, c.req, None);
+    let mut members = Vec::new();
+    b.complete(now, c.req, None, &mut members);
     b.check_invariants();
+    members.iter().map(|r| r.0).collect()
 }
 
 fn ids(cs: &[Command]) -> Vec<u32> {
@@ -58,7 +62,7 @@ fn ids(cs: &[Command]) -> Vec<u32> {
 
 #[test]
 fn the_header_example_a_full_queue_stops_dispatch_until_a_completion() {
-    let mut b = BlockLayer::new(&SchedulerKind::None, &[1, 1], 2, 2);
+    let mut b = BlockLayer::new(&SchedulerKind::None, &[1, 1], 2, 2, MergeConfig::DEFAULT, false);
     let mut dev = Queues::new(2, 1);
     b.arrive(us(0), req(0, 0, IoOp::Read, None), None);
     b.arrive(us(0), req(1, 0, IoOp::Read, None), None);
@@ -76,7 +80,7 @@ fn the_header_example_a_full_queue_stops_dispatch_until_a_completion() {
 
 #[test]
 fn the_tag_set_bounds_requests_over_all_queues() {
-    let mut b = BlockLayer::new(&SchedulerKind::None, &[1], 3, 4);
+    let mut b = BlockLayer::new(&SchedulerKind::None, &[1], 3, 4, MergeConfig::DEFAULT, false);
     let mut dev = Queues::new(4, 64);
     for i in 0..10 {
         b.arrive(us(0), req(i, 0, IoOp::Write, Some(i as u16)), None);
@@ -95,7 +99,7 @@ fn the_tag_set_bounds_requests_over_all_queues() {
 
 #[test]
 fn flushes_bypass_the_scheduler_and_go_first_in_arrival_order() {
-    let mut b = BlockLayer::new(&SchedulerKind::None, &[1, 1], 8, 1);
+    let mut b = BlockLayer::new(&SchedulerKind::None, &[1, 1], 8, 1, MergeConfig::DEFAULT, false);
     let mut dev = Queues::new(1, 8);
     b.arrive(us(0), req(0, 0, IoOp::Write, None), None);
     b.arrive(us(0), req(1, 1, IoOp::Flush, None), None);
@@ -106,7 +110,7 @@ fn flushes_bypass_the_scheduler_and_go_first_in_arrival_order() {
 
 #[test]
 fn a_flush_waits_for_a_tag_like_any_request() {
-    let mut b = BlockLayer::new(&SchedulerKind::None, &[1], 1, 1);
+    let mut b = BlockLayer::new(&SchedulerKind::None, &[1], 1, 1, MergeConfig::DEFAULT, false);
     let mut dev = Queues::new(1, 8);
     b.arrive(us(0), req(0, 0, IoOp::Write, None), None);
     let w = round(&mut b, us(0), &mut dev);
@@ -143,13 +147,17 @@ impl Scheduler for Recorder {
     fn queued(&self) -> usize {
         self.q.len()
     }
+    fn grow(&mut self, r: &SchedReq) {
+        let w = self.q.iter_mut().find(|w| w.id == r.id).unwrap();
+        *w = *r;
+    }
 }
 
 #[test]
 fn the_scheduler_is_told_device_time_from_dispatch_to_completion() {
     let rec = Recorder::default();
     let told = rec.told.clone();
-    let mut b = BlockLayer::with_scheduler(Box::new(rec), 1, 1);
+    let mut b = BlockLayer::with_scheduler(Box::new(rec), 1, 1, MergeConfig::DEFAULT, false);
     let mut dev = Queues::new(1, 1);
     b.arrive(us(0), req(0, 0, IoOp::Read, None), None);
     let a = round(&mut b, us(5), &mut dev);
@@ -174,7 +182,7 @@ fn a_wake_up_is_armed_once_and_only_when_sooner() {
     // CFQ idles on a tenant whose queue ran dry (slice_idle, 8 ms by default) instead of
     // serving the other one: it asks to be woken when the idle window ends.
     let kind = SchedulerKind::Cfq(CfqParams::default());
-    let mut b = BlockLayer::new(&kind, &[500, 500], 4, 1);
+    let mut b = BlockLayer::new(&kind, &[500, 500], 4, 1, MergeConfig::DEFAULT, false);
     let mut dev = Queues::new(1, 4);
     b.arrive(us(0), req(0, 0, IoOp::Read, None), None);
     let c = round(&mut b, us(0), &mut dev);
@@ -206,7 +214,7 @@ impl HostFtl for Mapped {
 
 #[test]
 fn a_host_ftl_marks_writes_over_mapped_data_as_updates() {
-    let mut b = BlockLayer::new(&SchedulerKind::None, &[1], 4, 1);
+    let mut b = BlockLayer::new(&SchedulerKind::None, &[1], 4, 1, MergeConfig::DEFAULT, false);
     let mut dev = Queues::new(1, 4);
     b.arrive(us(0), req(0, 0, IoOp::Write, None), Some(&Mapped));
     b.arrive(us(0), req(1, 0, IoOp::Write, None), Some(&Mapped));
@@ -219,7 +227,7 @@ fn a_host_ftl_marks_writes_over_mapped_data_as_updates() {
 #[test]
 #[should_panic(expected = "arrived twice")]
 fn a_request_id_in_use_cannot_arrive_again() {
-    let mut b = BlockLayer::new(&SchedulerKind::None, &[1], 4, 1);
+    let mut b = BlockLayer::new(&SchedulerKind::None, &[1], 4, 1, MergeConfig::DEFAULT, false);
     b.arrive(us(0), req(0, 0, IoOp::Read, None), None);
     b.arrive(us(0), req(0, 0, IoOp::Read, None), None);
 }
@@ -227,7 +235,119 @@ fn a_request_id_in_use_cannot_arrive_again() {
 #[test]
 #[should_panic(expected = "not dispatched")]
 fn completing_a_request_the_device_never_had_is_caught() {
-    let mut b = BlockLayer::new(&SchedulerKind::None, &[1], 4, 1);
+    let mut b = BlockLayer::new(&SchedulerKind::None, &[1], 4, 1, MergeConfig::DEFAULT, false);
     b.arrive(us(0), req(0, 0, IoOp::Read, None), None);
-    b.complete(us(1), ReqId(0), None);
+    b.complete(us(1), ReqId(0), None, &mut Vec::new());
+}
+
+fn at(id: u32, op: IoOp, kib: u64, len_kib: u64) -> BlockReq {
+    BlockReq { id: ReqId(id), tenant: TenantId(0), op, offset: kib << 10, len: len_kib << 10, cpu: None }
+}
+
+/// One tag: everything that arrives while a request is at the device waits.
+fn merging(sched: Box<dyn Scheduler>, merge: MergeConfig) -> (BlockLayer, Queues) {
+    (BlockLayer::with_scheduler(sched, 1, 1, merge, false), Queues::new(1, 1))
+}
+
+#[test]
+fn requests_waiting_behind_a_busy_device_merge_and_complete_with_their_lead() {
+    let (mut b, mut dev) = merging(Box::new(Recorder::default()), MergeConfig::DEFAULT);
+    b.arrive(us(0), at(0, IoOp::Read, 200, 4), None);
+    let a = round(&mut b, us(0), &mut dev);
+    // A reads 200-204K at the device. B waits; C joins B's back; D is a write; E leaves a gap; F
+    // fills it by joining B's back (Linux would then also join B and E; flashmux does not).
+    b.arrive(us(1), at(1, IoOp::Read, 4, 4), None);
+    b.arrive(us(2), at(2, IoOp::Read, 8, 4), None);
+    b.arrive(us(3), at(3, IoOp::Write, 12, 4), None);
+    b.arrive(us(4), at(4, IoOp::Read, 16, 4), None);
+    b.arrive(us(5), at(5, IoOp::Read, 12, 4), None);
+    // G touches A, which is at the device: nothing merges into a dispatched request.
+    b.arrive(us(6), at(6, IoOp::Read, 204, 4), None);
+    b.check_invariants();
+    assert!(round(&mut b, us(6), &mut dev).is_empty());
+    assert_eq!(done(&mut b, us(80), &mut dev, &a[0]), Vec::<u32>::new());
+    let c = round(&mut b, us(80), &mut dev);
+    assert_eq!((c[0].req, c[0].offset, c[0].len), (ReqId(1), 4 << 10, 12 << 10), "B grew to cover C and F");
+    assert_eq!(done(&mut b, us(160), &mut dev, &c[0]), [2, 5], "C and F complete with B, in merge order");
+    let rest: Vec<u32> = (0..3)
+        .flat_map(|i| {
+            let c = round(&mut b, us(200 + i), &mut dev);
+            done(&mut b, us(250 + i), &mut dev, &c[0]);
+            ids(&c)
+        })
+        .collect();
+    assert_eq!(rest, [3, 4, 6]);
+    let m = b.merge_stats(0);
+    assert_eq!((m.merges_back, m.merges_front, m.read_merges, m.write_merges), (2, 0, 2, 0));
+    assert_eq!(b.merge_config(), (MergeConfig::DEFAULT, true));
+}
+
+#[test]
+fn a_front_merge_moves_the_waiting_request_s_start() {
+    let (mut b, mut dev) = merging(Box::new(Recorder::default()), MergeConfig::DEFAULT);
+    b.arrive(us(0), at(0, IoOp::Write, 100, 4), None);
+    let a = round(&mut b, us(0), &mut dev);
+    b.arrive(us(1), at(1, IoOp::Write, 64, 32), None);
+    b.arrive(us(2), at(2, IoOp::Write, 32, 32), None);
+    done(&mut b, us(50), &mut dev, &a[0]);
+    let c = round(&mut b, us(50), &mut dev);
+    assert_eq!((c[0].req, c[0].offset, c[0].len), (ReqId(1), 32 << 10, 64 << 10));
+    assert_eq!(done(&mut b, us(90), &mut dev, &c[0]), [2]);
+    assert_eq!(b.merge_stats(0).merges_front, 1);
+}
+
+#[test]
+fn a_requeued_request_is_no_longer_merged_into() {
+    // Two tags but the device's queue holds one: B is given out, finds the queue full and goes
+    // back — off the elevator, as Linux puts it on the dispatch list.
+    let mut b = BlockLayer::with_scheduler(Box::new(Recorder::default()), 2, 1, MergeConfig::DEFAULT, false);
+    let mut dev = Queues::new(1, 1);
+    b.arrive(us(0), at(0, IoOp::Read, 0, 4), None);
+    b.arrive(us(0), at(1, IoOp::Read, 64, 4), None);
+    let a = round(&mut b, us(0), &mut dev);
+    assert_eq!(ids(&a), [0]);
+    b.arrive(us(1), at(2, IoOp::Read, 68, 4), None);
+    done(&mut b, us(50), &mut dev, &a[0]);
+    let c = round(&mut b, us(50), &mut dev);
+    assert_eq!((ids(&c), c[0].len), (vec![1], 4 << 10), "C did not join the requeued B");
+    assert_eq!(b.merge_stats(0).merges(), 0);
+}
+
+#[test]
+fn no_elevator_merges_under_none_with_nomerges_2_or_for_a_bio_based_driver() {
+    let cfq = SchedulerKind::Cfq(CfqParams::default());
+    for (kind, nomerges, bio_based) in [(SchedulerKind::None, 0, false), (cfq, 2, false), (cfq, 0, true)] {
+        let merge = MergeConfig { nomerges, ..MergeConfig::DEFAULT };
+        let mut b = BlockLayer::new(&kind, &[1], 1, 1, merge, bio_based);
+        let mut dev = Queues::new(1, 1);
+        b.arrive(us(0), at(0, IoOp::Read, 0, 4), None);
+        let a = round(&mut b, us(0), &mut dev);
+        b.arrive(us(1), at(1, IoOp::Read, 4, 4), None);
+        b.arrive(us(2), at(2, IoOp::Read, 8, 4), None);
+        assert_eq!(done(&mut b, us(50), &mut dev, &a[0]), Vec::<u32>::new());
+        let c = round(&mut b, us(50), &mut dev);
+        assert_eq!((ids(&c), c[0].len), (vec![1], 4 << 10), "{}", kind.name());
+        assert_eq!(b.merge_config().1, false);
+        assert_eq!(b.merge_stats(0), MergeStats::default());
+    }
+}
+
+#[test]
+fn cfq_merges_within_a_tenant_s_queue() {
+    let mut b = BlockLayer::new(&SchedulerKind::Cfq(CfqParams::default()), &[1, 1], 1, 1, MergeConfig::DEFAULT, false);
+    let mut dev = Queues::new(1, 1);
+    b.arrive(us(0), at(0, IoOp::Write, 0, 4), None);
+    let a = round(&mut b, us(0), &mut dev);
+    for i in 1..=40u32 {
+        b.arrive(us(i as u64), at(i, IoOp::Write, 4 * i as u64, 4), None);
+    }
+    // Another tenant's adjacent write does not join.
+    b.arrive(us(50), BlockReq { tenant: TenantId(1), ..at(41, IoOp::Write, 164, 4) }, None);
+    done(&mut b, us(100), &mut dev, &a[0]);
+    let c = round(&mut b, us(100), &mut dev);
+    assert_eq!((c[0].req, c[0].len), (ReqId(1), 128 << 10), "32 writes of 4 KiB make the 128 KiB limit");
+    assert_eq!(done(&mut b, us(200), &mut dev, &c[0]), (2..=32).collect::<Vec<u32>>());
+    let m = b.merge_stats(0);
+    assert_eq!(m.write_merges, 31 + 7, "B takes 31, the 33rd write starts a request that takes the last 7");
+    assert_eq!(b.merge_stats(1).merges(), 0);
 }

@@ -343,6 +343,10 @@ impl Scheduler for Budget {
         Some(r)
     }
 
+    fn grow(&mut self, r: &SchedReq) {
+        super::none::grow_in(self.tenants[r.tenant.index()].queue.iter_mut().rev(), r);
+    }
+
     fn requeue(&mut self, r: SchedReq) {
         let t = r.tenant.index();
         let price = self.price(&r);

@@ -39,8 +39,9 @@
 //!
 //! # Where flashmux's CFQ differs from Linux's
 //! One queue per group (no per-thread queues, no async queue, no RT/idle classes or priorities);
-//! no preemption, no request merging in the scheduler (the block-layer plug merges); no sector
-//! sort (an SSD does not seek); `quantum` is a fixed cap rather than Linux's quantum/2-then-quantum
+//! no preemption; no sector sort (an SSD does not seek) — the block layer's elevator still
+//! merges adjacent requests waiting in a group's queue (`host/elevator.rs`), as CFQ's sort tree
+//! and the elevator hash let Linux do; `quantum` is a fixed cap rather than Linux's quantum/2-then-quantum
 //! ramp. The constants are Linux's defaults (`block/cfq-iosched.c`, 3.x–4.x kernels).
 //!
 //! # mcfq
@@ -368,6 +369,12 @@ impl Scheduler for Cfq {
             }
             self.expire(now);
         }
+    }
+
+    fn grow(&mut self, r: &SchedReq) {
+        let grp = &mut self.groups[r.tenant.index()];
+        let q = if r.op == IoOp::Read { &mut grp.reads } else { &mut grp.writes };
+        super::none::grow_in(q.iter_mut().rev().map(|(w, _)| w), r);
     }
 
     fn requeue(&mut self, r: SchedReq) {

@@ -3,11 +3,13 @@
 mod budget;
 pub mod budget_cost;
 mod cfq;
+mod deadline;
 mod mots;
 mod none;
 
 pub use budget::{Budget, BudgetParams, HwabcParams};
 pub use cfq::{Cfq, CfqParams};
+pub use deadline::{Deadline, DeadlineParams};
 pub use mots::{Mots, MotsParams};
 pub use none::Fifo;
 
@@ -66,6 +68,15 @@ pub trait Scheduler: Send {
     }
     /// Requests waiting in the scheduler.
     fn queued(&self) -> usize;
+    /// Whether the policy is an elevator that lets the block layer merge waiting requests
+    /// (`host/elevator.rs`): every policy but `none`.
+    fn merges(&self) -> bool {
+        true
+    }
+    /// The block layer merged another request into the waiting request `r.id`: it now covers
+    /// `r.offset .. r.offset + r.bytes` (and `r.update` says whether any part overwrites mapped
+    /// data). It keeps its place in the queue.
+    fn grow(&mut self, r: &SchedReq);
     /// What the policy did for tenant `t`; `None` for policies without per-tenant state.
     fn tenant_stats(&self, _t: usize) -> Option<SchedTenantStats> {
         None
@@ -87,6 +98,8 @@ pub trait Scheduler: Send {
 pub enum SchedulerKind {
     /// First in, first out, no reordering (Linux's `none`).
     None,
+    /// Linux's `mq-deadline`: batches in offset order, deadlines, reads first.
+    MqDeadline(DeadlineParams),
     /// Linux CFQ with one group per tenant.
     Cfq(CfqParams),
     /// CFQ with paper D's Manager of Time Slice.
@@ -99,12 +112,13 @@ pub enum SchedulerKind {
 }
 
 impl SchedulerKind {
-    pub const NAMES: [&'static str; 6] = ["none", "cfq", "mcfq", "fair", "hwabc", "hwabc-oracle"];
+    pub const NAMES: [&'static str; 7] = ["none", "mq-deadline", "cfq", "mcfq", "fair", "hwabc", "hwabc-oracle"];
 
     /// The policy a name selects, with default parameters.
     pub fn from_name(name: &str) -> Option<SchedulerKind> {
         match name {
             "none" | "noop" | "fifo" => Some(SchedulerKind::None),
+            "mq-deadline" | "deadline" => Some(SchedulerKind::MqDeadline(DeadlineParams::default())),
             "cfq" => Some(SchedulerKind::Cfq(CfqParams::default())),
             "mcfq" => Some(SchedulerKind::Mcfq(CfqParams::default(), MotsParams::default())),
             "fair" => Some(SchedulerKind::Fair(BudgetParams::default())),
@@ -120,6 +134,7 @@ impl SchedulerKind {
     pub fn name(&self) -> &'static str {
         match self {
             SchedulerKind::None => "none",
+            SchedulerKind::MqDeadline(_) => "mq-deadline",
             SchedulerKind::Cfq(_) => "cfq",
             SchedulerKind::Mcfq(..) => "mcfq",
             SchedulerKind::Fair(_) => "fair",
@@ -140,6 +155,7 @@ impl SchedulerKind {
         };
         match self {
             SchedulerKind::None => Ok(()),
+            SchedulerKind::MqDeadline(p) => p.validate(),
             SchedulerKind::Cfq(p) => p.validate(),
             SchedulerKind::Mcfq(p, m) => p.validate().and_then(|()| m.validate()),
             SchedulerKind::Fair(p) => budget("host.fair", p),
@@ -158,6 +174,7 @@ impl SchedulerKind {
     pub fn build(&self, weights: &[u32], depth: u32) -> Box<dyn Scheduler> {
         match *self {
             SchedulerKind::None => Box::new(Fifo::default()),
+            SchedulerKind::MqDeadline(p) => Box::new(Deadline::new(p)),
             SchedulerKind::Cfq(p) => Box::new(Cfq::new(p, weights, depth, None)),
             SchedulerKind::Mcfq(p, m) => Box::new(Cfq::new(p, weights, depth, Some(Mots::new(m, weights)))),
             SchedulerKind::Fair(p) => Box::new(Budget::new(p, None, weights)),

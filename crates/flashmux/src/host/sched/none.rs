@@ -28,6 +28,21 @@ impl Scheduler for Fifo {
     fn queued(&self) -> usize {
         self.q.len()
     }
+    /// `none` has no elevator: Linux merges nothing that waits in it.
+    fn merges(&self) -> bool {
+        false
+    }
+    fn grow(&mut self, r: &SchedReq) {
+        grow_in(self.q.iter_mut().rev(), r);
+    }
+}
+
+/// Replaces the waiting request `r.id` found in `q` (searched newest first: merges usually join
+/// the latest request) by its grown self.
+pub(super) fn grow_in<'a>(mut q: impl Iterator<Item = &'a mut SchedReq>, r: &SchedReq) {
+    let w = q.find(|w| w.id == r.id).expect("the request to grow waits in the scheduler");
+    debug_assert!(w.tenant == r.tenant && w.op == r.op, "a merge keeps the tenant and direction");
+    *w = *r;
 }
 
 #[cfg(test)]

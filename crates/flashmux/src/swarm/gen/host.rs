@@ -1,5 +1,6 @@
-//! The host's draws: `[host]` (the I/O scheduler, the host queue depth, the submission and
-//! completion paths' costs) and the scheduler's own section: `[host.cfq]` for cfq and mcfq,
+//! The host's draws: `[host]` (the I/O scheduler, the host queue depth, the elevator's merging,
+//! the submission and completion paths' costs) and the scheduler's own section:
+//! `[host.mq-deadline]`, `[host.cfq]` for cfq and mcfq,
 //! `[host.mcfq]` for MoTS, `[host.fair]` or `[host.hwabc]` for the budget schedulers. The
 //! scheduler itself is drawn earlier, in `generate`, since the drive depends on it (a budget
 //! scheduler needs an open-channel drive).
@@ -22,10 +23,19 @@ pub(super) fn host(g: &mut G, doc: &mut Doc, sched: &str) {
             g.weighted(&[(1u64, 2), (2, 1), (4, 1), (8, 1), (32, 2), (128, 1), (1024, 1)]).to_string(),
         );
     }
+    if g.chance(0.2) {
+        doc.set("host", "nomerges", g.weighted(&[(0u64, 1), (1, 1), (2, 1)]).to_string());
+    }
+    if g.chance(0.2) {
+        doc.set("host", "max_sectors_kb", g.weighted(&[(4u64, 1), (64, 1), (128, 1), (512, 2), (1280, 1)]).to_string());
+    }
     for key in ["submit_overhead", "completion_overhead"] {
         if g.chance(0.15) {
             doc.set("host", key, t::string(&t::duration(g.cost(20_000))));
         }
+    }
+    if sched == "mq-deadline" && g.chance(0.5) {
+        deadline(g, doc);
     }
     if matches!(sched, "cfq" | "mcfq") && g.chance(0.5) {
         cfq(g, doc);
@@ -35,6 +45,21 @@ pub(super) fn host(g: &mut G, doc: &mut Doc, sched: &str) {
     }
     if matches!(sched, "fair" | "hwabc" | "hwabc-oracle") && g.chance(0.6) {
         budget(g, doc, sched);
+    }
+}
+
+/// `[host.mq-deadline]`: the deadlines, the batch, the writes' starvation limit.
+fn deadline(g: &mut G, doc: &mut Doc) {
+    for key in ["read_expire", "write_expire"] {
+        if g.chance(0.5) {
+            doc.set("host.mq-deadline", key, t::string(&t::duration(g.log(MS, 5_000 * MS))));
+        }
+    }
+    if g.chance(0.5) {
+        doc.set("host.mq-deadline", "fifo_batch", g.weighted(&[(1u64, 1), (4, 1), (16, 2), (64, 1)]).to_string());
+    }
+    if g.chance(0.3) {
+        doc.set("host.mq-deadline", "writes_starved", g.weighted(&[(0u64, 1), (2, 2), (8, 1)]).to_string());
     }
 }
 
