@@ -17,7 +17,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use flashmux::config::{ConfigError, Scenario, DEFAULT_SCENARIO, PRESET_NAMES};
 use flashmux::device::precondition::PreconditionState;
 use flashmux::metrics::{RunResults, StopReason};
-use flashmux::sim::{progress_fraction, Progress, SimError, Simulator, TimelineSink};
+use flashmux::serve::record::Recorder;
+use flashmux::sim::{progress_fraction, DispatchSink, Progress, SimError, Simulator, TimelineSink};
+use flashmux::workload::trace::Format;
 use flashmux::units::parse_duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -126,6 +128,13 @@ struct RunArgs {
     /// slowdown.
     #[arg(long)]
     alone_baseline: bool,
+    /// Write every command the host block layer sends to the device (after merging: what
+    /// blktrace's issue events show of a real kernel) to this file, one stream per tenant.
+    #[arg(long)]
+    record: Option<PathBuf>,
+    /// The format `--record` writes: fio-iolog, mqsim or blkparse.
+    #[arg(long, default_value = "fio-iolog", requires = "record")]
+    record_format: String,
 }
 
 /// Exit codes: 0 success, 1 failure while running or writing results, 2 bad input, 3 a
@@ -312,12 +321,14 @@ fn load_scenario(args: &RunArgs) -> anyhow::Result<Scenario> {
 
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let scenario = load_scenario(&args)?;
-    execute_with(scenario, args.output_format, args.no_progress, args.check_invariants.then_some(args.check_every), args.alone_baseline)
+    let record = serve::record_target(args.record.as_deref(), &args.record_format)?;
+    let check_every = args.check_invariants.then_some(args.check_every);
+    execute_with(scenario, args.output_format, args.no_progress, check_every, args.alone_baseline, record)
 }
 
 /// Runs a scenario as `run` does: warnings, progress, Ctrl-C, results written.
 pub(crate) fn execute(scenario: Scenario, format: OutputFormat, no_progress: bool) -> anyhow::Result<ExitCode> {
-    execute_with(scenario, format, no_progress, None, false)
+    execute_with(scenario, format, no_progress, None, false, None)
 }
 
 fn execute_with(
@@ -326,6 +337,7 @@ fn execute_with(
     no_progress: bool,
     check_every: Option<u64>,
     alone_baseline: bool,
+    record: Option<(PathBuf, Format)>,
 ) -> anyhow::Result<ExitCode> {
     for w in &scenario.warnings {
         eprintln!("flashmux: warning: {w}");
@@ -349,7 +361,22 @@ fn execute_with(
     let driver = Driver { interrupted: &interrupted, on_terminal: !no_progress && std::io::stderr().is_terminal(), check_every };
     let baseline = alone_baseline.then(|| scenario.clone());
     let timeline = out.timeline();
-    let mut results = driver.simulate(scenario, "", Some(timeline.sink()))?;
+    let names: Vec<String> = scenario.tenants.iter().map(|t| t.name.clone()).collect();
+    let recorder = match record {
+        Some((path, f)) => Some(Recorder::start(&path, f, names).with_context(|| format!("--record: {}", path.display()))?),
+        None => None,
+    };
+    let (recorder, sink) = match recorder {
+        Some((r, s)) => (Some(r), Some(Box::new(s) as Box<dyn DispatchSink>)),
+        None => (None, None),
+    };
+    let mut results = driver.simulate(scenario, "", Some(timeline.sink()), sink)?;
+    if let Some(r) = recorder {
+        // The simulator, and with it the sink, is gone: the writer ends the file.
+        let path = r.path().display().to_string();
+        let n = r.finish().context("--record")?;
+        eprintln!("flashmux: recorded {n} commands to {path}");
+    }
     let mut stopped = results.stop_reason == StopReason::Interrupted;
     if let (Some(s), false) = (baseline, stopped) {
         stopped = !driver.add_alone_baseline(&s, &mut results)?;
@@ -396,7 +423,13 @@ struct Driver<'a> {
 impl Driver<'_> {
     /// One simulation to its end (or the user's Ctrl-C); `label` prefixes the progress message.
     /// The timeline's rows go to `timeline`, or nowhere.
-    fn simulate(&self, scenario: Scenario, label: &str, timeline: Option<Box<dyn TimelineSink>>) -> anyhow::Result<RunResults> {
+    fn simulate(
+        &self,
+        scenario: Scenario,
+        label: &str,
+        timeline: Option<Box<dyn TimelineSink>>,
+        record: Option<Box<dyn DispatchSink>>,
+    ) -> anyhow::Result<RunResults> {
         // Aging a large drive takes seconds before the first event: say so.
         let aging = (self.on_terminal && scenario.precondition.state != PreconditionState::Clean).then(|| {
             let s = ProgressBar::new_spinner();
@@ -414,6 +447,9 @@ impl Driver<'_> {
             s.finish_and_clear();
         }
         sim.stream_timeline(timeline.unwrap_or_else(|| Box::new(Discard)));
+        if let Some(r) = record {
+            sim.record_dispatches(r);
+        }
         if let Some(every) = self.check_every {
             sim.check_invariants_every(every);
         }
@@ -454,7 +490,7 @@ impl Driver<'_> {
         for (i, s) in (0..n).map_while(|i| scenario.alone(i)).enumerate() {
             let name = s.tenants[i].name.clone();
             eprintln!("flashmux: alone baseline: running tenant '{name}' alone ({} of {n})", i + 1);
-            let r = self.simulate(s, &format!("alone {}/{n} ({name}) | ", i + 1), None)?;
+            let r = self.simulate(s, &format!("alone {}/{n} ({name}) | ", i + 1), None, None)?;
             if r.stop_reason == StopReason::Interrupted {
                 shared.warnings.push("the alone baseline was interrupted: no slowdowns were measured".into());
                 return Ok(false);

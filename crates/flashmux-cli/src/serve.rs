@@ -198,16 +198,22 @@ fn options(a: &ServeArgs) -> anyhow::Result<Options> {
 
 /// `--record` and `--record-format`, checked (the file is created now, before any aging).
 fn record(a: &ServeArgs) -> anyhow::Result<Option<(PathBuf, Format)>> {
-    let Some(path) = &a.record else { return Ok(None) };
-    let writable = || Format::WRITABLE.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ");
-    let format = Format::from_name(&a.record_format)
-        .filter(|f| Format::WRITABLE.contains(f))
-        .ok_or_else(|| BadArg(format!("--record-format: cannot write '{}': expected one of {}", a.record_format, writable())))?;
-    if a.timing == Timing::Off {
+    if a.record.is_some() && a.timing == Timing::Off {
         return Err(BadArg("--record: the requests recorded are those the model serves; with --timing off there is no model".into()).into());
     }
+    record_target(a.record.as_deref(), &a.record_format)
+}
+
+/// A `--record FILE` and its `--record-format`, checked, the file created (so that a path that
+/// cannot be written fails before anything runs).
+pub(crate) fn record_target(path: Option<&std::path::Path>, format: &str) -> anyhow::Result<Option<(PathBuf, Format)>> {
+    let Some(path) = path else { return Ok(None) };
+    let writable = || Format::WRITABLE.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ");
+    let f = Format::from_name(format)
+        .filter(|f| Format::WRITABLE.contains(f))
+        .ok_or_else(|| BadArg(format!("--record-format: cannot write '{format}': expected one of {}", writable())))?;
     std::fs::File::create(path).map_err(|e| BadArg(format!("--record: {}: {e}", path.display())))?;
-    Ok(Some((path.clone(), format)))
+    Ok(Some((path.to_path_buf(), f)))
 }
 
 /// The run's two summary lines on stderr: requests and timing error; reply memory, pauses,

@@ -736,3 +736,34 @@ fn validate_prints_each_figure_with_its_error_and_verdict() {
     assert!(stderr(&o).contains("no published figures") && stderr(&o).contains("x25e"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `run --record`: the commands the block layer sent, after the elevator merged a sequential
+/// writer's waiting requests, in a format the trace reader takes back; a format that cannot be
+/// written and a path that cannot be created are bad input, before anything runs.
+#[test]
+fn run_records_the_commands_the_block_layer_sends() {
+    let dir = tmpdir("run-record");
+    let text = "[device]\npreset = \"x25e\"\ncapacity = \"8GiB\"\n[host]\nscheduler = \"mq-deadline\"\nqueue_depth = 4\n\
+                [[tenant]]\nname = \"seq\"\nfio = \"[s]\\nrw=write\\nbs=4k\\niodepth=32\\nsize=1m\\n\"\n";
+    let rec = dir.join("rec.blkparse");
+    let o = run_scenario(&dir, text, &["--record", rec.to_str().unwrap(), "--record-format", "blkparse"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines: Vec<String> = std::fs::read_to_string(&rec).unwrap().lines().map(String::from).collect();
+    assert!(stderr(&o).contains(&format!("flashmux: recorded {} commands to", lines.len())), "{}", stderr(&o));
+    // 256 writes of 4 KiB: the first four take the four tags, the rest wait and merge, so far
+    // fewer commands than writes reach the device, and they cover the megabyte exactly.
+    assert!(lines.len() < 64, "{} commands", lines.len());
+    let sectors: u64 = lines.iter().map(|l| l.split_whitespace().nth(9).unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(sectors, 2048, "{lines:?}");
+    assert!(lines.iter().all(|l| l.contains(" D   W ") && l.ends_with("[seq]")), "{lines:?}");
+    let info = flashmux().args(["trace", "info"]).arg(&rec).output().unwrap();
+    assert!(String::from_utf8_lossy(&info.stdout).contains(&format!("requests   {} (0 reads", lines.len())));
+    for (args, says) in [
+        (vec!["--record", "x.msr", "--record-format", "msr"], "--record-format: cannot write 'msr'"),
+        (vec!["--record", "/nonexistent/dir/x.iolog"], "--record: /nonexistent/dir/x.iolog"),
+    ] {
+        let o = run_scenario(&dir, text, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with(&format!("flashmux: error: {says}")), "{}", stderr(&o));
+    }
+}

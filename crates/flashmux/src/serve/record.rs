@@ -1,6 +1,7 @@
 //! `flashmux serve --record FILE`: the request stream the model served, written as a trace
 //! that flashmux replays (`flashmux replay`, a trace tenant) and that fio, MQSim or blkparse's
-//! readers take.
+//! readers take. `flashmux run --record FILE` writes, through the same writer, the commands
+//! the host block layer sends to the device (a [`crate::sim::DispatchSink`]).
 //!
 //! # Model
 //! The model thread hands each request it accepts to a writer thread over a bounded channel,
@@ -50,6 +51,14 @@ impl RecordSink {
     }
 }
 
+/// `flashmux run --record`: the commands the block layer sends, at their simulated time, each
+/// tenant a stream.
+impl crate::sim::DispatchSink for RecordSink {
+    fn dispatched(&mut self, at: crate::units::SimTime, tenant: crate::units::TenantId, op: IoOp, offset: u64, len: u64) {
+        self.record(at.0, tenant.index(), op, offset, len);
+    }
+}
+
 /// The writer thread, until the server stops.
 pub struct Recorder {
     path: PathBuf,
@@ -72,6 +81,11 @@ impl Recorder {
             Ok(n)
         })?;
         Ok((Recorder { path: path.to_path_buf(), thread }, RecordSink(tx)))
+    }
+
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Waits for the writer to end the file, once every [`RecordSink`] is gone; the number of

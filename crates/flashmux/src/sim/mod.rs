@@ -36,6 +36,12 @@ use overlap::Overlap;
 use timeline::Timeline;
 pub use timeline::{TimelineSink, KEEP_ROWS};
 
+/// Told of every command the host block layer sends to the device, after merging — what
+/// blktrace's issue (`D`) events show of a real kernel (`flashmux run --record`).
+pub trait DispatchSink: Send {
+    fn dispatched(&mut self, at: SimTime, tenant: TenantId, op: IoOp, offset: u64, len: u64);
+}
+
 /// Everything that can happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Event {
@@ -115,6 +121,8 @@ pub struct Simulator {
     block: BlockLayer,
     /// Scratch: the requests merged into a completed command.
     merged: Vec<ReqId>,
+    /// Where the commands the block layer sends go, when they are recorded.
+    dispatches: Option<Box<dyn DispatchSink>>,
     /// The host CPU and virtualization path, when modelled (`[host.cpu]` or a VM mode).
     machine: Option<Machine>,
     vout: VirtOutbox,
@@ -161,6 +169,7 @@ impl Simulator {
                 device.host_ftl().is_some(),
             ),
             merged: Vec::new(),
+            dispatches: None,
             machine: None,
             vout: VirtOutbox::default(),
             device,
@@ -203,6 +212,12 @@ impl Simulator {
     /// [`RunResults::timeline`] (which is then empty). Call before running.
     pub fn stream_timeline(&mut self, sink: Box<dyn TimelineSink>) {
         self.timeline.stream_to(sink);
+    }
+
+    /// Tells `sink` of every command the host block layer sends to the device from now on
+    /// (preconditioning is over when the simulator exists).
+    pub fn record_dispatches(&mut self, sink: Box<dyn DispatchSink>) {
+        self.dispatches = Some(sink);
     }
 
     /// Run every component's invariant check each `every` events (and at the end).
@@ -507,6 +522,9 @@ impl Simulator {
     /// Submits a command the block layer dispatched (its completion may come at once, and the
     /// block layer then dispatches again before this returns).
     fn send(&mut self, cmd: Command) {
+        if let Some(s) = &mut self.dispatches {
+            s.dispatched(self.now, cmd.tenant, cmd.op, cmd.offset, cmd.len);
+        }
         self.device.submit(self.now, cmd, &mut self.out);
         self.drain_outbox();
     }
