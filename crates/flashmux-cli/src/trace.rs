@@ -89,6 +89,26 @@ enum TraceCmd {
     Info(InfoArgs),
     /// Write the trace in another format (fio-iolog, mqsim, blkparse).
     Convert(ConvertArgs),
+    /// Two traces side by side (e.g. a real kernel's and the model's for one workload): mix,
+    /// bytes, sizes, sequentiality, flushes, footprint, and how B differs from A.
+    Compare(CompareArgs),
+}
+
+#[derive(clap::Args)]
+struct CompareArgs {
+    /// Trace A (a blktrace per-CPU file finds its siblings).
+    a: PathBuf,
+    /// Trace B.
+    b: PathBuf,
+    /// The traces' format: auto (each told from its content) or one of the formats.
+    #[arg(long, default_value = "auto")]
+    format: String,
+    /// blktrace/blkparse: the event read as the request: D (issue), C (complete), Q (queue).
+    #[arg(long, default_value = "D")]
+    event: String,
+    /// JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -116,7 +136,30 @@ pub fn run_trace(args: TraceArgs) -> anyhow::Result<ExitCode> {
     match args.what {
         TraceCmd::Info(a) => info(a),
         TraceCmd::Convert(a) => convert(a),
+        TraceCmd::Compare(a) => compare(a),
     }
+}
+
+fn compare(a: CompareArgs) -> anyhow::Result<ExitCode> {
+    let summary = |path: &PathBuf| -> anyhow::Result<TraceInfo> {
+        let read = ReadArgs { traces: vec![path.clone()], format: a.format.clone(), tenant_by: "none".into(), strict: false, event: a.event.clone() };
+        let mut r = read.open()?;
+        let mut info = TraceInfo::new();
+        drain(&mut r, |rec| info.add(rec))?;
+        report_bad_lines(&r);
+        Ok(info)
+    };
+    let (ia, ib) = (summary(&a.a)?, summary(&a.b)?);
+    let rows = flashmux::workload::trace::compare::compare(&ia, &ib);
+    let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
+    if a.json {
+        let v = serde_json::json!({ "a": na, "b": nb, "rows": rows });
+        println!("{}", serde_json::to_string_pretty(&v).context("serializing the comparison")?);
+    } else {
+        let name = |p: &PathBuf| p.file_name().map_or_else(|| p.display().to_string(), |f| f.to_string_lossy().into_owned());
+        print!("{}", flashmux::workload::trace::compare::Table { a: &name(&a.a), b: &name(&a.b), rows: &rows });
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Reads every record; a read error is bad input.

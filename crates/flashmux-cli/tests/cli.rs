@@ -767,3 +767,27 @@ fn run_records_the_commands_the_block_layer_sends() {
         assert!(stderr(&o).starts_with(&format!("flashmux: error: {says}")), "{}", stderr(&o));
     }
 }
+
+/// `trace compare`: a real kernel's capture against itself differs in nothing; against the
+/// random-read capture its mix and sizes differ as the traces say; JSON carries the same rows;
+/// a missing trace is bad input.
+#[test]
+fn trace_compare_puts_two_traces_side_by_side() {
+    let kernel = Path::new(env!("CARGO_MANIFEST_DIR")).join("../flashmux/tests/data/kernel/ext4");
+    let (stream, rr) = (kernel.join("stream.blktrace.0.gz"), kernel.join("randread-small.blktrace.0.gz"));
+    let o = flashmux().args(["trace", "compare"]).arg(&stream).arg(&stream).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    for l in text.lines().skip(1) {
+        assert!(l.ends_with("+0.0%") || l.ends_with("+0.0 pt") || l.ends_with(" -"), "{l}");
+    }
+    let o = flashmux().args(["trace", "compare", "--json"]).arg(&stream).arg(&rr).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = |m: &str| v["rows"].as_array().unwrap().iter().find(|r| r["metric"] == m).unwrap().clone();
+    assert_eq!((row("writes")["a"].as_f64(), row("writes")["b"].as_f64()), (Some(120.0), Some(3.0)));
+    assert_eq!(row("reads")["b"].as_f64(), Some(5537.0));
+    assert_eq!(row("reads, % of reads and writes")["kind"], "share");
+    let o = flashmux().args(["trace", "compare"]).arg(&stream).arg(kernel.join("missing.gz")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("missing.gz"), "{}", stderr(&o));
+}

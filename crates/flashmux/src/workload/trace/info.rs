@@ -1,5 +1,11 @@
-//! A one-pass summary of a trace, for `flashmux trace info`: request mix, bytes, sizes, the
-//! address range and footprint, time span and request rate, and streams.
+//! A one-pass summary of a trace, for `flashmux trace info` and `trace compare`: request mix,
+//! bytes, sizes, sequentiality, the address range and footprint, time span and request rate,
+//! and streams.
+//!
+//! A read or write is *sequential* when it starts where the previous read (or write) of its
+//! stream ended; a *run* is a request that is not sequential with the sequential ones after it,
+//! so requests / runs is the mean run length (1 for a random stream, the whole trace for one
+//! sequential stream). Trims and flushes neither continue nor break runs.
 //!
 //! Everything is counted record by record in constant memory, except three things that grow
 //! with what the trace covers rather than with its length: the footprint (a sparse bitmap of
@@ -97,6 +103,10 @@ pub struct TraceInfo {
     pub requests_per_second: Vec<u32>,
     /// Some requests came after [`MAX_SECONDS`] and are not in the series.
     pub rate_truncated: bool,
+    /// Reads and writes that start where their stream's previous one of the same direction
+    /// ended.
+    pub sequential_reads: u64,
+    pub sequential_writes: u64,
     /// Requests per stream id.
     pub stream_requests: BTreeMap<u32, u64>,
     /// Stream names, once given with [`TraceInfo::name_streams`].
@@ -105,6 +115,9 @@ pub struct TraceInfo {
     pages: PageSet,
     #[serde(skip)]
     written: PageSet,
+    /// Where each (stream, direction)'s last read or write ended.
+    #[serde(skip)]
+    last_end: BTreeMap<(u32, bool), u64>,
 }
 
 fn non_empty_buckets<S: Serializer>(hist: &[u64], s: S) -> Result<S::Ok, S::Error> {
@@ -141,10 +154,13 @@ impl Default for TraceInfo {
             duration_ns: 0,
             requests_per_second: Vec::new(),
             rate_truncated: false,
+            sequential_reads: 0,
+            sequential_writes: 0,
             stream_requests: BTreeMap::new(),
             stream_names: BTreeMap::new(),
             pages: PageSet::default(),
             written: PageSet::default(),
+            last_end: BTreeMap::new(),
         }
     }
 }
@@ -185,6 +201,17 @@ impl TraceInfo {
                 self.write_footprint_pages = self.written.count;
             }
         }
+        if matches!(r.op, TraceOp::Read | TraceOp::Write) {
+            let write = r.op == TraceOp::Write;
+            let end = r.offset.saturating_add(r.len);
+            if self.last_end.insert((r.stream, write), end) == Some(r.offset) {
+                if write {
+                    self.sequential_writes += 1;
+                } else {
+                    self.sequential_reads += 1;
+                }
+            }
+        }
         self.duration_ns = self.duration_ns.max(r.time_ns);
         match usize::try_from(r.time_ns / 1_000_000_000) {
             Ok(second) if second < MAX_SECONDS => {
@@ -219,6 +246,12 @@ impl TraceInfo {
                 Some((_, b)) if b >= n => best,
                 _ => Some((s, n)),
             })
+    }
+
+    /// Mean requests per sequential run of reads (or writes); `None` without any.
+    pub fn mean_run(&self, write: bool) -> Option<f64> {
+        let (n, seq) = if write { (self.writes, self.sequential_writes) } else { (self.reads, self.sequential_reads) };
+        (n > 0).then(|| n as f64 / (n - seq) as f64)
     }
 
     /// The size histogram's non-empty buckets.
@@ -281,6 +314,12 @@ impl fmt::Display for TraceInfo {
             self.write_footprint_pages,
             fmt_bytes(self.write_footprint_pages.saturating_mul(PAGE))
         )?;
+        for (what, write) in [("reads", false), ("writes", true)] {
+            if let Some(run) = self.mean_run(write) {
+                let (n, seq) = if write { (self.writes, self.sequential_writes) } else { (self.reads, self.sequential_reads) };
+                writeln!(f, "sequential {what}: {seq} of {n} continue the previous one; {run:.1} requests per run")?;
+            }
+        }
         let sized = self.requests - self.flushes;
         if sized > 0 {
             writeln!(f, "sizes")?;
@@ -379,6 +418,33 @@ mod tests {
         // The last page of the address space.
         info.add(&rec(0, TraceOp::Read, u64::MAX - 4095, 4095, 0));
         assert_eq!(info.footprint_pages, 5 + (1 << 18));
+    }
+
+    #[test]
+    fn sequential_runs_are_per_stream_and_direction() {
+        let mut info = TraceInfo::new();
+        // Stream 0 writes 0, 4K, 8K (one run of 3) with stream 1's write at 4K and a read at
+        // 12K between them; stream 0 then writes at 100K (a new run); the read at 12K is
+        // followed by one at 16K (a run of 2). A trim and a flush change nothing.
+        let k = 1024;
+        for (op, off, len, s) in [
+            (TraceOp::Write, 0, 4 * k, 0),
+            (TraceOp::Write, 4 * k, 4 * k, 1),
+            (TraceOp::Write, 4 * k, 4 * k, 0),
+            (TraceOp::Read, 12 * k, 4 * k, 0),
+            (TraceOp::Trim, 0, 4 * k, 0),
+            (TraceOp::Flush, 0, 0, 0),
+            (TraceOp::Write, 8 * k, 4 * k, 0),
+            (TraceOp::Read, 16 * k, 8 * k, 0),
+            (TraceOp::Write, 100 * k, 4 * k, 0),
+        ] {
+            info.add(&rec(0, op, off, len, s));
+        }
+        assert_eq!((info.sequential_writes, info.sequential_reads), (2, 1));
+        assert_eq!(info.mean_run(true), Some(5.0 / 3.0), "runs: stream 0's 0-12K, stream 1's, stream 0's 100K");
+        assert_eq!(info.mean_run(false), Some(2.0));
+        assert!(info.to_string().contains("sequential writes: 2 of 5 continue the previous one; 1.7 requests per run"));
+        assert_eq!(TraceInfo::new().mean_run(true), None);
     }
 
     #[test]

@@ -29,6 +29,7 @@
 //! `docs/TRACES.md` describes every format for users.
 
 mod blktrace;
+pub mod compare;
 mod detect;
 pub mod info;
 mod input;
