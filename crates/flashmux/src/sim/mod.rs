@@ -190,9 +190,14 @@ impl Simulator {
             let jobs: Vec<TenantId> = sim.work.jobs.iter().map(|j| j.tenant).collect();
             let batches: Vec<u32> = sim.work.jobs.iter().map(|j| j.spec.iodepth_batch).collect();
             let h = &sim.scenario.host;
+            // On bare metal the plug is the host kernel's: its nomerges applies.
+            let mut virt = sim.scenario.virt.clone();
+            if !virt.mode.is_vm() {
+                virt.nomerges = h.merge.nomerges;
+            }
             sim.machine = Some(Machine::new(
                 cpu.clone(),
-                sim.scenario.virt.clone(),
+                virt,
                 &jobs,
                 &batches,
                 sim.scenario.tenants.len(),

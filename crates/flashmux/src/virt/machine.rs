@@ -35,6 +35,7 @@ use super::thread::{Act, Cur, Op, Role, TState};
 use super::virtqueue::Virtqueue;
 use super::{CpuConfig, ExitReason, Notify, VirtConfig, VirtMode};
 use crate::device::IoOp;
+use crate::host::MergeConfig;
 use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,7 +135,7 @@ impl Machine {
             vcpus: IdVec::new(),
             vqs: IdVec::new(),
             iots: IdVec::new(),
-            reqs: Reqs::new(virt.max_merge_bytes),
+            reqs: Reqs::new(if virt.nomerges >= 2 { 0 } else { virt.max_merge_bytes }),
             pending: Vec::new(),
             batch: batches.iter().map(|&b| b.max(1)).collect(),
             host_merges: 0,
@@ -184,7 +185,8 @@ impl Machine {
             let pin = self.virt.pin_vcpus.then(|| shared[g.index() % shared.len()]);
             let t = self.cpu.add_thread(Role::Vcpu(g), pin, false);
             vcpu_ids.push(g);
-            self.vcpus.push(VcpuRt::new(vm, t, VqId(first_vq + i % nq)));
+            let merge = MergeConfig { nomerges: self.virt.nomerges, max_bytes: self.virt.max_merge_bytes };
+            self.vcpus.push(VcpuRt::new(vm, t, VqId(first_vq + i % nq), merge));
         }
         for q in 0..nq {
             let lock = self.cpu.add_lock();

@@ -215,6 +215,11 @@ pub struct VirtConfig {
     pub queue_size: u32,
     /// The guest block layer merges adjacent waiting requests up to this size (0: no merging).
     pub max_merge_bytes: u64,
+    /// The guest's `nomerges` (0 all merges, 1 the last-merge hit only, 2 none, not even in
+    /// the plug); left out of the configuration (and its hash) at Linux's default 0. On bare
+    /// metal the plug is the host kernel's, and `host.nomerges` applies.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub nomerges: u8,
     /// `multiqueue`: how long the I/O thread collects requests before processing them.
     pub batch_window: Nanos,
     /// Pin vCPU i to hardware thread i (mod the hardware threads it may use).
@@ -245,6 +250,10 @@ pub struct VirtConfig {
     pub exits: [ExitCost; 4],
 }
 
+fn is_zero(n: &u8) -> bool {
+    *n == 0
+}
+
 impl VirtConfig {
     /// Checks the VM path's rules; the error names the key (`virt.*`).
     pub fn validate(&self) -> Result<(), String> {
@@ -253,6 +262,9 @@ impl VirtConfig {
         }
         if self.queue_size == 0 {
             return Err("virt.queue_size: must be at least 1 (got 0)".into());
+        }
+        if self.nomerges > 2 {
+            return Err(format!("virt.nomerges: {} is not a setting: expected 0 (all merges), 1 (last-merge hit only) or 2 (none)", self.nomerges));
         }
         if self.aio == Aio::Threads && self.emulation == Emulation::InHypervisor {
             return Err("virt.aio = \"threads\": QEMU's thread pool is userspace emulation's; with emulation = \"in-hypervisor\" the hypervisor submits requests itself (drop virt.aio)".into());
@@ -272,6 +284,7 @@ impl Default for VirtConfig {
             completion: Completion::Inject,
             queue_size: 128,
             max_merge_bytes: 128 << 10,
+            nomerges: 0,
             batch_window: Nanos(40_000),
             pin_vcpus: false,
             pin_iothreads: true,

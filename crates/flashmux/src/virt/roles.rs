@@ -39,6 +39,8 @@ use super::report::ExitStat;
 use super::thread::{Act, Op, Role};
 use super::{Aio, Emulation, ExitReason, VirtMode};
 use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
+use crate::host::elevator::{Elevator, MergeConfig};
+use crate::host::SchedReq;
 use std::collections::VecDeque;
 
 /// A bare-metal process (fio job).
@@ -64,6 +66,9 @@ pub(super) struct VcpuRt {
     pub plug: Vec<ReqId>,
     /// The guest block layer's per-vCPU queue: requests waiting for a virtqueue slot.
     pub gqueue: VecDeque<ReqId>,
+    /// The guest's elevator over `gqueue` (`host/elevator.rs`: the guest kernel's, with
+    /// `virt.nomerges` and `virt.max_merge`).
+    pub elevator: Elevator,
     pub reaps: VecDeque<ReqId>,
     /// Virtqueues whose interrupt it is to handle.
     pub irqs: VecDeque<VqId>,
@@ -74,7 +79,7 @@ pub(super) struct VcpuRt {
 }
 
 impl VcpuRt {
-    pub fn new(vm: VmId, thread: ThreadId, vq: VqId) -> VcpuRt {
+    pub fn new(vm: VmId, thread: ThreadId, vq: VqId, merge: MergeConfig) -> VcpuRt {
         VcpuRt {
             vm,
             thread,
@@ -82,6 +87,7 @@ impl VcpuRt {
             submits: VecDeque::new(),
             plug: Vec::new(),
             gqueue: VecDeque::new(),
+            elevator: Elevator::new(merge),
             reaps: VecDeque::new(),
             irqs: VecDeque::new(),
             ext_int: false,
@@ -204,7 +210,9 @@ impl Machine {
         if self.vcpus[v].gqueue.is_empty() || !self.vqs[q].take_slot(size) {
             return None;
         }
-        self.vcpus[v].gqueue.pop_front()
+        let r = self.vcpus[v].gqueue.pop_front()?;
+        self.vcpus[v].elevator.remove(r);
+        Some(r)
     }
 
     /// Requests a virtqueue holds: IDE's one command, or `queue_size`.
@@ -261,18 +269,22 @@ impl Machine {
 
     /// The guest's block layer: `r` may go to the virtqueue (taking a slot; returns false) when
     /// the queue has room and nothing waits before it; otherwise it waits (returns true),
-    /// merged into the last waiting request when adjacent.
+    /// merged by the guest's elevator into a waiting request it touches (the last merged
+    /// into, else one ending where it starts, else one starting where it ends; Linux's
+    /// `elv_merge`, as the host's block layer does).
     fn guest_block_layer(&mut self, t: ThreadId, v: VcpuId, r: ReqId) -> bool {
         let q = self.vcpus[v].vq;
         let size = self.queue_size();
         if self.vcpus[v].gqueue.is_empty() && self.vqs[q].take_slot(size) {
             return false;
         }
-        if let Some(&last) = self.vcpus[v].gqueue.back() {
-            if self.reqs.try_merge(last, r) {
-                self.count_merge(t);
-                return true;
-            }
+        let info = self.reqs[r];
+        let op = info.op.expect("a submitted request has an operation");
+        let sr = SchedReq { id: r, tenant: TenantId(0), op, offset: info.offset, bytes: info.len, update: false };
+        if let Some(m) = self.vcpus[v].elevator.arrive(&sr) {
+            self.reqs.join(m.lead, r, m.offset, m.len);
+            self.count_merge(t);
+            return true;
         }
         self.vcpus[v].gqueue.push_back(r);
         true

@@ -226,3 +226,34 @@ fn a_full_virtqueue_holds_requests_in_the_guest_queue_merged() {
     assert_eq!(h.vm_result().merges, 1);
     assert_eq!(h.app.len(), 3);
 }
+
+#[test]
+fn the_guest_elevator_merges_into_any_waiting_request_at_either_end() {
+    let virt = VirtConfig { queue_size: 1, ..Harness::vm(VirtMode::PerVcpuThreads) };
+    let mut h = Harness::new(virt, 1, 1);
+    // The first read takes the one slot. Then, waiting: a read at 64K; one at 16K (not
+    // adjacent); one at 60K, which ends where the 64K one starts (a front merge into a request
+    // that is not the last); one at 68K, which continues the merged request (the last merge,
+    // at its back).
+    for (i, kib) in [(0u32, 0u64), (1, 64), (2, 16), (3, 60), (4, 68)] {
+        h.submit(0, i, IoOp::Read, kib << 10, 4096);
+    }
+    h.run_all();
+    let cmds: Vec<(u32, u64, u64)> = h.to_host.iter().map(|(_, c)| (c.req.0, c.offset >> 10, c.len >> 10)).collect();
+    assert_eq!(cmds, [(0, 0, 4), (1, 60, 12), (2, 16, 4)]);
+    assert_eq!(h.vm_result().merges, 2);
+    assert_eq!(h.app.len(), 5, "every read completes");
+}
+
+#[test]
+fn nomerges_2_stops_the_guest_merging_even_in_the_plug() {
+    let virt = VirtConfig { queue_size: 1, nomerges: 2, ..Harness::vm(VirtMode::PerVcpuThreads) };
+    let mut h = Harness::new(virt, 1, 4);
+    for i in 0..4 {
+        h.submit(0, i, IoOp::Read, i as u64 * 4096, 4096);
+    }
+    h.run_all();
+    assert_eq!(h.to_host.len(), 4);
+    assert!(h.to_host.iter().all(|(_, c)| c.len == 4096));
+    assert_eq!(h.vm_result().merges, 0);
+}

@@ -107,6 +107,9 @@ fn queues(g: &mut G, doc: &mut Doc, mode: &str) {
         let m = if g.chance(0.3) { 0 } else { g.log(1, 512) * 1024 };
         doc.set("virt", "max_merge", t::string(&t::size(m)));
     }
+    if g.chance(0.15) {
+        doc.set("virt", "nomerges", g.weighted(&[(0u64, 1), (1, 1), (2, 1)]).to_string());
+    }
     if mode == "multiqueue" && g.chance(0.4) {
         doc.set("virt", "batch_window", t::string(&t::duration(g.cost(200_000))));
     }
