@@ -149,6 +149,7 @@ fn bad_values_name_the_key() {
         (format!("{MINIMAL}\n[device.geometry]\nblocks_per_plane = 1\n"), "device"),
         (format!("{MINIMAL}\n[host]\nscheduler = \"bfq\"\n"), "host.scheduler: unknown scheduler 'bfq'"),
         (format!("{MINIMAL}\n[virt]\nmode = \"xen\"\n"), "virt.mode: unknown mode 'xen'"),
+        (format!("{MINIMAL}\n[virt]\nnomerges = 3\n"), "virt.nomerges: 3 is not a setting"),
         (format!("{MINIMAL}\n[precondition]\nfill = 1.5\n"), "precondition.fill"),
         (format!("{MINIMAL}\n[precondition]\nstate = \"old\"\n"), "precondition.state: unknown state 'old'"),
         (format!("{MINIMAL}\n[stop]\ntime = \"0s\"\n"), "stop.time"),
