@@ -40,11 +40,10 @@
 //! Linux's read-ahead allocates without retrying).
 //!
 //! # Worked example
-//! Capacity 16 pages, `read_ahead_kb = 16` (`max = 4`), no stream: `read(f, 0, 8192)` misses
-//! pages 0 and 1 and returns one read extent (f, 0, 2 pages) to wait on. A second
-//! `read(f, 4096, 4096)` before it completes waits on the same I/O and issues nothing. After
-//! `read_done`, a third read of page 1 hits; page 1 has now been accessed twice and is on the
-//! active list.
+//! Capacity 16 pages, no stream: `read(f, 0, 8192)` misses pages 0 and 1 and returns one read
+//! extent (f, 0, 2 pages) to wait on. A second `read(f, 4096, 4096)` before it completes waits on
+//! the same I/O and issues nothing. Page 1 has been accessed twice: when `read_done` makes it
+//! clean it joins the active list, page 0 the inactive one. A third read of page 1 hits.
 //!
 //! # Complexity and memory
 //! A slab of `capacity_pages` entries with intrusive LRU links; a `BTreeMap` from (file, page) to
@@ -369,8 +368,43 @@ impl PageCache {
         if missing > avail {
             return Ok(self.no_memory(missing - avail));
         }
-        let mut pinned = Vec::new();
-        let mut hits = 0;
+        let (hits, pinned) = self.pin_request(file, first, last);
+        self.stats.misses += missing;
+        let mut fresh = Vec::new();
+        let mut need = missing;
+        for p in first..=last {
+            self.read_page(file, p, last, stream, &mut need, &mut fresh);
+        }
+        debug_assert_eq!(need, 0);
+        let issue = self.start_reads(file, fresh);
+        let mut wait_on = Vec::new();
+        for p in first..=last {
+            let s = self.slot_of(file, p).expect("every requested page is cached");
+            self.touch(s);
+            let sl = &mut self.slots[s as usize];
+            if std::mem::take(&mut sl.ra_unused) {
+                self.stats.readahead_hits += 1;
+            }
+            if sl.state == PageState::Locked {
+                wait_on.push(sl.io);
+            }
+        }
+        for s in pinned {
+            self.relink(s);
+        }
+        wait_on.sort();
+        wait_on.dedup();
+        if let Some(id) = stream {
+            let st = self.streams.get_mut(&id).expect("checked above");
+            st.ra.prev_page = Some(last);
+        }
+        Ok(ReadOutcome::Read { hits, issue, wait_on })
+    }
+
+    /// Counts the request's cached pages (hits and waits) and takes its clean pages off the LRU
+    /// lists while the read allocates, so that its read-ahead cannot evict them.
+    fn pin_request(&mut self, file: FileId, first: u64, last: u64) -> (u64, Vec<u32>) {
+        let (mut hits, mut pinned) = (0, Vec::new());
         for p in first..=last {
             if let Some(s) = self.slot_of(file, p) {
                 match self.slots[s as usize].state {
@@ -384,44 +418,7 @@ impl PageCache {
             }
         }
         self.stats.hits += hits;
-        self.stats.misses += missing;
-        let mut fresh = Vec::new();
-        let mut need = missing;
-        for p in first..=last {
-            self.read_page(file, p, last, stream, &mut need, &mut fresh);
-        }
-        debug_assert_eq!(need, 0);
-        for p in first..=last {
-            let s = self.slot_of(file, p).expect("every requested page is cached");
-            self.touch(s);
-            if std::mem::take(&mut self.slots[s as usize].ra_unused) {
-                self.stats.readahead_hits += 1;
-            }
-        }
-        for s in pinned {
-            self.relink(s);
-        }
-        let issue = self.start_reads(file, fresh);
-        for r in &issue {
-            for p in r.extent.first..r.extent.end() {
-                let s = self.slot_of(file, p).expect("read page") as usize;
-                self.slots[s].io = r.id;
-            }
-        }
-        let mut wait_on = Vec::new();
-        for p in first..=last {
-            let s = self.slot_of(file, p).expect("every requested page is cached") as usize;
-            if self.slots[s].state == PageState::Locked {
-                wait_on.push(self.slots[s].io);
-            }
-        }
-        wait_on.sort();
-        wait_on.dedup();
-        if let Some(id) = stream {
-            let st = self.streams.get_mut(&id).expect("checked above");
-            st.ra.prev_page = Some(last);
-        }
-        Ok(ReadOutcome::Read { hits, issue, wait_on })
+        (hits, pinned)
     }
 
     /// One requested page of a read: the synchronous read-ahead if it is missing, the
@@ -492,7 +489,7 @@ impl PageCache {
     }
 
     /// Gives the locked pages `pages` of `file` read I/Os: contiguous runs of at most
-    /// `max_extent_bytes`.
+    /// `max_extent_bytes`, each page waiting on its run's I/O.
     pub(super) fn start_reads(&mut self, file: FileId, mut pages: Vec<u64>) -> Vec<ReadIo> {
         pages.sort_unstable();
         let max = self.cfg.max_extent_bytes / PAGE_SIZE;
@@ -508,6 +505,10 @@ impl PageCache {
         }
         for r in &out {
             self.inflight.insert(r.id, InFlight { extent: r.extent, write: None });
+            for p in r.extent.first..r.extent.end() {
+                let s = self.index[&(file, p)];
+                self.slots[s as usize].io = r.id;
+            }
         }
         out
     }
@@ -757,6 +758,16 @@ impl PageCache {
         if total_dirty != self.by_age.len() {
             return Err(format!("{total_dirty} pages in dirty sets, {} in the age index", self.by_age.len()));
         }
+        self.check_files(&files)?;
+        if self.n_dirty > self.stats.peak_dirty {
+            return Err(format!("{} dirty pages above the peak {}", self.n_dirty, self.stats.peak_dirty));
+        }
+        Ok(())
+    }
+
+    /// Each file's counts and place in the round robin against the pages counted per file
+    /// (pages, writeback+dirty pages); each I/O in flight against its pages.
+    fn check_files(&self, files: &BTreeMap<FileId, (u64, u64)>) -> Result<(), String> {
         for (f, st) in &self.files {
             let &(pages, wbd) = files.get(f).ok_or(format!("{f:?} has state but no pages"))?;
             let queued = st.dirty_seq.is_some_and(|q| self.dirty_order.get(&q) == Some(f));
@@ -777,9 +788,6 @@ impl PageCache {
                     return Err(format!("{id:?}: page {p} of {:?} is not its page", io.extent));
                 }
             }
-        }
-        if self.n_dirty > self.stats.peak_dirty {
-            return Err(format!("{} dirty pages above the peak {}", self.n_dirty, self.stats.peak_dirty));
         }
         Ok(())
     }

@@ -386,13 +386,7 @@ impl PageCache {
                 self.alloc(file, p, PageState::Locked).expect("room checked");
             }
             let issue = self.start_reads(file, to_read);
-            for r in &issue {
-                for p in r.extent.first..r.extent.end() {
-                    let s = self.slot_of(file, p).expect("read page") as usize;
-                    self.slots[s].io = r.id;
-                }
-                wait_on.push(r.id);
-            }
+            wait_on.extend(issue.iter().map(|r| r.id));
             wait_on.sort();
             wait_on.dedup();
             return Ok(WriteOutcome::Wait { issue, wait_on });
