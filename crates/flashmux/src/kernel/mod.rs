@@ -144,12 +144,11 @@ impl PageCacheConfig {
         if self.dirty_bytes != 0 && self.dirty_bytes < 2 * PAGE_SIZE {
             return bad("dirty_bytes", self.dirty_bytes, "0 (use dirty_ratio) or at least two pages (8192)");
         }
-        if self.dirty_expire_centisecs > 1 << 40 || self.dirty_writeback_centisecs > 1 << 40 {
-            return bad(
-                "dirty_expire_centisecs",
-                self.dirty_expire_centisecs.max(self.dirty_writeback_centisecs),
-                "at most 2^40 centiseconds",
-            );
+        if self.dirty_expire_centisecs > 1 << 40 {
+            return bad("dirty_expire_centisecs", self.dirty_expire_centisecs, "at most 2^40 centiseconds");
+        }
+        if self.dirty_writeback_centisecs > 1 << 40 {
+            return bad("dirty_writeback_centisecs", self.dirty_writeback_centisecs, "at most 2^40 centiseconds");
         }
         if self.max_extent_bytes < PAGE_SIZE || self.max_extent_bytes % PAGE_SIZE != 0 {
             return bad("max_extent_bytes", self.max_extent_bytes, "a whole number of 4 KiB pages, at least one");

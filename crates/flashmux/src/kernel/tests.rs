@@ -140,6 +140,39 @@ fn the_marker_triggers_the_next_window_while_its_page_is_still_being_read() {
 }
 
 #[test]
+fn read_ahead_sizes_follow_the_kernel_rules() {
+    // max = 32: init rounds up to a power of two, x4 up to 1 (32/32), x2 up to 8 (32/4), else 32;
+    // next is x4 below 2 (32/16), x2 up to 16 (32/2), else 32.
+    use super::readahead::{init_size, next_size};
+    let init: Vec<u64> = [1, 2, 3, 4, 8, 9, 32, 100].iter().map(|&s| init_size(s, 32)).collect();
+    assert_eq!(init, vec![4, 4, 8, 8, 16, 32, 32, 32]);
+    let next: Vec<u64> = [1, 2, 4, 8, 16, 17, 32].iter().map(|&s| next_size(s, 32)).collect();
+    assert_eq!(next, vec![4, 4, 8, 16, 32, 32, 32]);
+    // max = 512 (2 MiB), max/16 = 32: from one page 4, then 16 (4 < 32: x4), 64 (16 < 32: x4),
+    // 128, 256 (x2 while at most 256), 512.
+    let mut s = init_size(1, 512);
+    let mut ramp = vec![s];
+    while s < 512 {
+        s = next_size(s, 512);
+        ramp.push(s);
+    }
+    assert_eq!(ramp, vec![4, 16, 64, 128, 256, 512]);
+}
+
+#[test]
+fn a_marker_hit_without_matching_state_starts_where_the_cache_stops() {
+    // Stream 1 reads page 0: window 0-3, marker on 1. Stream 2 (no state) reads page 1: a marker
+    // hit that is not its expected page: the first uncached page after 1 is 4; size
+    // next(4 - 1 + 1) = next(4) = 8, all asynchronous: window 4-11.
+    let mut c = cache(1024);
+    let (s1, s2) = (c.open_stream(A), c.open_stream(A));
+    read(&mut c, secs(0), A, 0, 1, Some(s1));
+    let (_, issue, _) = read(&mut c, secs(0), A, 1, 1, Some(s2));
+    assert_eq!(extents_r(&issue), vec![ext(A, 4, 8)]);
+    assert!(c.has_marker(A, 4));
+}
+
+#[test]
 fn a_random_reader_gets_no_read_ahead() {
     // Pages 1000, 37, 512, 9, 700: none is page 0, none within one page after the previous read,
     // none a marker: each read reads only its own page.
