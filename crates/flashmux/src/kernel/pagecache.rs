@@ -520,7 +520,11 @@ impl PageCache {
 
     pub(super) fn no_memory<T: From<NoMem>>(&mut self, short: u64) -> T {
         self.stats.no_memory += 1;
-        self.flusher.pressure = self.flusher.pressure.max(short);
+        // Writeback frees memory only if there are dirty pages to write; otherwise the caller
+        // waits for reads and writes in flight.
+        if !self.by_age.is_empty() {
+            self.flusher.pressure = self.flusher.pressure.max(short);
+        }
         T::from(NoMem(short))
     }
 
