@@ -34,8 +34,9 @@
 //! ratio of memory below 1 GiB). Only clean, unlocked pages are on the lists: a page leaves its
 //! list while locked, dirty or under writeback and rejoins at the head when clean (Linux leaves
 //! it in place and reclaim skips it; second chances at reclaim are not modelled). A read or write
-//! that needs more pages than the free and evictable ones gets `NoMemory`, changes nothing and
-//! asks the flusher to write that many dirty pages (writeback for memory pressure); read-ahead
+//! that needs more pages than the free and evictable ones gets `NoMemory`, changes nothing and,
+//! if pages are dirty, asks the flusher to write that many (writeback for memory pressure); the
+//! caller retries after completions. Read-ahead
 //! only takes pages that leave the request its own (it stops at the first it cannot get, as
 //! Linux's read-ahead allocates without retrying).
 //!
