@@ -15,6 +15,7 @@ pub mod fsutil;
 pub mod ftl;
 pub mod host;
 pub mod import;
+pub mod kernel;
 pub mod metrics;
 pub mod names;
 pub mod report;

@@ -1,0 +1,177 @@
+//! The kernel layer: the guest's (or, on bare metal, the host's) operating system above the block
+//! layer — what turns an application's `read`, `write` and `fsync` into the block requests the
+//! rest of flashmux serves.
+//!
+//! Its first part is the page cache (`pagecache.rs`): 4 KiB pages of files (a file may be a whole
+//! block device) in the kernel's memory, their LRU lists, dirty state and accounting; read-ahead
+//! per open stream (`readahead.rs`); the flusher that writes dirty pages back (`writeback.rs`).
+//! The cache is a mechanism driven by calls with virtual time: it never performs I/O itself. Each
+//! call returns the device I/O it needs (page extents, each with an [`IoId`]), and the caller
+//! issues it and reports its completion (`read_done`, `write_done`). The caller also owns the
+//! flusher's timer: it asks [`PageCache::flusher_wakeup_at`] and calls [`PageCache::flush`] then.
+//!
+//! Memory: per-page state is one slab entry per page of `capacity` plus its index entries; the
+//! per-file state exists only while a file has pages in the cache; per-stream read-ahead state
+//! exists from `open_stream` to `close_stream` (bounded by what the caller opens); the I/O in
+//! flight is at most one extent per page.
+
+pub mod pagecache;
+pub mod readahead;
+pub mod writeback;
+
+#[cfg(test)]
+mod tests;
+
+pub use pagecache::{CacheStats, PageCache, PageState, ReadOutcome, WriteOutcome, WritebackCounts};
+pub use writeback::{Invalidated, SyncResult, WriteReason, MAX_WRITEBACK_PAGES};
+
+use serde::Serialize;
+
+/// The page size, bytes.
+pub const PAGE_SIZE: u64 = 4096;
+
+/// A file of the page cache: a filesystem's inode or a whole block device.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default, Serialize)]
+pub struct FileId(pub u32);
+
+/// An open stream of reads on a file (a `struct file`): it carries the read-ahead state.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default, Serialize)]
+pub struct StreamId(pub u32);
+
+/// One device I/O the cache asked for; its completion is reported with this id.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default, Serialize)]
+pub struct IoId(pub u64);
+
+/// Contiguous pages of one file: `pages` pages from page index `first`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize)]
+pub struct Extent {
+    pub file: FileId,
+    pub first: u64,
+    pub pages: u64,
+}
+
+impl Extent {
+    /// The byte offset of the extent in its file.
+    pub fn offset(&self) -> u64 {
+        self.first * PAGE_SIZE
+    }
+    /// The extent's length in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.pages * PAGE_SIZE
+    }
+    /// The page index one past the extent.
+    pub fn end(&self) -> u64 {
+        self.first + self.pages
+    }
+}
+
+/// A device read the cache needs: the pages are locked until [`PageCache::read_done`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
+pub struct ReadIo {
+    pub id: IoId,
+    pub extent: Extent,
+}
+
+/// A device write of dirty pages: they are under writeback until [`PageCache::write_done`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
+pub struct WriteIo {
+    pub id: IoId,
+    pub extent: Extent,
+    pub reason: WriteReason,
+}
+
+/// The page cache's settings, as Linux's sysctls name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PageCacheConfig {
+    /// Pages the cache may hold (from the kernel's memory).
+    pub capacity_pages: u64,
+    /// The largest read-ahead window, KiB (`/sys/block/<dev>/queue/read_ahead_kb`, 128).
+    pub read_ahead_kb: u64,
+    /// Percent of the capacity at which writers are throttled (`vm.dirty_ratio`, 20).
+    pub dirty_ratio: u64,
+    /// Bytes at which writers are throttled; 0 = use `dirty_ratio` (`vm.dirty_bytes`, 0).
+    pub dirty_bytes: u64,
+    /// Percent of the capacity at which background writeback starts
+    /// (`vm.dirty_background_ratio`, 10).
+    pub dirty_background_ratio: u64,
+    /// Bytes at which background writeback starts; 0 = use the ratio
+    /// (`vm.dirty_background_bytes`, 0).
+    pub dirty_background_bytes: u64,
+    /// The flusher's period, centiseconds; 0 = no periodic writeback
+    /// (`vm.dirty_writeback_centisecs`, 500).
+    pub dirty_writeback_centisecs: u64,
+    /// Age at which dirty data is written by the periodic flush, centiseconds
+    /// (`vm.dirty_expire_centisecs`, 3000).
+    pub dirty_expire_centisecs: u64,
+    /// The largest device I/O the cache asks for, bytes (the block layer's `max_sectors_kb`):
+    /// contiguous pages beyond it become several extents.
+    pub max_extent_bytes: u64,
+}
+
+impl Default for PageCacheConfig {
+    fn default() -> Self {
+        PageCacheConfig {
+            capacity_pages: 262_144, // 1 GiB
+            read_ahead_kb: 128,
+            dirty_ratio: 20,
+            dirty_bytes: 0,
+            dirty_background_ratio: 10,
+            dirty_background_bytes: 0,
+            dirty_writeback_centisecs: 500,
+            dirty_expire_centisecs: 3000,
+            max_extent_bytes: 128 << 10,
+        }
+    }
+}
+
+impl PageCacheConfig {
+    /// Checks the settings; the error names the key.
+    pub fn validate(&self) -> Result<(), CacheError> {
+        let bad =
+            |key: &'static str, value: u64, expected: &'static str| Err(CacheError::Config { key, value, expected });
+        if self.capacity_pages < 16 || self.capacity_pages > u32::MAX as u64 - 1 {
+            return bad("capacity_pages", self.capacity_pages, "16 to 4294967294 pages");
+        }
+        if self.read_ahead_kb % 4 != 0 || self.read_ahead_kb > 1 << 20 {
+            return bad("read_ahead_kb", self.read_ahead_kb, "a multiple of 4 KiB, at most 1 GiB");
+        }
+        if self.dirty_ratio > 100 {
+            return bad("dirty_ratio", self.dirty_ratio, "a percentage, 0 to 100");
+        }
+        if self.dirty_background_ratio > 100 {
+            return bad("dirty_background_ratio", self.dirty_background_ratio, "a percentage, 0 to 100");
+        }
+        if self.dirty_bytes != 0 && self.dirty_bytes < 2 * PAGE_SIZE {
+            return bad("dirty_bytes", self.dirty_bytes, "0 (use dirty_ratio) or at least two pages (8192)");
+        }
+        if self.dirty_expire_centisecs > 1 << 40 {
+            return bad("dirty_expire_centisecs", self.dirty_expire_centisecs, "at most 2^40 centiseconds");
+        }
+        if self.dirty_writeback_centisecs > 1 << 40 {
+            return bad("dirty_writeback_centisecs", self.dirty_writeback_centisecs, "at most 2^40 centiseconds");
+        }
+        if self.max_extent_bytes < PAGE_SIZE || self.max_extent_bytes % PAGE_SIZE != 0 {
+            return bad("max_extent_bytes", self.max_extent_bytes, "a whole number of 4 KiB pages, at least one");
+        }
+        Ok(())
+    }
+}
+
+/// A call the page cache refuses.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CacheError {
+    #[error("kernel.pagecache.{key}: {value}: expected {expected}")]
+    Config { key: &'static str, value: u64, expected: &'static str },
+    #[error("{op} of {len} bytes at offset {offset}: expected a length of at least one byte, ending below 2^63")]
+    BadRange { op: &'static str, offset: u64, len: u64 },
+    #[error("{op} of {pages} pages: more than the cache's capacity of {capacity} pages")]
+    TooLarge { op: &'static str, pages: u64, capacity: u64 },
+    #[error("stream {0:?} is not open")]
+    UnknownStream(StreamId),
+    #[error("stream {stream:?} was opened on file {opened:?}, not {used:?}")]
+    StreamFile { stream: StreamId, opened: FileId, used: FileId },
+    #[error("{op}: {id:?} is not a {expected} in flight")]
+    UnknownIo { op: &'static str, id: IoId, expected: &'static str },
+    #[error("time went back: {now} ns is before {clock} ns, the time of the previous call")]
+    TimeWentBack { now: u64, clock: u64 },
+}

@@ -1,0 +1,830 @@
+//! The page cache: file pages in the kernel's memory, their LRU lists, their dirty state and the
+//! accounting — Linux's page cache as `mm/filemap.c`, `mm/swap.c` and `mm/vmscan.c` keep it.
+//!
+//! # Model
+//! Pages are 4 KiB, keyed by (file, page index). The cache holds at most `capacity_pages`. A page
+//! is in one state:
+//! - **locked**: being read (I/O in flight, not uptodate); a reader of it waits for that I/O,
+//!   it never starts another;
+//! - **clean**: uptodate, on an LRU list, evictable;
+//! - **dirty**: written by the application, with the time it became dirty; not evictable;
+//! - **writeback**: being written; neither dirty nor evictable until its write completes;
+//! - **writeback+dirty**: written again while its write is in flight (Linux's PG_dirty with
+//!   PG_writeback): dirty again, with a new dirtied-at time, when the write completes.
+//!
+//! Reads (`read`): each requested page is a hit (uptodate), a wait (locked) or a miss. A missing
+//! page starts a synchronous read-ahead at it, a page with the read-ahead marker an asynchronous
+//! one (`readahead.rs`, in `filemap_get_pages`' order); the request's own missing pages are always
+//! read. Pages read are locked and grouped into contiguous extents of at most `max_extent_bytes`;
+//! the read is complete when the extents it waits on (`wait_on`) have completed.
+//!
+//! Writes (`write`, in `writeback.rs`): pages become dirty. A partial page that is not cached must be read first
+//! (`Wait`: the cache starts that read and the caller retries) unless the caller says the write
+//! is beyond the end of the file; a locked page is waited for. Before anything, the writer is
+//! throttled (`Throttled`, the caller retries after write completions) while dirty + writeback
+//! pages exceed the dirty threshold (`balance_dirty_pages`, simplified: no pause ramp, the writer
+//! waits until the count is at most the threshold). Thresholds, flusher and `fsync`:
+//! `writeback.rs`.
+//!
+//! Eviction (LRU with Linux's two lists, simplified): a page enters the inactive list when it
+//! becomes clean; an access sets its referenced bit, and an access to a referenced page on the
+//! inactive list moves it to the active list (`folio_mark_accessed`). Reclaim takes the inactive
+//! list's tail; before it, while the active list is longer than the inactive one, the active
+//! tail moves to the inactive head with its bit cleared (`inactive_is_low` with ratio 1, the
+//! ratio of memory below 1 GiB). Only clean, unlocked pages are on the lists: a page leaves its
+//! list while locked, dirty or under writeback and rejoins at the head when clean (Linux leaves
+//! it in place and reclaim skips it; second chances at reclaim are not modelled). A read or write
+//! that needs more pages than the free and evictable ones gets `NoMemory`, changes nothing and,
+//! if pages are dirty, asks the flusher to write that many (writeback for memory pressure); the
+//! caller retries after completions. Read-ahead
+//! only takes pages that leave the request its own (it stops at the first it cannot get, as
+//! Linux's read-ahead allocates without retrying).
+//!
+//! # Worked example
+//! Capacity 16 pages, no stream: `read(f, 0, 8192)` misses pages 0 and 1 and returns one read
+//! extent (f, 0, 2 pages) to wait on. A second `read(f, 4096, 4096)` before it completes waits on
+//! the same I/O and issues nothing. Page 1 has been accessed twice: when `read_done` makes it
+//! clean it joins the active list, page 0 the inactive one. A third read of page 1 hits.
+//!
+//! # Complexity and memory
+//! A slab of `capacity_pages` entries with intrusive LRU links; a `BTreeMap` from (file, page) to
+//! slab entry; per file, the ordered set of its dirty pages; one ordered set of dirty pages by
+//! age. Every page operation is O(log n).
+//!
+//! # Source
+//! Linux `mm/filemap.c` (`filemap_read`, `filemap_get_pages`, `folio_mark_accessed` in
+//! `mm/swap.c`), `mm/vmscan.c` (`inactive_is_low`, `shrink_active_list`), `mm/page-writeback.c`
+//! (`balance_dirty_pages`), `include/linux/page-flags.h` (PG_locked, PG_dirty, PG_writeback,
+//! PG_readahead).
+
+use super::readahead::{self, RaDecision, RaState};
+use super::writeback::{Flusher, WriteReason};
+use super::{CacheError, Extent, FileId, IoId, PageCacheConfig, ReadIo, StreamId, PAGE_SIZE};
+use crate::units::SimTime;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+pub(super) const NIL: u32 = u32::MAX;
+
+/// A page's state, as tests and the reference model see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum PageState {
+    Locked,
+    Clean,
+    Dirty,
+    Writeback,
+    WritebackDirty,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum List {
+    None,
+    Inactive,
+    Active,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Slot {
+    pub file: FileId,
+    pub index: u64,
+    pub state: PageState,
+    /// The read (locked) or write (writeback) in flight.
+    pub io: IoId,
+    pub dirtied_at: SimTime,
+    pub prev: u32,
+    pub next: u32,
+    pub list: List,
+    /// Rejoins the active list when clean.
+    pub active: bool,
+    pub referenced: bool,
+    /// Carries the read-ahead marker (PG_readahead).
+    pub marker: bool,
+    /// Read ahead and not yet asked for.
+    pub ra_unused: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Lru {
+    pub head: u32,
+    pub tail: u32,
+    pub len: u64,
+}
+
+/// A file with pages in the cache.
+#[derive(Clone, Debug, Default)]
+pub(super) struct FileState {
+    pub pages: u64,
+    /// Pages in state Dirty (writable now), ascending.
+    pub dirty: BTreeSet<u64>,
+    /// Pages in state WritebackDirty.
+    pub wb_dirty: u64,
+    /// Its place in the flusher's round robin while it has dirty pages.
+    pub dirty_seq: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct InFlight {
+    pub extent: Extent,
+    /// None for a read.
+    pub write: Option<WriteReason>,
+}
+
+struct Stream {
+    file: FileId,
+    ra: RaState,
+}
+
+/// Pages written back, by why they were written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WritebackCounts {
+    /// Periodic writeback of pages dirty longer than `dirty_expire_centisecs` (kupdate).
+    pub expiry: u64,
+    /// Background writeback above the background threshold.
+    pub background: u64,
+    /// `fsync`, `fdatasync` and range syncs.
+    pub fsync: u64,
+    /// Writeback asked for by a read or write short of memory.
+    pub memory_pressure: u64,
+}
+
+/// What the cache did, in pages unless named otherwise.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CacheStats {
+    /// Requested pages found uptodate.
+    pub hits: u64,
+    /// Requested pages not in the cache.
+    pub misses: u64,
+    /// Requested pages found locked (their read in flight): the reader waited for it.
+    pub waits: u64,
+    /// Pages read ahead (read without being asked for).
+    pub readahead_pages: u64,
+    /// Pages read ahead and asked for later.
+    pub readahead_hits: u64,
+    pub written_back: WritebackCounts,
+    /// Clean pages evicted.
+    pub evictions: u64,
+    /// Reads and writes refused for want of memory (`NoMemory`).
+    pub no_memory: u64,
+    /// Times writers started waiting at the dirty threshold.
+    pub throttle_events: u64,
+    /// Writes refused at the dirty threshold (each retry counts).
+    pub throttled_writes: u64,
+    /// Time writers were held at the dirty threshold, nanoseconds.
+    pub throttled_ns: u64,
+    /// The most dirty pages at once.
+    pub peak_dirty: u64,
+}
+
+/// What a read needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadOutcome {
+    /// The read proceeds: `issue` are the device reads to start now (the request's misses and
+    /// read-ahead); it is complete when every I/O in `wait_on` has completed (at once if empty).
+    Read { hits: u64, issue: Vec<ReadIo>, wait_on: Vec<IoId> },
+    /// Not enough free or evictable pages: nothing changed; retry after completions.
+    NoMemory { short: u64 },
+}
+
+/// What a write needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// Written: `dirtied` pages became dirty (the others were dirty already).
+    Done { dirtied: u64 },
+    /// Dirty + writeback pages exceed the dirty threshold: nothing written; retry after write
+    /// completions.
+    Throttled,
+    /// Pages must be read first (`issue`, started now) or are being read: retry once every I/O
+    /// in `wait_on` has completed.
+    Wait { issue: Vec<ReadIo>, wait_on: Vec<IoId> },
+    /// Not enough free or evictable pages: nothing changed; retry after completions.
+    NoMemory { short: u64 },
+}
+
+/// The page cache of one kernel.
+pub struct PageCache {
+    pub(super) cfg: PageCacheConfig,
+    pub(super) slots: Vec<Slot>,
+    pub(super) free: Vec<u32>,
+    pub(super) index: BTreeMap<(FileId, u64), u32>,
+    pub(super) inactive: Lru,
+    pub(super) active: Lru,
+    pub(super) files: BTreeMap<FileId, FileState>,
+    /// Dirty (writable) pages by age: (dirtied at, file, page).
+    pub(super) by_age: BTreeSet<(SimTime, FileId, u64)>,
+    /// Files with dirty pages, in the order they became dirty (b_dirty / b_io / b_more_io).
+    pub(super) dirty_order: BTreeMap<u64, FileId>,
+    pub(super) next_seq: u64,
+    pub(super) inflight: BTreeMap<IoId, InFlight>,
+    next_io: u64,
+    streams: BTreeMap<StreamId, Stream>,
+    next_stream: u32,
+    /// Pages in state Dirty or WritebackDirty.
+    pub(super) n_dirty: u64,
+    /// Pages in state Writeback or WritebackDirty.
+    pub(super) n_writeback: u64,
+    pub(super) clock: SimTime,
+    pub(super) flusher: Flusher,
+    /// Since when writers have been held at the dirty threshold.
+    pub(super) throttled_since: Option<SimTime>,
+    pub(super) stats: CacheStats,
+}
+
+impl PageCache {
+    pub fn new(cfg: PageCacheConfig) -> Result<PageCache, CacheError> {
+        cfg.validate()?;
+        let cap = cfg.capacity_pages as u32;
+        let empty = Slot {
+            file: FileId(0),
+            index: 0,
+            state: PageState::Clean,
+            io: IoId(0),
+            dirtied_at: SimTime::ZERO,
+            prev: NIL,
+            next: NIL,
+            list: List::None,
+            active: false,
+            referenced: false,
+            marker: false,
+            ra_unused: false,
+        };
+        let lru = Lru { head: NIL, tail: NIL, len: 0 };
+        Ok(PageCache {
+            flusher: Flusher::new(&cfg),
+            cfg,
+            slots: vec![empty; cap as usize],
+            free: (0..cap).rev().collect(),
+            index: BTreeMap::new(),
+            inactive: lru,
+            active: lru,
+            files: BTreeMap::new(),
+            by_age: BTreeSet::new(),
+            dirty_order: BTreeMap::new(),
+            next_seq: 0,
+            inflight: BTreeMap::new(),
+            next_io: 0,
+            streams: BTreeMap::new(),
+            next_stream: 0,
+            n_dirty: 0,
+            n_writeback: 0,
+            clock: SimTime::ZERO,
+            throttled_since: None,
+            stats: CacheStats::default(),
+        })
+    }
+
+    pub fn config(&self) -> &PageCacheConfig {
+        &self.cfg
+    }
+    pub fn stats(&self) -> &CacheStats {
+        &self.stats
+    }
+    /// Pages in the cache.
+    pub fn cached_pages(&self) -> u64 {
+        self.index.len() as u64
+    }
+    /// Dirty pages (including those written again while under writeback).
+    pub fn dirty_pages(&self) -> u64 {
+        self.n_dirty
+    }
+    /// Pages under writeback.
+    pub fn writeback_pages(&self) -> u64 {
+        self.n_writeback
+    }
+    /// The state of a page, None if it is not in the cache.
+    pub fn page_state(&self, file: FileId, page: u64) -> Option<PageState> {
+        self.index.get(&(file, page)).map(|&s| self.slots[s as usize].state)
+    }
+    /// Whether a cached page is on the active list (tests).
+    pub fn is_active(&self, file: FileId, page: u64) -> bool {
+        self.index.get(&(file, page)).is_some_and(|&s| self.slots[s as usize].list == List::Active)
+    }
+    /// Whether a cached page carries the read-ahead marker.
+    pub fn has_marker(&self, file: FileId, page: u64) -> bool {
+        self.index.get(&(file, page)).is_some_and(|&s| self.slots[s as usize].marker)
+    }
+
+    /// Opens a stream of reads on `file` (its read-ahead state lives until `close_stream`).
+    pub fn open_stream(&mut self, file: FileId) -> StreamId {
+        let id = StreamId(self.next_stream);
+        self.next_stream = self.next_stream.wrapping_add(1);
+        self.streams.insert(id, Stream { file, ra: RaState::default() });
+        id
+    }
+
+    pub fn close_stream(&mut self, id: StreamId) -> Result<(), CacheError> {
+        self.streams.remove(&id).map(|_| ()).ok_or(CacheError::UnknownStream(id))
+    }
+
+    /// Advances the clock to `now`.
+    pub(super) fn tick(&mut self, now: SimTime) -> Result<(), CacheError> {
+        if now < self.clock {
+            return Err(CacheError::TimeWentBack { now: now.ns(), clock: self.clock.ns() });
+        }
+        self.clock = now;
+        Ok(())
+    }
+
+    /// The pages `[first, last]` of a byte range, checked.
+    pub(super) fn page_range(&self, op: &'static str, offset: u64, len: u64) -> Result<(u64, u64), CacheError> {
+        let end = offset.checked_add(len).filter(|&e| len > 0 && e < 1 << 63);
+        let Some(end) = end else { return Err(CacheError::BadRange { op, offset, len }) };
+        let (first, last) = (offset / PAGE_SIZE, (end - 1) / PAGE_SIZE);
+        if last - first + 1 > self.cfg.capacity_pages {
+            return Err(CacheError::TooLarge { op, pages: last - first + 1, capacity: self.cfg.capacity_pages });
+        }
+        Ok((first, last))
+    }
+
+    pub(super) fn slot_of(&self, file: FileId, page: u64) -> Option<u32> {
+        self.index.get(&(file, page)).copied()
+    }
+
+    /// Reads `len` bytes at `offset` of `file`, on `stream` (its read-ahead) or without
+    /// read-ahead (None).
+    pub fn read(
+        &mut self,
+        now: SimTime,
+        file: FileId,
+        offset: u64,
+        len: u64,
+        stream: Option<StreamId>,
+    ) -> Result<ReadOutcome, CacheError> {
+        self.tick(now)?;
+        let (first, last) = self.page_range("read", offset, len)?;
+        if let Some(id) = stream {
+            let s = self.streams.get(&id).ok_or(CacheError::UnknownStream(id))?;
+            if s.file != file {
+                return Err(CacheError::StreamFile { stream: id, opened: s.file, used: file });
+            }
+        }
+        let (mut missing, mut on_lru) = (0, 0);
+        for p in first..=last {
+            match self.slot_of(file, p) {
+                None => missing += 1,
+                Some(s) if self.slots[s as usize].list != List::None => on_lru += 1,
+                Some(_) => {}
+            }
+        }
+        let avail = self.free.len() as u64 + self.inactive.len + self.active.len - on_lru;
+        if missing > avail {
+            return Ok(self.no_memory(missing - avail));
+        }
+        let (hits, pinned) = self.pin_request(file, first, last);
+        self.stats.misses += missing;
+        let mut fresh = Vec::new();
+        let mut need = missing;
+        for p in first..=last {
+            self.read_page(file, p, last, stream, &mut need, &mut fresh);
+        }
+        debug_assert_eq!(need, 0);
+        let issue = self.start_reads(file, fresh);
+        let mut wait_on = Vec::new();
+        for p in first..=last {
+            let s = self.slot_of(file, p).expect("every requested page is cached");
+            self.touch(s);
+            let sl = &mut self.slots[s as usize];
+            if std::mem::take(&mut sl.ra_unused) {
+                self.stats.readahead_hits += 1;
+            }
+            if sl.state == PageState::Locked {
+                wait_on.push(sl.io);
+            }
+        }
+        for s in pinned {
+            self.relink(s);
+        }
+        wait_on.sort();
+        wait_on.dedup();
+        if let Some(id) = stream {
+            let st = self.streams.get_mut(&id).expect("checked above");
+            st.ra.prev_page = Some(last);
+        }
+        Ok(ReadOutcome::Read { hits, issue, wait_on })
+    }
+
+    /// Counts the request's cached pages (hits and waits) and takes its clean pages off the LRU
+    /// lists while the read allocates, so that its read-ahead cannot evict them.
+    fn pin_request(&mut self, file: FileId, first: u64, last: u64) -> (u64, Vec<u32>) {
+        let (mut hits, mut pinned) = (0, Vec::new());
+        for p in first..=last {
+            if let Some(s) = self.slot_of(file, p) {
+                match self.slots[s as usize].state {
+                    PageState::Locked => self.stats.waits += 1,
+                    _ => hits += 1,
+                }
+                if self.slots[s as usize].list != List::None {
+                    self.unlink(s);
+                    pinned.push(s);
+                }
+            }
+        }
+        self.stats.hits += hits;
+        (hits, pinned)
+    }
+
+    /// One requested page of a read: the synchronous read-ahead if it is missing, the
+    /// asynchronous one if it carries the marker.
+    fn read_page(
+        &mut self,
+        file: FileId,
+        p: u64,
+        last: u64,
+        stream: Option<StreamId>,
+        need: &mut u64,
+        fresh: &mut Vec<u64>,
+    ) {
+        let req = last - p + 1;
+        if self.slot_of(file, p).is_none() {
+            let d = self.decide(file, p, req, false, stream);
+            self.apply(file, p, last, d, need, fresh);
+            if self.slot_of(file, p).is_none() {
+                let only = RaDecision::Window { start: p, size: 1, async_size: 0 };
+                self.apply(file, p, last, only, need, fresh);
+            }
+        }
+        let s = self.slot_of(file, p).expect("allocated above") as usize;
+        if std::mem::take(&mut self.slots[s].marker) {
+            let d = self.decide(file, p, req, true, stream);
+            self.apply(file, p, last, d, need, fresh);
+        }
+    }
+
+    fn decide(&mut self, file: FileId, p: u64, req: u64, marker: bool, stream: Option<StreamId>) -> RaDecision {
+        let max = self.cfg.read_ahead_kb / 4;
+        let Some(id) = stream else { return if marker { RaDecision::Nothing } else { RaDecision::Plain } };
+        let mut ra = self.streams[&id].ra;
+        let next_miss = |from: u64, max: u64| (from..from + max).find(|&q| !self.index.contains_key(&(file, q)));
+        let d = readahead::ondemand(&mut ra, max, p, req, marker, next_miss);
+        self.streams.get_mut(&id).expect("open stream").ra = ra;
+        d
+    }
+
+    /// Allocates the pages a decision reads: the request's pages (`[p, last]`) always, others
+    /// while they leave `need` pages for the request's.
+    fn apply(&mut self, file: FileId, p: u64, last: u64, d: RaDecision, need: &mut u64, fresh: &mut Vec<u64>) {
+        let (start, end, mark) = match d {
+            RaDecision::Nothing => return,
+            RaDecision::Plain => (p, last + 1, None),
+            RaDecision::Window { start, size, async_size } => {
+                (start, start + size, (async_size > 0).then(|| start + size - async_size))
+            }
+        };
+        for q in start..end {
+            if self.slot_of(file, q).is_some() {
+                continue;
+            }
+            let requested = (p..=last).contains(&q);
+            if !requested && self.free.len() as u64 + self.inactive.len + self.active.len <= *need {
+                break;
+            }
+            let s = self.alloc(file, q, PageState::Locked).expect("room checked");
+            if requested {
+                *need -= 1;
+            } else {
+                self.slots[s as usize].ra_unused = true;
+                self.stats.readahead_pages += 1;
+            }
+            self.slots[s as usize].marker = Some(q) == mark;
+            fresh.push(q);
+        }
+    }
+
+    /// Gives the locked pages `pages` of `file` read I/Os: contiguous runs of at most
+    /// `max_extent_bytes`, each page waiting on its run's I/O.
+    pub(super) fn start_reads(&mut self, file: FileId, mut pages: Vec<u64>) -> Vec<ReadIo> {
+        pages.sort_unstable();
+        let max = self.cfg.max_extent_bytes / PAGE_SIZE;
+        let mut out: Vec<ReadIo> = Vec::new();
+        for p in pages {
+            match out.last_mut() {
+                Some(r) if r.extent.end() == p && r.extent.pages < max => r.extent.pages += 1,
+                _ => {
+                    let id = self.new_io();
+                    out.push(ReadIo { id, extent: Extent { file, first: p, pages: 1 } })
+                }
+            }
+        }
+        for r in &out {
+            self.inflight.insert(r.id, InFlight { extent: r.extent, write: None });
+            for p in r.extent.first..r.extent.end() {
+                let s = self.index[&(file, p)];
+                self.slots[s as usize].io = r.id;
+            }
+        }
+        out
+    }
+
+    pub(super) fn new_io(&mut self) -> IoId {
+        self.next_io += 1;
+        IoId(self.next_io)
+    }
+
+    pub(super) fn no_memory<T: From<NoMem>>(&mut self, short: u64) -> T {
+        self.stats.no_memory += 1;
+        // Writeback frees memory only if there are dirty pages to write; otherwise the caller
+        // waits for reads and writes in flight.
+        if !self.by_age.is_empty() {
+            self.flusher.pressure = self.flusher.pressure.max(short);
+        }
+        T::from(NoMem(short))
+    }
+
+    /// A read completed: its pages become clean and join the inactive list.
+    pub fn read_done(&mut self, now: SimTime, id: IoId) -> Result<(), CacheError> {
+        self.tick(now)?;
+        let unknown = CacheError::UnknownIo { op: "read_done", id, expected: "read" };
+        let io = *self.inflight.get(&id).filter(|f| f.write.is_none()).ok_or(unknown)?;
+        self.inflight.remove(&id);
+        for p in io.extent.first..io.extent.end() {
+            let s = self.slot_of(io.extent.file, p).expect("a page being read stays cached");
+            debug_assert_eq!(self.slots[s as usize].state, PageState::Locked);
+            self.slots[s as usize].state = PageState::Clean;
+            self.relink(s);
+        }
+        Ok(())
+    }
+
+    /// A Dirty page enters the file's dirty set and the age index.
+    pub(super) fn add_dirty(&mut self, file: FileId, page: u64, at: SimTime) {
+        self.file_mut(file).dirty.insert(page);
+        self.by_age.insert((at, file, page));
+        self.enqueue_dirty(file);
+    }
+
+    /// Puts `file` in the flusher's round robin if it is not there.
+    pub(super) fn enqueue_dirty(&mut self, file: FileId) {
+        let seq = self.next_seq;
+        let f = self.file_mut(file);
+        if f.dirty_seq.is_none() {
+            f.dirty_seq = Some(seq);
+            self.dirty_order.insert(seq, file);
+            self.next_seq += 1;
+        }
+    }
+
+    /// Takes `file` out of the round robin if it has no dirty pages left.
+    pub(super) fn dequeue_if_clean(&mut self, file: FileId) {
+        let f = self.files.get_mut(&file).expect("file with pages");
+        if f.dirty.is_empty() && f.wb_dirty == 0 {
+            if let Some(seq) = f.dirty_seq.take() {
+                self.dirty_order.remove(&seq);
+            }
+        }
+    }
+
+    pub(super) fn file_mut(&mut self, file: FileId) -> &mut FileState {
+        self.files.entry(file).or_default()
+    }
+
+    /// An access (`folio_mark_accessed`): sets the referenced bit, or promotes a referenced page.
+    pub(super) fn touch(&mut self, s: u32) {
+        let sl = &mut self.slots[s as usize];
+        if !sl.referenced {
+            sl.referenced = true;
+        } else if !sl.active {
+            sl.active = true;
+            sl.referenced = false;
+            if sl.list == List::Inactive {
+                self.unlink(s);
+                self.relink(s);
+            }
+        }
+    }
+
+    /// Takes a free slot for a new page, evicting a clean page if needed.
+    pub(super) fn alloc(&mut self, file: FileId, page: u64, state: PageState) -> Option<u32> {
+        if self.free.is_empty() {
+            self.evict_one()?;
+        }
+        let s = self.free.pop()?;
+        let sl = &mut self.slots[s as usize];
+        *sl = Slot {
+            file,
+            index: page,
+            state,
+            io: IoId(0),
+            dirtied_at: SimTime::ZERO,
+            prev: NIL,
+            next: NIL,
+            list: List::None,
+            active: false,
+            referenced: false,
+            marker: false,
+            ra_unused: false,
+        };
+        self.index.insert((file, page), s);
+        self.file_mut(file).pages += 1;
+        if state == PageState::Clean {
+            self.relink(s);
+        }
+        Some(s)
+    }
+
+    /// Reclaims one clean page: balances the lists, then takes the inactive tail.
+    fn evict_one(&mut self) -> Option<()> {
+        while self.active.len > self.inactive.len {
+            let t = self.active.tail;
+            self.unlink(t);
+            let sl = &mut self.slots[t as usize];
+            sl.active = false;
+            sl.referenced = false;
+            self.relink(t);
+        }
+        let t = self.inactive.tail;
+        if t == NIL {
+            return None;
+        }
+        self.unlink(t);
+        self.drop_page(t);
+        self.stats.evictions += 1;
+        Some(())
+    }
+
+    /// Removes a page that is on no list from the cache.
+    pub(super) fn drop_page(&mut self, s: u32) {
+        let sl = self.slots[s as usize];
+        debug_assert_eq!(sl.list, List::None);
+        self.index.remove(&(sl.file, sl.index));
+        let f = self.files.get_mut(&sl.file).expect("file with pages");
+        f.pages -= 1;
+        if f.pages == 0 {
+            debug_assert!(f.dirty.is_empty() && f.dirty_seq.is_none());
+            self.files.remove(&sl.file);
+        }
+        self.free.push(s);
+    }
+
+    fn lru(&mut self, l: List) -> &mut Lru {
+        match l {
+            List::Active => &mut self.active,
+            List::Inactive => &mut self.inactive,
+            List::None => unreachable!("no list"),
+        }
+    }
+
+    /// Takes a page off its list.
+    pub(super) fn unlink(&mut self, s: u32) {
+        let Slot { prev, next, list, .. } = self.slots[s as usize];
+        if list == List::None {
+            return;
+        }
+        if prev != NIL {
+            self.slots[prev as usize].next = next;
+        } else {
+            self.lru(list).head = next;
+        }
+        if next != NIL {
+            self.slots[next as usize].prev = prev;
+        } else {
+            self.lru(list).tail = prev;
+        }
+        self.lru(list).len -= 1;
+        let sl = &mut self.slots[s as usize];
+        (sl.prev, sl.next, sl.list) = (NIL, NIL, List::None);
+    }
+
+    /// Puts a clean page at the head of its list.
+    pub(super) fn relink(&mut self, s: u32) {
+        debug_assert_eq!(self.slots[s as usize].list, List::None);
+        debug_assert_eq!(self.slots[s as usize].state, PageState::Clean);
+        let list = if self.slots[s as usize].active { List::Active } else { List::Inactive };
+        let head = self.lru(list).head;
+        if head != NIL {
+            self.slots[head as usize].prev = s;
+        } else {
+            self.lru(list).tail = s;
+        }
+        let l = self.lru(list);
+        l.head = s;
+        l.len += 1;
+        let sl = &mut self.slots[s as usize];
+        (sl.prev, sl.next, sl.list) = (NIL, head, list);
+    }
+}
+
+impl PageCache {
+    /// Checks every structure against the others: the slab, the index, the lists, the counts,
+    /// the dirty sets and the I/O in flight.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let cap = self.cfg.capacity_pages as usize;
+        if self.index.len() + self.free.len() != cap {
+            return Err(format!("{} cached + {} free != capacity {cap}", self.index.len(), self.free.len()));
+        }
+        let mut used = vec![false; cap];
+        for (&(f, p), &s) in &self.index {
+            let sl = &self.slots[s as usize];
+            if (sl.file, sl.index) != (f, p) || std::mem::replace(&mut used[s as usize], true) {
+                return Err(format!("index entry ({f:?}, {p}) -> slot {s} holds ({:?}, {})", sl.file, sl.index));
+            }
+        }
+        if self.free.iter().any(|&s| used[s as usize]) {
+            return Err("a free slot is in the index".into());
+        }
+        self.check_lists()?;
+        let (mut dirty, mut wb) = (0, 0);
+        let mut files: BTreeMap<FileId, (u64, u64)> = BTreeMap::new();
+        for (&(f, p), &s) in &self.index {
+            let sl = &self.slots[s as usize];
+            let e = files.entry(f).or_default();
+            e.0 += 1;
+            let on_list = sl.list != List::None;
+            if on_list != (sl.state == PageState::Clean) {
+                return Err(format!("page ({f:?}, {p}) in state {:?} is on list {:?}", sl.state, sl.list));
+            }
+            match sl.state {
+                PageState::Dirty => dirty += 1,
+                PageState::Writeback => wb += 1,
+                PageState::WritebackDirty => (dirty, wb, e.1) = (dirty + 1, wb + 1, e.1 + 1),
+                PageState::Locked | PageState::Clean => {}
+            }
+            let dirty_listed = self.files.get(&f).is_some_and(|x| x.dirty.contains(&p));
+            let aged = self.by_age.contains(&(sl.dirtied_at, f, p));
+            if (sl.state == PageState::Dirty) != dirty_listed || dirty_listed != aged {
+                return Err(format!(
+                    "page ({f:?}, {p}) in state {:?}: dirty set {dirty_listed}, age index {aged}",
+                    sl.state
+                ));
+            }
+            if matches!(sl.state, PageState::Locked | PageState::Writeback | PageState::WritebackDirty) {
+                let io = self.inflight.get(&sl.io).ok_or(format!("page ({f:?}, {p}) waits on unknown {:?}", sl.io))?;
+                let covers = io.extent.file == f && (io.extent.first..io.extent.end()).contains(&p);
+                if !covers || io.write.is_some() == (sl.state == PageState::Locked) {
+                    return Err(format!("page ({f:?}, {p}) in state {:?} not covered by its I/O {:?}", sl.state, io));
+                }
+            }
+        }
+        if (dirty, wb) != (self.n_dirty, self.n_writeback) {
+            return Err(format!(
+                "counted {dirty} dirty / {wb} writeback, kept {} / {}",
+                self.n_dirty, self.n_writeback
+            ));
+        }
+        let total_dirty: usize = self.files.values().map(|f| f.dirty.len()).sum();
+        if total_dirty != self.by_age.len() {
+            return Err(format!("{total_dirty} pages in dirty sets, {} in the age index", self.by_age.len()));
+        }
+        self.check_files(&files)?;
+        if self.n_dirty > self.stats.peak_dirty {
+            return Err(format!("{} dirty pages above the peak {}", self.n_dirty, self.stats.peak_dirty));
+        }
+        Ok(())
+    }
+
+    /// Each file's counts and place in the round robin against the pages counted per file
+    /// (pages, writeback+dirty pages); each I/O in flight against its pages.
+    fn check_files(&self, files: &BTreeMap<FileId, (u64, u64)>) -> Result<(), String> {
+        for (f, st) in &self.files {
+            let &(pages, wbd) = files.get(f).ok_or(format!("{f:?} has state but no pages"))?;
+            let queued = st.dirty_seq.is_some_and(|q| self.dirty_order.get(&q) == Some(f));
+            if st.pages != pages || st.wb_dirty != wbd || queued != (!st.dirty.is_empty() || wbd > 0) {
+                return Err(format!(
+                    "{f:?}: {} pages / {} wb-dirty kept, {pages} / {wbd} counted; queued {queued}",
+                    st.pages, st.wb_dirty
+                ));
+            }
+        }
+        if files.len() != self.files.len() || self.dirty_order.len() > self.files.len() {
+            return Err("files with pages and file states differ".into());
+        }
+        for (id, io) in &self.inflight {
+            for p in io.extent.first..io.extent.end() {
+                let ok = self.slot_of(io.extent.file, p).is_some_and(|s| self.slots[s as usize].io == *id);
+                if !ok {
+                    return Err(format!("{id:?}: page {p} of {:?} is not its page", io.extent));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_lists(&self) -> Result<(), String> {
+        for (l, lru) in [(List::Inactive, &self.inactive), (List::Active, &self.active)] {
+            let (mut n, mut prev, mut s) = (0, NIL, lru.head);
+            while s != NIL {
+                let sl = &self.slots[s as usize];
+                if sl.list != l || sl.prev != prev || sl.active != (l == List::Active) || n > lru.len {
+                    return Err(format!("list {l:?} broken at slot {s}"));
+                }
+                (n, prev, s) = (n + 1, s, sl.next);
+            }
+            if n != lru.len || lru.tail != prev {
+                return Err(format!("list {l:?}: {n} linked, {} counted", lru.len));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `NoMemory` of either outcome.
+pub(super) struct NoMem(u64);
+
+impl From<NoMem> for ReadOutcome {
+    fn from(n: NoMem) -> Self {
+        ReadOutcome::NoMemory { short: n.0 }
+    }
+}
+impl From<NoMem> for WriteOutcome {
+    fn from(n: NoMem) -> Self {
+        WriteOutcome::NoMemory { short: n.0 }
+    }
+}
