@@ -121,12 +121,25 @@ impl BlockLayer {
     /// device with `queues` submission queues.
     /// `merge` sets the elevator, used when the scheduler is one and the driver takes requests
     /// (not `bio_based`, as pblk is).
-    pub fn new(kind: &SchedulerKind, weights: &[u32], depth: u32, queues: u16, merge: MergeConfig, bio_based: bool) -> BlockLayer {
+    pub fn new(
+        kind: &SchedulerKind,
+        weights: &[u32],
+        depth: u32,
+        queues: u16,
+        merge: MergeConfig,
+        bio_based: bool,
+    ) -> BlockLayer {
         BlockLayer::with_scheduler(kind.build(weights, depth), depth, queues, merge, bio_based)
     }
 
     /// A block layer around a scheduler built elsewhere.
-    pub fn with_scheduler(sched: Box<dyn Scheduler>, depth: u32, queues: u16, merge: MergeConfig, bio_based: bool) -> BlockLayer {
+    pub fn with_scheduler(
+        sched: Box<dyn Scheduler>,
+        depth: u32,
+        queues: u16,
+        merge: MergeConfig,
+        bio_based: bool,
+    ) -> BlockLayer {
         assert!(depth > 0, "a block layer needs at least one tag");
         assert!(queues > 0, "a device has at least one queue");
         let elevator = (sched.merges() && !bio_based && merge.nomerges < 2).then(|| Elevator::new(merge));
@@ -330,9 +343,11 @@ impl BlockLayer {
         for (i, s) in self.slots.iter().enumerate() {
             if let Stage::Merged(lead) = s.stage {
                 let l = &self.slots[lead.index()];
-                assert!(matches!(l.stage, Stage::Waiting | Stage::Dispatched(_)), "request {i} merged into {} which is not held", lead.0);
+                let held = matches!(l.stage, Stage::Waiting | Stage::Dispatched(_));
+                assert!(held, "request {i} merged into {} which is not held", lead.0);
                 let (a, b) = (l.req.offset, l.req.offset + l.req.bytes);
-                assert!(s.req.offset >= a && s.req.offset + s.req.bytes <= b, "request {i} lies outside the request {} it merged into", lead.0);
+                let inside = s.req.offset >= a && s.req.offset + s.req.bytes <= b;
+                assert!(inside, "request {i} lies outside the request {} it merged into", lead.0);
             }
         }
         if let Some(e) = &self.elevator {
