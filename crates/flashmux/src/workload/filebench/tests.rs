@@ -32,6 +32,7 @@ fn round_trip(w: &Workload) {
     let text = to_wml(w);
     let again = parse_wml(&text, "printed.f").unwrap_or_else(|e| panic!("{e}\n{text}"));
     again.workload.check_invariants();
+    assert_eq!(to_wml(&again.workload), text, "printing is stable");
     assert_eq!(erase_lines(again.workload), erase_lines(w.clone()), "{text}");
 }
 
