@@ -12,9 +12,9 @@
 //!   takes its last assignment in the file (Filebench reads variables when the run starts, so a
 //!   later `set` overrides a default); an undefined one is an error at its line;
 //! - `set mode quit timeout|alldone|firstdone`; `echo "..."`, `usage "..."`, `create files`
-//!   accepted and ignored (`enable lathist`, `set mode nousestats` with a warning);
+//!   accepted and ignored (`enable lathist`, `set mode nousestats`, `debug N` with a warning);
 //! - `define fileset name=, path=, entries=, dirwidth=, size= (filesize=), filesizegamma=,
-//!   dirgamma=, prealloc[=percent], reuse, paralloc, readonly, writeonly, trusttree`;
+//!   dirgamma=, prealloc[=percent], reuse, paralloc, readonly, writeonly, trusttree, cached`;
 //!   `define file name=, path=, size=, prealloc, reuse, ...` (a fileset of one file);
 //! - `define process name=, instances=N { thread name=, memsize=, useism, instances=N { flowop
 //!   <type> name=, ... } }`, several threads per process, several flowops per thread;
@@ -23,7 +23,8 @@
 //!
 //! Refused with an error naming the line: Filebench 1.5's random variables (`cvar(...)`,
 //! `randvar`), composite flowops (`define flowop`), `eventgen`, `system`, asynchronous I/O
-//! (`aiowrite`, `aiowait`), directory flowops and leaf-directory filesets.
+//! (`aiowrite`, `aiowait`), directory flowops and leaf-directory filesets, arithmetic in `set`.
+//! Filebench's `oltp.f` is therefore not bundled: it needs `eventgen`, `aiowrite` and `aiowait`.
 //!
 //! # Worked example
 //! `define fileset name=bigfileset,path=/tmp,size=128k,entries=10000,dirwidth=20,prealloc=80`

@@ -393,3 +393,29 @@ proptest! {
         round_trip(&file.workload);
     }
 }
+
+#[test]
+fn a_set_after_a_personality_overrides_its_default() {
+    // The usual way to run a personality: its text, then the user's settings.
+    let text = format!("{}\nset $nthreads = 4\nset $meanfilesize = 1m\n", personality("fileserver").unwrap());
+    let w = parse(&text);
+    assert_eq!(w.processes[0].threads[0].instances, 4);
+    assert_eq!(w.filesets[0].mean_size, 1 << 20);
+    assert_eq!(w.variables["nthreads"], Value::Int(4));
+}
+
+#[test]
+fn duplicate_names_and_lines_after_multiline_strings() {
+    let e = error("define process name=p { thread name=t { flowop delay name=d } }\n\ndefine process name=p { thread name=u { flowop delay name=d } }\n");
+    assert_eq!(e, "w.f:3: process 'p' is defined twice");
+    let e = error(
+        "define process name=p {\n thread name=t { flowop delay name=d }\n thread name=t { flowop delay name=d }\n}\n",
+    );
+    assert_eq!(e, "w.f:3: process 'p': thread 't' is defined twice");
+    // A quoted string spanning lines 1-3 moves the line count on: the error is on line 4.
+    assert_eq!(error("echo \"one\ntwo\nthree\"\nbogus\n"), "w.f:4: unknown command 'bogus'");
+    // The same name in two threads is allowed (Filebench names flowops per thread).
+    parse(
+        "define process name=p {\n thread name=t { flowop delay name=d }\n thread name=u { flowop delay name=d }\n}\n",
+    );
+}
