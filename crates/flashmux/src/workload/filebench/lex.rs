@@ -122,43 +122,46 @@ pub(super) fn lex(text: &str) -> Result<Vec<Token>, LexError> {
                 i = next;
                 continue;
             }
-            '$' => {
-                let end = scan(&chars, i + 1, |c| c.is_ascii_alphanumeric() || c == '_');
-                let name: String = chars[i + 1..end].iter().collect();
-                if !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
-                    return Err(LexError { line, message: "'$' must be followed by a variable name".into() });
-                }
-                out.push(Token { tok: Tok::Var(name), line });
-                i = end;
-                continue;
-            }
-            c if c.is_ascii_digit() || (c == '-' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) => {
-                let end = scan(&chars, i + 1, |c| c.is_ascii_alphanumeric() || c == '.' || c == '_');
-                let word: String = chars[i..end].iter().collect();
-                out.push(Token { tok: number(&word).map_err(|message| LexError { line, message })?, line });
-                i = end;
-                continue;
-            }
-            c if is_word_start(c) => {
-                let end = scan(&chars, i + 1, is_word_char);
-                let word: String = chars[i..end].iter().collect();
-                let tok = match word.as_str() {
-                    "true" => Tok::Bool(true),
-                    "false" => Tok::Bool(false),
-                    _ => Tok::Word(word),
-                };
+            _ => {
+                let (tok, end) = atom(&chars, i).map_err(|message| LexError { line, message })?;
                 out.push(Token { tok, line });
                 i = end;
                 continue;
-            }
-            other => {
-                return Err(LexError { line, message: format!("unexpected character '{}'", other.escape_debug()) })
             }
         };
         out.push(Token { tok, line: start_line });
         i += 1;
     }
     Ok(out)
+}
+
+/// A variable, number or word starting at `i`, and the index after it.
+fn atom(chars: &[char], i: usize) -> Result<(Tok, usize), String> {
+    let c = chars[i];
+    if c == '$' {
+        let end = scan(chars, i + 1, |c| c.is_ascii_alphanumeric() || c == '_');
+        let name: String = chars[i + 1..end].iter().collect();
+        if !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            return Err("'$' must be followed by a variable name".into());
+        }
+        return Ok((Tok::Var(name), end));
+    }
+    if c.is_ascii_digit() || (c == '-' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) {
+        let end = scan(chars, i + 1, |c| c.is_ascii_alphanumeric() || c == '.' || c == '_');
+        let word: String = chars[i..end].iter().collect();
+        return Ok((number(&word)?, end));
+    }
+    if is_word_start(c) {
+        let end = scan(chars, i + 1, is_word_char);
+        let word: String = chars[i..end].iter().collect();
+        let tok = match word.as_str() {
+            "true" => Tok::Bool(true),
+            "false" => Tok::Bool(false),
+            _ => Tok::Word(word),
+        };
+        return Ok((tok, end));
+    }
+    Err(format!("unexpected character '{}'", c.escape_debug()))
 }
 
 fn scan(chars: &[char], mut i: usize, keep: impl Fn(char) -> bool) -> usize {
