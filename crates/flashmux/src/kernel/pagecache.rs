@@ -103,6 +103,26 @@ pub(super) struct Slot {
     pub ra_unused: bool,
 }
 
+impl Slot {
+    /// Page `index` of `file` in `state`, on no list, with no I/O, flags and links.
+    fn fresh(file: FileId, index: u64, state: PageState) -> Slot {
+        Slot {
+            file,
+            index,
+            state,
+            io: IoId(0),
+            dirtied_at: SimTime::ZERO,
+            prev: NIL,
+            next: NIL,
+            list: List::None,
+            active: false,
+            referenced: false,
+            marker: false,
+            ra_unused: false,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Lru {
     pub head: u32,
@@ -233,20 +253,7 @@ impl PageCache {
     pub fn new(cfg: PageCacheConfig) -> Result<PageCache, CacheError> {
         cfg.validate()?;
         let cap = cfg.capacity_pages as u32;
-        let empty = Slot {
-            file: FileId(0),
-            index: 0,
-            state: PageState::Clean,
-            io: IoId(0),
-            dirtied_at: SimTime::ZERO,
-            prev: NIL,
-            next: NIL,
-            list: List::None,
-            active: false,
-            referenced: false,
-            marker: false,
-            ra_unused: false,
-        };
+        let empty = Slot::fresh(FileId(0), 0, PageState::Clean);
         let lru = Lru { head: NIL, tail: NIL, len: 0 };
         Ok(PageCache {
             flusher: Flusher::new(&cfg),
@@ -598,20 +605,7 @@ impl PageCache {
         }
         let s = self.free.pop()?;
         let sl = &mut self.slots[s as usize];
-        *sl = Slot {
-            file,
-            index: page,
-            state,
-            io: IoId(0),
-            dirtied_at: SimTime::ZERO,
-            prev: NIL,
-            next: NIL,
-            list: List::None,
-            active: false,
-            referenced: false,
-            marker: false,
-            ra_unused: false,
-        };
+        *sl = Slot::fresh(file, page, state);
         self.index.insert((file, page), s);
         self.file_mut(file).pages += 1;
         if state == PageState::Clean {
