@@ -28,6 +28,8 @@ fn a_streaming_writer_reaches_the_device_as_large_writes() {
     assert!(all >= 128 << 20 && large * 100 >= all * 95, "{large} of {all} bytes in writes of 512 KiB or more");
 }
 
+/// 1,023 fsyncs (fio issues none after a job's last write) and the capture's final `sync`: 1,024
+/// journal commits, each with two flushes.
 #[test]
 fn each_fsync_of_an_append_is_three_writes_and_two_flushes() {
     let s = read("append-fsync");
