@@ -186,22 +186,25 @@ impl Scheduler for Deadline {
         let (d, id) = match cont {
             Some(id) => (self.last_dir, id),
             None => {
-                let reads = self.oldest(READ).is_some();
-                let writes = self.oldest(WRITE).is_some();
-                let d = if reads
-                    && !(writes && {
-                        let s = self.starved;
+                // Reads first, unless writes have been passed over `writes_starved` times
+                // (Linux's `starved++ >= writes_starved`).
+                let (d, (oldest, deadline)) = match (self.oldest(READ), self.oldest(WRITE)) {
+                    (None, None) => return None,
+                    (Some(r), None) => (READ, r),
+                    (Some(r), Some(w)) => {
                         self.starved += 1;
-                        s >= self.p.writes_starved
-                    }) {
-                    READ
-                } else if writes {
-                    self.starved = 0;
-                    WRITE
-                } else {
-                    return None;
+                        if self.starved > self.p.writes_starved {
+                            self.starved = 0;
+                            (WRITE, w)
+                        } else {
+                            (READ, r)
+                        }
+                    }
+                    (None, Some(w)) => {
+                        self.starved = 0;
+                        (WRITE, w)
+                    }
                 };
-                let (oldest, deadline) = self.oldest(d).expect("the direction has requests");
                 let id = match self.next_in_order(d) {
                     Some(next) if deadline > now => next,
                     _ => oldest,
