@@ -80,12 +80,7 @@ impl MergeConfig {
 
     /// Checks the settings; the error names the key (`host.*`).
     pub fn validate(&self) -> Result<(), String> {
-        if self.nomerges > 2 {
-            return Err(format!(
-                "host.nomerges: {} is not a setting: expected 0 (all merges), 1 (last-merge hit only) or 2 (none)",
-                self.nomerges
-            ));
-        }
+        check_nomerges("host.nomerges", self.nomerges)?;
         if self.max_bytes < 4096 || self.max_bytes % 1024 != 0 {
             return Err(format!(
                 "host.max_sectors_kb: {} bytes: expected a whole number of KiB, at least 4",
@@ -94,6 +89,16 @@ impl MergeConfig {
         }
         Ok(())
     }
+}
+
+/// Linux's `nomerges` takes 0, 1 or 2; the error names `key` (the host's or the guest's).
+pub fn check_nomerges(key: &str, nomerges: u8) -> Result<(), String> {
+    if nomerges > 2 {
+        return Err(format!(
+            "{key}: {nomerges} is not a setting: expected 0 (all merges), 1 (last-merge hit only) or 2 (none)"
+        ));
+    }
+    Ok(())
 }
 
 impl Default for MergeConfig {

@@ -263,9 +263,7 @@ impl VirtConfig {
         if self.queue_size == 0 {
             return Err("virt.queue_size: must be at least 1 (got 0)".into());
         }
-        if self.nomerges > 2 {
-            return Err(format!("virt.nomerges: {} is not a setting: expected 0 (all merges), 1 (last-merge hit only) or 2 (none)", self.nomerges));
-        }
+        crate::host::elevator::check_nomerges("virt.nomerges", self.nomerges)?;
         if self.aio == Aio::Threads && self.emulation == Emulation::InHypervisor {
             return Err("virt.aio = \"threads\": QEMU's thread pool is userspace emulation's; with emulation = \"in-hypervisor\" the hypervisor submits requests itself (drop virt.aio)".into());
         }
