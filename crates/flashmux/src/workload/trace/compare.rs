@@ -94,8 +94,7 @@ fn size_rows(a: &TraceInfo, b: &TraceInfo) -> Vec<Row> {
     (0..64)
         .filter(|&i| a.size_histogram[i] > 0 || b.size_histogram[i] > 0)
         .map(|i| {
-            let bucket =
-                SizeBucket { from: 1 << i, to: 1u64.checked_shl(i as u32 + 1).unwrap_or(u64::MAX), requests: 0 };
+            let bucket = SizeBucket::of(i, 0);
             let metric = format!("sizes {} .. {}, %", fmt_bytes(bucket.from), fmt_bytes(bucket.to));
             Row::new(metric, Kind::Share, share(a.size_histogram[i], na), share(b.size_histogram[i], nb))
         })

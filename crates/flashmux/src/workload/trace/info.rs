@@ -76,6 +76,13 @@ pub struct SizeBucket {
     pub requests: u64,
 }
 
+impl SizeBucket {
+    /// The histogram's bucket `i`: `[2^i, 2^(i+1))` bytes (the last one open-ended).
+    pub fn of(i: usize, requests: u64) -> SizeBucket {
+        SizeBucket { from: 1u64 << i, to: 1u64.checked_shl(i as u32 + 1).unwrap_or(u64::MAX), requests }
+    }
+}
+
 /// A trace's summary, built with [`TraceInfo::add`] for every request.
 #[derive(Debug, Clone, Serialize)]
 pub struct TraceInfo {
@@ -128,11 +135,7 @@ fn buckets(hist: &[u64]) -> impl Iterator<Item = SizeBucket> + '_ {
     hist.iter()
         .enumerate()
         .filter(|(_, &n)| n > 0)
-        .map(|(i, &n)| SizeBucket {
-            from: 1u64 << i,
-            to: 1u64.checked_shl(i as u32 + 1).unwrap_or(u64::MAX),
-            requests: n,
-        })
+        .map(|(i, &n)| SizeBucket::of(i, n))
 }
 
 impl Default for TraceInfo {
