@@ -97,21 +97,20 @@ impl Reqs {
         true
     }
 
-    /// `r` (and its chain) joins `lead`'s chain, which then covers `offset .. offset + len`:
+    /// `r` (and its chain) joins `to`'s chain, which then covers `offset .. offset + len`:
     /// a merge the caller (the plug, or the guest's elevator) found allowed, at either end.
-    pub fn join(&mut self, lead: ReqId, r: ReqId, offset: u64, len: u64) {
-        debug_assert_ne!(lead, r);
-        let (a, b) = (self.v[lead], self.v[r]);
+    pub fn join(&mut self, to: ReqId, r: ReqId, offset: u64, len: u64) {
+        debug_assert_ne!(to, r);
+        let (a, b) = (self.v[to], self.v[r]);
         debug_assert!(a.op == b.op && matches!(b.op, Some(IoOp::Read | IoOp::Write)), "a merge joins one direction");
         debug_assert!(len == a.len + b.len && len <= self.max_merge, "a merge covers both, within the limit");
         debug_assert!(offset == a.offset.min(b.offset), "a merge starts where the first of the two does");
-        let last = lead;
         debug_assert!(!a.member && !b.member, "only a chain's lead merges");
         self.v[r].member = true;
-        let lead = &mut self.v[last];
+        let lead = &mut self.v[to];
         lead.offset = offset;
         lead.len = len;
-        let tail = lead.tail.unwrap_or(last);
+        let tail = lead.tail.unwrap_or(to);
         // `r` may lead a chain of its own (merged in a plug, then again in the guest queue):
         // the new tail is its chain's.
         lead.tail = Some(b.tail.unwrap_or(r));
