@@ -9,7 +9,7 @@
 //!   cache asked for (its misses and read-ahead), which go out as device requests;
 //! - a **write** completes at once when its pages become dirty; a writer the cache throttles
 //!   (`dirty_ratio`), or that finds no free page, is held and retried, in arrival order, after
-//!   each device completion; a write that needs a page read first waits for that read and is
+//!   each device completion that leaves the cache under its dirty threshold; a write that needs a page read first waits for that read and is
 //!   retried;
 //! - an **fsync** writes the file's dirty pages and waits for them and for the file's writes
 //!   already in flight (again, if pages were dirtied under writeback), then sends the device a
@@ -94,8 +94,10 @@ pub struct KernelIo {
     apps: BTreeMap<ReqId, (AppOp, Wait)>,
     /// Per device request, the application requests waiting for it.
     waiters: BTreeMap<DevId, Vec<ReqId>>,
-    /// Held requests, in arrival order.
-    held: VecDeque<ReqId>,
+    /// Held writes, in arrival order: retried while the cache is under its dirty threshold.
+    held_writes: VecDeque<ReqId>,
+    /// Other held requests (reads short of memory), in arrival order.
+    held_reads: VecDeque<ReqId>,
     next_flush: u64,
 }
 
@@ -105,7 +107,8 @@ impl KernelIo {
             cache: PageCache::new(cfg)?,
             apps: BTreeMap::new(),
             waiters: BTreeMap::new(),
-            held: VecDeque::new(),
+            held_writes: VecDeque::new(),
+            held_reads: VecDeque::new(),
             next_flush: 0,
         })
     }
@@ -161,9 +164,22 @@ impl KernelIo {
                 Then::SyncAgain => self.sync_step(now, r, out)?,
             }
         }
-        for r in std::mem::take(&mut self.held) {
+        for r in std::mem::take(&mut self.held_reads) {
             self.attempt(now, r, out)?;
         }
+        // Held writes are tried in arrival order until the cache is over its dirty threshold
+        // (every later try could only be throttled again); those not tried keep their place
+        // ahead of any held again meanwhile.
+        let mut writes = std::mem::take(&mut self.held_writes);
+        while let Some(r) = writes.pop_front() {
+            if self.cache.over_dirty_threshold() {
+                writes.push_front(r);
+                break;
+            }
+            self.attempt(now, r, out)?;
+        }
+        writes.append(&mut self.held_writes);
+        self.held_writes = writes;
         Ok(())
     }
 
@@ -179,7 +195,10 @@ impl KernelIo {
 
     fn hold(&mut self, r: ReqId) {
         self.apps.get_mut(&r).expect("in the kernel").1 = Wait::Held;
-        self.held.push_back(r);
+        match self.apps[&r].0 {
+            AppOp::Write { .. } => self.held_writes.push_back(r),
+            _ => self.held_reads.push_back(r),
+        }
     }
 
     /// `r` waits for the device requests `on`, then `then`.
@@ -263,11 +282,12 @@ impl KernelIo {
                 );
             }
         }
-        for r in &self.held {
+        for r in self.held_writes.iter().chain(&self.held_reads) {
             assert!(matches!(self.apps.get(r), Some((_, Wait::Held))), "request {} is held but not marked so", r.0);
         }
         let waiting = self.apps.values().filter(|(_, w)| matches!(w, Wait::On { .. })).count();
-        assert_eq!(waiting + self.held.len(), self.apps.len(), "a request in the kernel neither waits nor is held");
+        let held = self.held_writes.len() + self.held_reads.len();
+        assert_eq!(waiting + held, self.apps.len(), "a request in the kernel neither waits nor is held");
     }
 }
 

@@ -47,7 +47,8 @@
 //! clean it joins the active list, page 0 the inactive one. A third read of page 1 hits.
 //!
 //! # Complexity and memory
-//! A slab of `capacity_pages` entries with intrusive LRU links; a `BTreeMap` from (file, page) to
+//! A slab of at most `capacity_pages` entries with intrusive LRU links, grown as pages are first
+//! cached (a large cache that a run touches little costs what it holds); a `BTreeMap` from (file, page) to
 //! slab entry; per file, the ordered set of its dirty pages; one ordered set of dirty pages by
 //! age. Every page operation is O(log n).
 //!
@@ -223,7 +224,9 @@ pub enum WriteOutcome {
 /// The page cache of one kernel.
 pub struct PageCache {
     pub(super) cfg: PageCacheConfig,
+    /// Grown as pages are first needed, up to `capacity_pages`.
     pub(super) slots: Vec<Slot>,
+    /// Slots of `slots` free again.
     pub(super) free: Vec<u32>,
     pub(super) index: BTreeMap<(FileId, u64), u32>,
     pub(super) inactive: Lru,
@@ -238,6 +241,8 @@ pub struct PageCache {
     next_io: u64,
     streams: BTreeMap<StreamId, Stream>,
     next_stream: u32,
+    /// Per file given one, the page index its end: read-ahead stops there (at `i_size`).
+    ends: BTreeMap<FileId, u64>,
     /// Pages in state Dirty or WritebackDirty.
     pub(super) n_dirty: u64,
     /// Pages in state Writeback or WritebackDirty.
@@ -252,14 +257,12 @@ pub struct PageCache {
 impl PageCache {
     pub fn new(cfg: PageCacheConfig) -> Result<PageCache, CacheError> {
         cfg.validate()?;
-        let cap = cfg.capacity_pages as u32;
-        let empty = Slot::fresh(FileId(0), 0, PageState::Clean);
         let lru = Lru { head: NIL, tail: NIL, len: 0 };
         Ok(PageCache {
             flusher: Flusher::new(&cfg),
             cfg,
-            slots: vec![empty; cap as usize],
-            free: (0..cap).rev().collect(),
+            slots: Vec::new(),
+            free: Vec::new(),
             index: BTreeMap::new(),
             inactive: lru,
             active: lru,
@@ -271,6 +274,7 @@ impl PageCache {
             next_io: 0,
             streams: BTreeMap::new(),
             next_stream: 0,
+            ends: BTreeMap::new(),
             n_dirty: 0,
             n_writeback: 0,
             clock: SimTime::ZERO,
@@ -308,6 +312,12 @@ impl PageCache {
     /// Whether a cached page carries the read-ahead marker.
     pub fn has_marker(&self, file: FileId, page: u64) -> bool {
         self.index.get(&(file, page)).is_some_and(|&s| self.slots[s as usize].marker)
+    }
+
+    /// `file` ends before page `end`: read-ahead never reads at or past it, as Linux's stops at
+    /// the file's size (`page_cache_ra_unbounded`). A file without an end has none.
+    pub fn set_file_end(&mut self, file: FileId, end: u64) {
+        self.ends.insert(file, end);
     }
 
     /// Opens a stream of reads on `file` (its read-ahead state lives until `close_stream`).
@@ -372,7 +382,7 @@ impl PageCache {
                 Some(_) => {}
             }
         }
-        let avail = self.free.len() as u64 + self.inactive.len + self.active.len - on_lru;
+        let avail = self.free_pages() + self.inactive.len + self.active.len - on_lru;
         if missing > avail {
             return Ok(self.no_memory(missing - avail));
         }
@@ -476,12 +486,16 @@ impl PageCache {
                 (start, start + size, (async_size > 0).then(|| start + size - async_size))
             }
         };
+        let eof = self.ends.get(&file).copied().unwrap_or(u64::MAX);
         for q in start..end {
             if self.slot_of(file, q).is_some() {
                 continue;
             }
             let requested = (p..=last).contains(&q);
-            if !requested && self.free.len() as u64 + self.inactive.len + self.active.len <= *need {
+            if !requested && q >= eof {
+                break;
+            }
+            if !requested && self.free_pages() + self.inactive.len + self.active.len <= *need {
                 break;
             }
             let s = self.alloc(file, q, PageState::Locked).expect("room checked");
@@ -598,8 +612,18 @@ impl PageCache {
         }
     }
 
-    /// Takes a free slot for a new page, evicting a clean page if needed.
+    /// Pages not holding a file's page: free slots and slots not yet grown.
+    pub(super) fn free_pages(&self) -> u64 {
+        self.free.len() as u64 + self.cfg.capacity_pages - self.slots.len() as u64
+    }
+
+    /// Takes a free slot for a new page (growing the slab up to the capacity), evicting a clean
+    /// page if needed.
     pub(super) fn alloc(&mut self, file: FileId, page: u64, state: PageState) -> Option<u32> {
+        if self.free.is_empty() && (self.slots.len() as u64) < self.cfg.capacity_pages {
+            self.free.push(self.slots.len() as u32);
+            self.slots.push(Slot::fresh(file, page, state));
+        }
         if self.free.is_empty() {
             self.evict_one()?;
         }
@@ -700,11 +724,15 @@ impl PageCache {
     /// Checks every structure against the others: the slab, the index, the lists, the counts,
     /// the dirty sets and the I/O in flight.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let cap = self.cfg.capacity_pages as usize;
-        if self.index.len() + self.free.len() != cap {
-            return Err(format!("{} cached + {} free != capacity {cap}", self.index.len(), self.free.len()));
+        let (cap, grown) = (self.cfg.capacity_pages as usize, self.slots.len());
+        if self.index.len() + self.free.len() != grown || grown > cap {
+            return Err(format!(
+                "{} cached + {} free != {grown} slots, or more than the capacity {cap}",
+                self.index.len(),
+                self.free.len()
+            ));
         }
-        let mut used = vec![false; cap];
+        let mut used = vec![false; grown];
         for (&(f, p), &s) in &self.index {
             let sl = &self.slots[s as usize];
             if (sl.file, sl.index) != (f, p) || std::mem::replace(&mut used[s as usize], true) {

@@ -605,3 +605,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn read_ahead_stops_at_the_end_of_the_file() {
+    // A 1-page read at the start of a stream opens a 4-page window (get_init_ra_size: 1 page,
+    // ×4 as it is at most 32 / 32). With the file ending after page 2, only pages 0–1 are read.
+    let mut c = cache(64);
+    c.set_file_end(A, 2);
+    let st = c.open_stream(A);
+    let (_, issue, _) = read(&mut c, secs(0), A, 0, 1, Some(st));
+    assert_eq!(extents_r(&issue), [ext(A, 0, 2)]);
+    // Another file without an end gets the whole window.
+    let st = c.open_stream(B);
+    let (_, issue, _) = read(&mut c, secs(0), B, 0, 1, Some(st));
+    assert_eq!(extents_r(&issue), [ext(B, 0, 4)]);
+    c.check_invariants().unwrap();
+}

@@ -339,6 +339,11 @@ impl PageCache {
         Ok(())
     }
 
+    /// Whether dirty and writeback pages exceed the dirty threshold: a write now is throttled.
+    pub fn over_dirty_threshold(&self) -> bool {
+        self.n_dirty + self.n_writeback > self.flusher.thresh
+    }
+
     /// Writes `len` bytes at `offset` of `file`. `beyond_eof`: the file has no data in the pages
     /// the write covers only in part, so they need not be read first.
     pub fn write(
@@ -351,7 +356,7 @@ impl PageCache {
     ) -> Result<WriteOutcome, CacheError> {
         self.tick(now)?;
         let (first, last) = self.page_range("write", offset, len)?;
-        if self.n_dirty + self.n_writeback > self.flusher.thresh {
+        if self.over_dirty_threshold() {
             self.stats.throttled_writes += 1;
             if self.throttled_since.is_none() {
                 self.throttled_since = Some(now);
@@ -377,7 +382,7 @@ impl PageCache {
                 Some(_) => {}
             }
         }
-        let avail = self.free.len() as u64 + self.inactive.len + self.active.len;
+        let avail = self.free_pages() + self.inactive.len + self.active.len;
         if !wait_on.is_empty() || !to_read.is_empty() {
             if to_read.len() as u64 > avail {
                 return Ok(self.no_memory(to_read.len() as u64 - avail));
