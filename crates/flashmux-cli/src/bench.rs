@@ -45,6 +45,10 @@ pub struct BenchArgs {
     /// With --trace: only read the trace, and report the reader's speed.
     #[arg(long, requires = "trace")]
     parse_only: bool,
+    /// Buffered I/O: the jobs write through a kernel's page cache (`[kernel]`, 1 GiB) instead
+    /// of directly (`direct=1`).
+    #[arg(long, conflicts_with = "trace")]
+    buffered: bool,
 }
 
 fn scenario_toml(a: &BenchArgs) -> String {
@@ -69,7 +73,7 @@ capacity = "{capacity}"
 state = "aged"
 [host]
 scheduler = "{scheduler}"
-[stop]
+{kernel}[stop]
 requests = {requests}
 {tenants}"#,
         seed = a.seed,
@@ -77,6 +81,7 @@ requests = {requests}
         capacity = a.capacity,
         op = op,
         scheduler = a.scheduler,
+        kernel = if a.buffered { "[kernel]\n" } else { "" },
         requests = a.requests,
         tenants = tenants_toml(a),
     )
@@ -98,8 +103,9 @@ fn tenants_toml(a: &BenchArgs) -> String {
                 _ => (format!("t{i}"), format!("weight = {}\n", WEIGHTS[i as usize % WEIGHTS.len()])),
             };
             format!(
-                "[[tenant]]\nname = \"{name}\"\n{weight}fio = \"\"\"\n[randwrite]\nrw=randwrite\nbs=4k\niodepth={}\nnorandommap\ntime_based\nruntime=100000s\n\"\"\"\n",
-                a.iodepth
+                "[[tenant]]\nname = \"{name}\"\n{weight}fio = \"\"\"\n[randwrite]\nrw=randwrite\nbs=4k\niodepth={}\nnorandommap\ntime_based\nruntime=100000s\ndirect={}\n\"\"\"\n",
+                a.iodepth,
+                u8::from(!a.buffered)
             )
         })
         .collect()

@@ -343,9 +343,9 @@ fn execute_with(
         eprintln!("flashmux: warning: {w}");
     }
     let scenario_warnings = scenario.warnings.len();
-    if !scenario.notes.is_empty() {
-        eprintln!("flashmux: note: accepted but not modelled: {}", scenario.notes.join(", "));
-    }
+    // What is accepted but not modelled is said with the results (bad input found while the
+    // model is built is then one clear error).
+    let notes = scenario.notes.clone();
     // Where the results go, and whether the machine can hold the run, are checked before
     // anything is simulated.
     check_memory(std::slice::from_ref(&scenario))?;
@@ -382,6 +382,9 @@ fn execute_with(
         stopped = !driver.add_alone_baseline(&s, &mut results)?;
     }
     output::write_all(&results, &out, format, Some(timeline))?;
+    if !notes.is_empty() {
+        eprintln!("flashmux: note: accepted but not modelled: {}", notes.join(", "));
+    }
     // Warnings from the run itself (a replay's skipped lines, times out of order, ...): the
     // scenario's own were printed before it started.
     for w in results.warnings.iter().skip(scenario_warnings) {

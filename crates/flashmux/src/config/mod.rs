@@ -130,6 +130,8 @@ pub struct Scenario {
     pub precondition: PreconditionSpec,
     pub host: HostConfig,
     pub virt: VirtConfig,
+    /// A kernel above the block layer, with a page cache for buffered jobs (`[kernel]`).
+    pub kernel: Option<crate::kernel::KernelConfig>,
     pub stop: StopSpec,
     pub output: OutputSpec,
     pub tenants: Vec<TenantSpec>,
@@ -264,6 +266,10 @@ impl Scenario {
         check_host_ftl(&self.host, &self.device)?;
         self.host.validate()?;
         self.virt.validate()?;
+        if let Some(k) = &self.kernel {
+            k.validate()?;
+            self.check_requests_fit(k)?;
+        }
         if self.virt.mode.is_vm() && self.host.cpu.is_none() {
             return Err(format!("virt.mode: a VM ({}) runs on host threads: it needs host.cpu", self.virt.mode));
         }
@@ -336,9 +342,36 @@ impl Scenario {
                 v
             }).collect::<Vec<_>>(),
         });
+        // A scenario without a kernel hashes as before kernels existed.
+        let mut view = view;
+        if let Some(k) = &self.kernel {
+            view["kernel"] = serde_json::to_value(k).expect("serializes");
+        }
         let mut h = Sha256::new();
         h.update(view.to_string().as_bytes());
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl Scenario {
+    /// A buffered job's largest request must fit in its kernel's page cache (with a page either
+    /// side for an unaligned one).
+    fn check_requests_fit(&self, k: &crate::kernel::KernelConfig) -> Result<(), String> {
+        let capacity = k.pagecache.capacity_pages * crate::kernel::PAGE_SIZE;
+        for t in &self.tenants {
+            let Workload::Fio(jobs) = &t.workload else { continue };
+            for j in jobs.iter().filter(|j| !j.direct) {
+                let largest = j.max_block_size();
+                if largest + 2 * crate::kernel::PAGE_SIZE > capacity {
+                    return Err(format!(
+                        "kernel.pagecache.capacity: {capacity} bytes cannot hold the largest request ({largest} bytes) \
+                         of tenant {}'s buffered job '{}' (with a page either side): expected a larger cache, or direct=1",
+                        t.name, j.name
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -49,6 +49,8 @@ pub struct RunResults {
     pub device: DeviceResult,
     /// The host CPU and virtualization path, when modelled.
     pub virt: Option<crate::virt::VirtResult>,
+    /// The kernels above the block layer (`[kernel]`): their page caches and device requests.
+    pub kernel: Option<Vec<crate::kernel::kernels::KernelResult>>,
     pub timeline_interval_ns: u64,
     pub timeline: Vec<TimelineRow>,
     /// Bandwidth shares against the tenants' weights (and slowdowns, with an alone baseline).

@@ -198,6 +198,9 @@ fn run_json(r: &RunResults) -> Value {
     if let Some(virt) = &r.virt {
         v["virt"] = json!(virt);
     }
+    if let Some(k) = &r.kernel {
+        v["kernel"] = json!(k);
+    }
     if let Some(serve) = &r.serve {
         v["serve"] = json!(serve);
     }

@@ -161,6 +161,7 @@ pub(crate) mod test_fixture {
 
         RunResults {
             virt: None,
+            kernel: None,
             version: "0.1.0".into(),
             seed: 42,
             config_hash: "ab".repeat(32),

@@ -26,6 +26,8 @@ use crate::device::precondition::{PreconditionReport, PreconditionState};
 use crate::device::{Command, Device, DeviceEvent, IoOp, Outbox};
 use crate::engine::EventQueue;
 use crate::host::{BlockLayer, BlockReq};
+use crate::kernel::io::{DevId, KernelOut};
+use crate::kernel::kernels::{tenant_of, Kernels};
 use crate::metrics::StopReason;
 use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
 use crate::virt::{Io, Machine, MachineEvent, VirtOutbox};
@@ -53,6 +55,10 @@ enum Event {
     JobDeadline(JobId),
     /// A request reaches the host block layer (after the submission path).
     HostArrive(ReqId),
+    /// A buffered job's request reaches its kernel (after the system call's entry).
+    KernelArrive(ReqId),
+    /// A kernel's flusher may want to run.
+    KernelWake(u16),
     /// The host machine (CPU model, virtualization path) has something to do.
     Machine(MachineEvent),
     /// The scheduler asked to be consulted again.
@@ -83,6 +89,8 @@ struct Request {
     queued: SimTime,
     /// An export's request: its client's tag.
     tag: u64,
+    /// A kernel's own device request (read, writeback, flush): its id there. `None` for a job's.
+    kernel: Option<DevId>,
 }
 
 /// How a batch of [`Simulator::run_for`] ended.
@@ -115,8 +123,15 @@ pub struct Simulator {
     work: Workloads,
     reqs: Vec<Request>,
     free_reqs: Vec<u32>,
+    /// Jobs' requests issued and completed.
     issued: u64,
     completed: u64,
+    /// The kernels' own device requests issued and completed.
+    kernel_issued: u64,
+    kernel_completed: u64,
+    /// The kernels above the block layer, with `[kernel]`.
+    kernels: Option<Kernels>,
+    kout: KernelOut,
     /// The host block layer: scheduler, tags, flush queue, queue mapping.
     block: BlockLayer,
     /// Scratch: the requests merged into a completed command.
@@ -160,6 +175,10 @@ impl Simulator {
             free_reqs: Vec::new(),
             issued: 0,
             completed: 0,
+            kernel_issued: 0,
+            kernel_completed: 0,
+            kernels: None,
+            kout: KernelOut::default(),
             block: BlockLayer::new(
                 &scenario.host.scheduler,
                 &scenario.tenants.iter().map(|t| t.weight).collect::<Vec<_>>(),
@@ -204,6 +223,22 @@ impl Simulator {
                 h.submit_overhead,
                 h.completion_overhead,
             ));
+        }
+        if let Some(k) = sim.scenario.kernel {
+            let jobs: Vec<(TenantId, bool)> = sim
+                .work
+                .jobs
+                .iter()
+                .map(|j| {
+                    let fio = matches!(sim.scenario.tenants[j.tenant.index()].workload, crate::config::Workload::Fio(_));
+                    (j.tenant, fio && !j.spec.direct)
+                })
+                .collect();
+            let per_vm = sim.scenario.virt.mode.is_vm();
+            let regions: Vec<(u64, u64)> = sim.scenario.tenants.iter().map(|t| t.region).collect();
+            let kernels = Kernels::new(k, &regions, per_vm, &jobs)
+                .map_err(|e| SimError::Config(e.to_string()))?;
+            sim.kernels = Some(kernels);
         }
         sim.precondition = sim.run_precondition(stop);
         sim.start();
@@ -361,6 +396,12 @@ impl Simulator {
                 }
             }
             Event::HostArrive(r) => self.host_arrive(r),
+            Event::KernelArrive(r) => self.kernel_arrive(r),
+            Event::KernelWake(k) => {
+                let (now, mut out) = (self.now, std::mem::take(&mut self.kout));
+                self.kernels_mut().woke(now, k as usize, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
+                self.apply_kernel_out(k as usize, out);
+            }
             Event::Machine(me) => {
                 if let Some(m) = &mut self.machine {
                     m.handle(self.now, me, &mut self.vout);
@@ -433,15 +474,31 @@ impl Simulator {
             issued: now,
             queued: now,
             tag: io.tag,
+            kernel: None,
         });
         self.issued += 1;
         self.overlap.issued(tenant.index());
-        if io.op != IoOp::Flush {
-            self.device.prefetch_hint(io.offset, true);
+        if let Some(k) = &mut self.kernels {
+            if k.is_buffered(j) && io.op != IoOp::Trim {
+                self.events.push(now + self.scenario.host.submit_overhead, Event::KernelArrive(id));
+                return;
+            }
+            k.direct_io(now, tenant, io.op, io.offset, io.len).unwrap_or_else(|e| panic!("kernel: {e}"));
+        }
+        self.send_down(id);
+    }
+
+    /// Request `id` leaves for the block layer: through the machine when modelled, else after
+    /// the submission overhead.
+    fn send_down(&mut self, id: ReqId) {
+        let now = self.now;
+        let r = self.reqs[id.index()];
+        if r.op != IoOp::Flush {
+            self.device.prefetch_hint(r.offset, true);
         }
         match &mut self.machine {
             Some(m) => {
-                let io = Io { req: id, job: j, op: io.op, offset: io.offset, len: io.len };
+                let io = Io { req: id, job: r.job, op: r.op, offset: r.offset, len: r.len };
                 m.submit(now, io, &mut self.vout)
             }
             None => {
@@ -462,6 +519,71 @@ impl Simulator {
                 ReqId(self.reqs.len() as u32 - 1)
             }
         }
+    }
+
+    fn kernels_mut(&mut self) -> &mut Kernels {
+        self.kernels.as_mut().expect("a kernel event needs kernels")
+    }
+
+    /// A buffered job's request `r` reaches its kernel.
+    fn kernel_arrive(&mut self, r: ReqId) {
+        let now = self.now;
+        let req = &mut self.reqs[r.index()];
+        req.queued = now;
+        let (t, j, io) = (req.tenant, req.job, (req.op, req.offset, req.len));
+        let mut out = std::mem::take(&mut self.kout);
+        let kernels = self.kernels_mut();
+        kernels.submit(now, t, j, r, io, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
+        let k = kernels.kernel_of(t);
+        self.apply_kernel_out(k, out);
+    }
+
+    /// Sends the device requests kernel `k` asked for, completes the jobs' requests it finished
+    /// (after the copy to or from their buffers), and schedules its flusher.
+    fn apply_kernel_out(&mut self, k: usize, mut out: KernelOut) {
+        let now = self.now;
+        for d in out.device.drain(..) {
+            let t = tenant_of(d.file);
+            let job = JobId(self.work.tenant_jobs[t.index()][0] as u32);
+            let (offset, len) = self.kernels.as_ref().expect("kernel output needs kernels").device_range(&d);
+            let id = self.alloc_req(Request {
+                job,
+                tenant: t,
+                op: d.op,
+                offset,
+                len,
+                app_len: len,
+                host_cpu: None,
+                issued: now,
+                queued: now,
+                tag: 0,
+                kernel: Some(d.id),
+            });
+            self.kernel_issued += 1;
+            self.send_down(id);
+        }
+        let kernels = self.kernels.as_mut().expect("kernel output needs kernels");
+        for r in out.done.drain(..) {
+            let req = &self.reqs[r.index()];
+            let at = now + kernels.copy_time(req.op, req.offset, req.app_len) + self.scenario.host.completion_overhead;
+            self.events.push(at, Event::AppComplete(r));
+        }
+        if let Some(at) = kernels.arm(now, k) {
+            self.events.push(at, Event::KernelWake(k as u16));
+        }
+        self.kout = out;
+    }
+
+    /// A kernel's device request `r` completed.
+    fn kernel_done(&mut self, r: ReqId, id: DevId) {
+        let req = self.reqs[r.index()];
+        self.free_reqs.push(r.0);
+        self.kernel_completed += 1;
+        let (now, mut out) = (self.now, std::mem::take(&mut self.kout));
+        let kernels = self.kernels_mut();
+        kernels.device_done(now, req.tenant, id, req.op, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
+        let k = kernels.kernel_of(req.tenant);
+        self.apply_kernel_out(k, out);
     }
 
     /// Request `r` reaches the host block layer.
@@ -561,6 +683,9 @@ impl Simulator {
 
     fn app_complete(&mut self, r: ReqId) {
         let req = self.reqs[r.index()];
+        if let Some(id) = req.kernel {
+            return self.kernel_done(r, id);
+        }
         self.free_reqs.push(r.0);
         self.completed += 1;
         let slat = req.queued.since(req.issued).0;
@@ -629,7 +754,8 @@ impl Simulator {
 
     pub fn check_invariants(&self) {
         let live = self.reqs.len() - self.free_reqs.len();
-        assert_eq!(live as u64, self.issued - self.completed, "requests not conserved");
+        let kernel_live = self.kernel_issued - self.kernel_completed;
+        assert_eq!(live as u64, self.issued - self.completed + kernel_live, "requests not conserved");
         assert_eq!(
             self.device.in_flight(),
             self.block.inflight() as u64,
@@ -663,6 +789,9 @@ impl Simulator {
         self.device.check_invariants();
         if let Some(m) = &self.machine {
             m.check_invariants();
+        }
+        if let Some(k) = &self.kernels {
+            k.check_invariants();
         }
         for j in &self.work.jobs {
             j.check_invariants();

@@ -56,6 +56,7 @@ impl Simulator {
             device,
             timeline_interval_ns: interval.0,
             virt: self.machine.as_ref().map(|m| m.result(now)),
+            kernel: self.kernels.as_ref().map(|k| k.results()),
             timeline,
             fairness,
             warnings,

@@ -159,6 +159,7 @@ pub fn generate(seed: u64) -> Case {
     precondition(&mut g, &mut doc, flash);
     host(&mut g, &mut doc, sched);
     virt(&mut g, &mut doc, tenants);
+    kernel(&mut g, &mut doc);
     stop_and_output(&mut g, &mut doc, &plan);
     for i in 0..tenants {
         tenant(&mut g, &mut doc, i, &plan);
@@ -169,6 +170,35 @@ pub fn generate(seed: u64) -> Case {
         g.tag("alone_baseline", true);
     }
     Case { seed, scenario: doc.render(), files: g.files, check_every, rerun, alone, tags: g.tags }
+}
+
+/// `[kernel]` one time in four: buffered jobs (fio's default) then go through a page cache, from
+/// one that holds little beside the largest request (1 MiB) to the default 1 GiB, with the
+/// writeback thresholds and timers drawn too.
+fn kernel(g: &mut G, doc: &mut Doc) {
+    if !g.chance(0.25) {
+        return;
+    }
+    g.tag("kernel", true);
+    // Always one key, so that the table exists.
+    doc.set("kernel", "page_copy", t::string(&t::duration(g.int(1, 5_000))));
+    if g.chance(0.7) {
+        let cap = g.weighted(&[("2MiB", 2), ("8MiB", 2), ("64MiB", 1), ("1GiB", 1)]);
+        doc.set("kernel.pagecache", "capacity", t::string(cap));
+    }
+    if g.chance(0.3) {
+        doc.set("kernel.pagecache", "read_ahead_kb", g.weighted(&[(0u64, 1), (4, 1), (128, 2), (2048, 1)]).to_string());
+    }
+    for (key, hi) in [("dirty_ratio", 100), ("dirty_background_ratio", 100)] {
+        if g.chance(0.3) {
+            doc.set("kernel.pagecache", key, g.int(0, hi).to_string());
+        }
+    }
+    for (key, hi) in [("dirty_writeback_centisecs", 500), ("dirty_expire_centisecs", 3000)] {
+        if g.chance(0.3) {
+            doc.set("kernel.pagecache", key, g.int(0, hi).to_string());
+        }
+    }
 }
 
 /// `[stop]` and `[output]`.

@@ -22,6 +22,7 @@ use std::path::Path;
 
 mod device;
 mod host;
+mod kernel;
 mod locate;
 mod tenants;
 mod value;
@@ -32,6 +33,7 @@ use value::{or, Duration, Rate, Size};
 
 use device::*;
 use host::*;
+use kernel::*;
 use tenants::*;
 use virt::*;
 
@@ -48,6 +50,7 @@ struct ScenarioFile {
     host: HostSection,
     #[serde(default)]
     virt: VirtSection,
+    kernel: Option<KernelSection>,
     #[serde(default)]
     stop: StopSection,
     #[serde(default)]
@@ -147,6 +150,7 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
     let mut host = resolve_host(&ctx, &f.host, &device.preset)?;
     super::check_host_ftl(&host, &device).map_err(|e| ctx.err(e))?;
     let virt = resolve_virt(&ctx, &f.virt)?;
+    let kernel = f.kernel.as_ref().map(|k| resolve_kernel(&ctx, k, host.merge.max_bytes)).transpose()?;
     if virt.mode.is_vm() && host.cpu.is_none() {
         // A VM runs on host threads: the CPU model is on, with paper A's host by default.
         host.cpu = Some(CpuConfig::default());
@@ -175,6 +179,9 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
         ));
     }
     let tenants = resolve_tenants(&ctx, &f.tenants, base, device.capacity_bytes(), &mut collected)?;
+    if kernel.is_none() {
+        note_buffered_jobs(&tenants, &mut collected);
+    }
     if let Some(cpu) = &host.cpu {
         check_threads(&ctx, cpu, &virt, tenants.len(), &mut collected)?;
     }
@@ -190,6 +197,7 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
         precondition,
         host,
         virt,
+        kernel,
         stop,
         output,
         tenants,
@@ -229,6 +237,15 @@ fn collect_diagnostics(jf: &JobFile, c: &mut Collected) {
     }
 }
 
+/// Buffered jobs (`direct=0`, fio's default) run as direct ones without a `[kernel]`: noted once.
+fn note_buffered_jobs(tenants: &[TenantSpec], c: &mut Collected) {
+    const NOTE: &str = "direct=0 (buffered I/O: without a [kernel] section there is no page cache, so as direct=1)";
+    let buffered = tenants.iter().any(|t| matches!(&t.workload, Workload::Fio(jobs) if jobs.iter().any(|j| !j.direct)));
+    if buffered && !c.notes.iter().any(|n| n == NOTE) {
+        c.notes.push(NOTE.to_string());
+    }
+}
+
 /// A scenario from a fio job file run as fio would: one tenant per job section, all on the
 /// whole device, one group domain, the device's defaults for everything else.
 pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Result<Scenario, ConfigError> {
@@ -257,6 +274,7 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
             domain: 0,
         });
     }
+    note_buffered_jobs(&tenants, &mut collected);
     Ok(Scenario {
         name: Path::new(file).file_stem().map_or("fio".into(), |s| s.to_string_lossy().into()),
         seed: DEFAULT_SEED,
@@ -264,6 +282,7 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
         precondition: PreconditionSpec { state: PreconditionState::Clean, fill: 1.0 },
         host: resolve_host(&ctx, &HostSection::default(), device_preset)?,
         virt: VirtConfig::default(),
+        kernel: None,
         stop: StopSpec { time: None, requests: None },
         output: OutputSpec { dir: DEFAULT_OUTPUT_DIR.into(), timeline_interval: DEFAULT_TIMELINE_INTERVAL },
         tenants,

@@ -278,6 +278,10 @@ pub struct FioJob {
     pub fdatasync: u64,
     /// `end_fsync`: a writing job syncs once more when its writes are done.
     pub end_fsync: bool,
+    /// `direct` (and `buffered`, its opposite): O_DIRECT I/O that bypasses the page cache. fio's
+    /// default is buffered (`direct=0`); a scenario without a `[kernel]` has no page cache, and
+    /// runs every job as if direct.
+    pub direct: bool,
 
     pub random_distribution: RandomDistribution,
     /// `percentage_random` per direction, default 100.
@@ -349,6 +353,7 @@ impl Default for FioJob {
             fsync: 0,
             fdatasync: 0,
             end_fsync: false,
+            direct: false,
             random_distribution: RandomDistribution::Random,
             percentage_random: PerDir::splat(100),
             norandommap: false,
@@ -733,6 +738,15 @@ mod tests {
         assert!(err("fsync=-1").contains("option 'fsync'"));
         assert!(err("fdatasync=4294967296").contains("from 0 to 4294967295"));
         assert!(err("end_fsync=yes").contains("0 or 1"));
+    }
+
+    #[test]
+    fn direct_and_buffered_are_opposites_and_buffered_is_the_default() {
+        assert!(!job("rw=read").direct, "fio's default is buffered I/O");
+        assert!(job("direct=1").direct);
+        assert!(job("buffered=0").direct);
+        assert!(!job("direct=1\nbuffered=1").direct, "the later option wins");
+        assert!(err("direct=2").contains("0 or 1"));
     }
 
     #[test]

@@ -492,9 +492,10 @@ mod tests {
         // In fio's parse order, which puts filename last.
         assert_eq!(
             file.jobs[0].noted_unmodelled,
-            vec!["direct", "ioengine", "verify", "filename"]
+            vec!["ioengine", "verify", "filename"]
         );
-        assert_eq!(file.jobs[1].noted_unmodelled, vec!["direct", "ioengine"]);
+        assert_eq!(file.jobs[1].noted_unmodelled, vec!["ioengine"]);
+        assert_eq!((file.jobs[0].direct, file.jobs[1].direct), (false, true), "direct is modelled and inherited");
         assert!(file.warnings.is_empty());
     }
 

@@ -130,6 +130,8 @@ impl FioJob {
             "fsync" => self.fsync = o.int_in(0, u32::MAX as u64)?,
             "fdatasync" => self.fdatasync = o.int_in(0, u32::MAX as u64)?,
             "end_fsync" => self.end_fsync = o.bool()?,
+            "direct" => self.direct = o.bool()?,
+            "buffered" => self.direct = !o.bool()?,
             "random_distribution" => self.random_distribution = parse_distribution(&o)?,
             "percentage_random" => {
                 let p = o.per_dir(warnings, EXPECT_PERCENT, |t| {
@@ -341,7 +343,7 @@ pub(crate) fn priority(canonical: &str) -> i32 {
 /// simulator does not model. Jobs list them in `noted_unmodelled` so the caller can say so once.
 #[rustfmt::skip]
 pub(super) const NOTED: &[&str] = &[
-    "description", "direct", "buffered", "ioengine", "filename", "filename_format", "directory",
+    "description", "ioengine", "filename", "filename_format", "directory",
     "unique_filename", "opendir", "lockfile", "thread", "nice", "prio", "prioclass", "cpumask",
     "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "cgroup",
     "cgroup_weight", "cgroup_nodelete", "uid", "gid", "exec_prerun", "exec_postrun", "invalidate",

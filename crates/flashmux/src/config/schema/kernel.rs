@@ -1,0 +1,56 @@
+//! The `[kernel]` section: a kernel above the block layer, with its page cache
+//! (`[kernel.pagecache]`, keys named as Linux's sysctls and sysfs files name them).
+
+use super::*;
+use crate::kernel::{KernelConfig, PageCacheConfig, PAGE_SIZE};
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct KernelSection {
+    pub(super) page_copy: Option<Duration>,
+    #[serde(default)]
+    pub(super) pagecache: PageCacheSection,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PageCacheSection {
+    pub(super) capacity: Option<Size>,
+    pub(super) read_ahead_kb: Option<u64>,
+    pub(super) dirty_ratio: Option<u64>,
+    pub(super) dirty_background_ratio: Option<u64>,
+    pub(super) dirty_bytes: Option<Size>,
+    pub(super) dirty_background_bytes: Option<Size>,
+    pub(super) dirty_writeback_centisecs: Option<u64>,
+    pub(super) dirty_expire_centisecs: Option<u64>,
+}
+
+/// The kernel's settings; its largest device request is the block layer's `max_sectors_kb`.
+pub(super) fn resolve_kernel(ctx: &Ctx, k: &KernelSection, max_sectors: u64) -> Result<KernelConfig, ConfigError> {
+    let p = &k.pagecache;
+    let d = PageCacheConfig::default();
+    let capacity = p.capacity.as_ref().map_or(d.capacity_pages * PAGE_SIZE, |c| c.bytes);
+    if capacity % PAGE_SIZE != 0 || capacity < 16 * PAGE_SIZE {
+        let given = p.capacity.as_ref().map_or(String::new(), |c| c.text.clone());
+        return Err(ctx.err(format!(
+            "kernel.pagecache.capacity: \"{given}\": expected a whole number of 4 KiB pages, at least 64KiB"
+        )));
+    }
+    let cfg = KernelConfig {
+        pagecache: PageCacheConfig {
+            capacity_pages: capacity / PAGE_SIZE,
+            read_ahead_kb: p.read_ahead_kb.unwrap_or(d.read_ahead_kb),
+            dirty_ratio: p.dirty_ratio.unwrap_or(d.dirty_ratio),
+            dirty_bytes: p.dirty_bytes.as_ref().map_or(d.dirty_bytes, |s| s.bytes),
+            dirty_background_ratio: p.dirty_background_ratio.unwrap_or(d.dirty_background_ratio),
+            dirty_background_bytes: p.dirty_background_bytes.as_ref().map_or(d.dirty_background_bytes, |s| s.bytes),
+            dirty_writeback_centisecs: p.dirty_writeback_centisecs.unwrap_or(d.dirty_writeback_centisecs),
+            dirty_expire_centisecs: p.dirty_expire_centisecs.unwrap_or(d.dirty_expire_centisecs),
+            // Whole pages: the cache asks for page extents.
+            max_extent_bytes: (max_sectors / PAGE_SIZE).max(1) * PAGE_SIZE,
+        },
+        page_copy: or(&k.page_copy, KernelConfig::DEFAULT_PAGE_COPY),
+    };
+    cfg.validate().map_err(|e| ctx.err(e))?;
+    Ok(cfg)
+}

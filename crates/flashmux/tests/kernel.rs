@@ -1,0 +1,214 @@
+//! The kernel above the block layer end to end (`[kernel]`): buffered jobs through the page
+//! cache, direct jobs beside them, the flusher's timing, fsync, throttling, a kernel per VM.
+
+mod common;
+
+use common::{run_checked, scenario};
+use flashmux::config::ConfigError;
+use flashmux::device::IoOp;
+use flashmux::kernel::kernels::KernelResult;
+use flashmux::metrics::RunResults;
+use flashmux::report::fio_json;
+use flashmux::sim::{DispatchSink, Simulator};
+use flashmux::units::{SimTime, TenantId};
+use std::sync::{Arc, Mutex};
+
+/// Every command the block layer sends: (op, offset, len).
+type Sent = Arc<Mutex<Vec<(IoOp, u64, u64)>>>;
+
+struct Record(Sent);
+
+impl DispatchSink for Record {
+    fn dispatched(&mut self, _: SimTime, _: TenantId, op: IoOp, offset: u64, len: u64) {
+        self.0.lock().unwrap().push((op, offset, len));
+    }
+}
+
+/// Runs `text` checking invariants after every event; also returns what reached the device.
+fn run_recorded(text: &str) -> (RunResults, Vec<(IoOp, u64, u64)>) {
+    let sent = Sent::default();
+    let mut sim = Simulator::new(scenario(text)).unwrap();
+    sim.record_dispatches(Box::new(Record(sent.clone())));
+    sim.check_invariants_every(1);
+    sim.run();
+    let r = sim.finish();
+    let sent = sent.lock().unwrap().clone();
+    (r, sent)
+}
+
+/// A null device answering in 100 us, and a kernel with a 4 MiB page cache.
+const NULL: &str = "[device]\npreset = \"null\"\n[device.null]\nlatency = \"100us\"\n\
+                    [kernel]\n[kernel.pagecache]\ncapacity = \"4MiB\"\n";
+
+fn tenant(name: &str, fio: &str) -> String {
+    format!("[[tenant]]\nname = \"{name}\"\nfio = \"\"\"\n[{name}]\n{fio}\n\"\"\"\n")
+}
+
+fn kernel(r: &RunResults, k: usize) -> &KernelResult {
+    &r.kernel.as_ref().expect("a run with [kernel] reports its kernels")[k]
+}
+
+#[test]
+fn a_buffered_read_that_hits_costs_the_system_call_and_the_copy_alone() {
+    // Ten reads of the same 4 KiB. The first misses: the kernel reads 4 pages (the initial
+    // read-ahead window of a 1-page read at the start of a file, 4 × 1 page with
+    // read_ahead_kb = 128, i.e. 32 pages: 1 ≤ 32 / 32), one device read of 16 KiB. The other
+    // nine hit: 1.5 us of submission, 0.5 us to copy one page, 1.5 us of completion.
+    let (r, sent) = run_recorded(&format!("{NULL}{}", tenant("r", "rw=read\nbs=4k\nsize=4k\nloops=10")));
+    let k = kernel(&r, 0);
+    assert_eq!((k.device.reads, k.device.read_bytes), (1, 16384));
+    assert_eq!((k.page_cache.hits, k.page_cache.misses, k.page_cache.readahead_pages), (9, 1, 3));
+    let read = &r.jobs[0].io.read;
+    assert_eq!(read.ios, 10);
+    assert_eq!(read.lat.min(), 3_500, "a hit: submission + copy + completion");
+    assert!(read.lat.max() > 100_000, "the miss waits for the device");
+    assert_eq!(sent, [(IoOp::Read, 0, 16384)], "nine reads never reach the device");
+}
+
+#[test]
+fn a_direct_job_bypasses_the_cache() {
+    let (r, sent) = run_recorded(&format!("{NULL}{}", tenant("r", "rw=read\nbs=4k\nsize=4k\nloops=10\ndirect=1")));
+    let k = kernel(&r, 0);
+    assert_eq!((k.device.reads, k.page_cache.hits, k.page_cache.misses), (0, 0, 0));
+    assert_eq!(sent, vec![(IoOp::Read, 0, 4096); 10]);
+}
+
+#[test]
+fn a_direct_write_drops_the_clean_pages_it_overwrites() {
+    // One tenant, two jobs on its file: the reader caches 16 KiB (4 pages, read ahead to the end
+    // of the tenant's 16 KiB region and no further), thinks for 10 ms, and reads them again; at
+    // 5 ms the direct writer overwrites them, so the second pass misses all 4 again.
+    let fio = "[r]\nrw=read\nbs=16k\nsize=16k\nloops=2\nthinktime=10ms\n\
+               [w]\nrw=write\nbs=16k\nsize=16k\ndirect=1\nstartdelay=5ms\n";
+    let region = "region = { offset = \"0\", size = \"16KiB\" }";
+    let r = run_checked(&format!("{NULL}[[tenant]]\nname = \"t\"\n{region}\nfio = \"\"\"\n{fio}\"\"\"\n"), 1);
+    let k = kernel(&r, 0);
+    assert_eq!((k.page_cache.misses, k.page_cache.hits, k.page_cache.readahead_pages), (8, 0, 0));
+    assert_eq!(k.device.reads, 2);
+    // Without the writer, the second pass hits.
+    let r = run_checked(
+        &format!(
+            "{NULL}[[tenant]]\nname = \"t\"\n{region}\nfio = \"\"\"\n{}\"\"\"\n",
+            &fio[..fio.find("[w]").unwrap()]
+        ),
+        1,
+    );
+    assert_eq!((kernel(&r, 0).page_cache.misses, kernel(&r, 0).page_cache.hits), (4, 4));
+}
+
+#[test]
+fn fsync_writes_the_dirty_pages_then_flushes() {
+    // 64 writes of 4 KiB, an fsync after every 16th (fio issues none after the last write):
+    // each fsync writes its 16 contiguous dirty pages as one 64 KiB device write, then flushes.
+    let r = run_checked(&format!("{NULL}{}", tenant("w", "rw=write\nbs=4k\nsize=256k\nfsync=16")), 1);
+    let k = kernel(&r, 0);
+    assert_eq!((k.device.writes, k.device.write_bytes, k.device.flushes), (3, 3 * 65536, 3));
+    assert_eq!(k.page_cache.written_back.fsync, 48);
+    assert_eq!(k.dirty_pages, 16, "the last 16 writes stay dirty: nothing syncs them");
+    assert_eq!(r.jobs[0].io.sync.count(), 3);
+    assert_eq!(r.device.flushes, 3);
+}
+
+/// A buffered writer of one page at the start, and a direct reader beside it that keeps the run
+/// going for `secs` seconds.
+fn one_dirty_page(secs: u64) -> RunResults {
+    let text = format!(
+        "{NULL}[stop]\ntime = \"{secs}s\"\n{}{}",
+        tenant("w", "rw=write\nbs=4k\nsize=4k"),
+        tenant("r", "rw=read\nbs=4k\ndirect=1\nrate_iops=2\ntime_based\nruntime=100s")
+    );
+    run_checked(&text, 50)
+}
+
+#[test]
+fn the_flusher_writes_a_page_at_the_first_wakeup_after_it_expires() {
+    // The page is dirty from 1.5 us on; it expires 30 s later (dirty_expire_centisecs 3000).
+    // The flusher wakes every 5 s (dirty_writeback_centisecs 500): at 30 s the page is 1.5 us
+    // short of expiry, so it is written at 35 s.
+    let before = one_dirty_page(34);
+    assert_eq!(kernel(&before, 0).device.writes, 0);
+    assert_eq!(kernel(&before, 0).dirty_pages, 1);
+    let after = one_dirty_page(36);
+    let k = kernel(&after, 0);
+    assert_eq!((k.device.writes, k.page_cache.written_back.expiry, k.dirty_pages), (1, 1, 0));
+}
+
+#[test]
+fn a_writer_over_the_dirty_threshold_is_throttled_until_writeback_completes() {
+    // 4 MiB of cache: 1024 pages, dirty_ratio 20 → 204 pages. The host sends one command at a
+    // time and each takes 1 ms: 128 KiB (a writeback extent) per ms, far slower than the
+    // writer's 4 us per page. The writer is held at the threshold, and dirty + writeback pages
+    // never exceed it by more than its one request.
+    let slow = NULL.replace("100us", "1ms") + "[host]\nqueue_depth = 1\n";
+    let r = run_checked(&format!("{slow}{}", tenant("w", "rw=write\nbs=4k\nsize=8m")), 97);
+    let k = kernel(&r, 0);
+    assert!(k.page_cache.throttle_events > 0, "{k:?}");
+    assert!(k.page_cache.peak_dirty <= 205, "{}", k.page_cache.peak_dirty);
+    assert_eq!(r.jobs[0].io.write.ios, 2048);
+    assert!(k.page_cache.written_back.background > 0);
+}
+
+#[test]
+fn each_vm_has_its_own_kernel() {
+    let text = format!(
+        "{NULL}[virt]\nmode = \"dataplane\"\n{}{}",
+        tenant("a", "rw=randread\nbs=4k\nsize=64k\nloops=4"),
+        tenant("b", "rw=randwrite\nbs=4k\nsize=64k\nfsync=4")
+    );
+    let r = run_checked(&text, 7);
+    let ks = r.kernel.as_ref().unwrap();
+    assert_eq!(ks.len(), 2);
+    assert_eq!((ks[0].tenants.as_slice(), ks[1].tenants.as_slice()), ([0usize].as_slice(), [1usize].as_slice()));
+    // a's 16 pages: missed once each (random reads get no read-ahead past what they ask, so
+    // each miss is at most its own page and whatever the window around it), hit afterwards.
+    assert_eq!(ks[0].page_cache.hits + ks[0].page_cache.misses + ks[0].page_cache.waits, 64);
+    assert!(ks[0].page_cache.hits >= 48, "{:?}", ks[0].page_cache);
+    assert_eq!(ks[1].device.flushes, 3);
+    assert_eq!(ks[0].device.writes + ks[1].device.reads, 0);
+}
+
+#[test]
+fn a_run_with_a_kernel_is_deterministic() {
+    let text = format!(
+        "{NULL}[stop]\ntime = \"200ms\"\n{}{}",
+        tenant("a", "rw=randrw\nbs=4k\nsize=8m\ntime_based\nruntime=1s\nfsync=64"),
+        tenant("b", "rw=read\nbs=4k\nsize=8m\ntime_based\nruntime=1s")
+    );
+    let run = || {
+        let mut sim = Simulator::new(scenario(&text)).unwrap();
+        sim.run();
+        serde_json::to_string(&fio_json(&sim.finish(), false)).unwrap()
+    };
+    assert_eq!(run(), run());
+}
+
+fn load_err(text: &str) -> String {
+    match flashmux::config::Scenario::from_toml(text, "k.toml", std::path::Path::new(".")) {
+        Err(e @ ConfigError::Invalid { .. }) => e.to_string(),
+        other => panic!("expected a configuration error, got {:?}", other.map(|s| s.name)),
+    }
+}
+
+#[test]
+fn bad_kernel_settings_are_clear_errors() {
+    let dev = "[device]\npreset = \"null\"\n";
+    let job = tenant("w", "rw=write\nbs=1m");
+    let e = load_err(&format!("{dev}[kernel.pagecache]\ncapacity = \"1MiB\"\n{job}"));
+    assert!(e.contains("kernel.pagecache.capacity") && e.contains("largest request") && e.contains("direct=1"), "{e}");
+    let e = load_err(&format!("{dev}[kernel.pagecache]\ncapacity = \"1000\"\n{job}"));
+    assert!(e.contains("k.toml:4") && e.contains("whole number of 4 KiB pages"), "{e}");
+    let e = load_err(&format!("{dev}[kernel.pagecache]\ndirty_ratio = 101\n{job}"));
+    assert!(e.contains("kernel.pagecache.dirty_ratio") && e.contains("0 to 100"), "{e}");
+    let e = load_err(&format!("{dev}[kernel]\nswappiness = 60\n{job}"));
+    assert!(e.contains("swappiness"), "{e}");
+}
+
+#[test]
+fn buffered_jobs_without_a_kernel_are_noted() {
+    let s = scenario(&format!("[device]\npreset = \"null\"\n{}", tenant("w", "rw=write")));
+    assert!(s.notes.iter().any(|n| n.starts_with("direct=0")), "{:?}", s.notes);
+    let s = scenario(&format!("[device]\npreset = \"null\"\n{}", tenant("w", "rw=write\ndirect=1")));
+    assert!(s.notes.is_empty(), "{:?}", s.notes);
+    let s = scenario(&format!("[device]\npreset = \"null\"\n[kernel]\n{}", tenant("w", "rw=write")));
+    assert!(s.notes.is_empty(), "{:?}", s.notes);
+}
