@@ -16,6 +16,7 @@
 //! flight is at most one extent per page.
 
 pub mod io;
+pub mod journal;
 pub mod pagecache;
 pub mod readahead;
 pub mod writeback;
