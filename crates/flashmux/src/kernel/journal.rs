@@ -34,10 +34,13 @@
 //! transaction is asked to commit and waited for, a committing one waited for, a committed one
 //! needs nothing; ext4 then sends its own flush if the commit will not send one for it
 //! (`jbd2_trans_will_send_data_barrier`: the transaction is committed, or its commit has already
-//! sent its pre-flush, `T_COMMIT_JFLUSH`). The journal short of space (reason *space*: a
-//! checkpoint needs a block that a running transaction holds, jbd2's `cs_forced_to_close`). A
-//! transaction too large (reason *size*, above). One transaction commits at a time; a commit
-//! asked for meanwhile starts when the current one is done.
+//! sent its pre-flush, `T_COMMIT_JFLUSH`). The journal short of space (reason *space*): a
+//! checkpoint that must write home a block a running transaction holds commits that transaction
+//! first (jbd2's `cs_forced_to_close`). Here a handle is admitted only with room for a whole
+//! transaction, and the room shrinks only when a transaction starts to commit, so the log is
+//! never short while a transaction runs and this count stays at zero; the rule is kept as
+//! jbd2's. A transaction too large (reason *size*, above). One transaction commits at a time;
+//! a commit asked for meanwhile starts when the current one is done.
 //!
 //! **A commit** (`jbd2_journal_commit_transaction`, `barrier=1`, `async_commit` off):
 //! 1. the ordered data (`journal_submit_data_buffers`): one [`JournalIoKind::OrderedData`]
@@ -92,7 +95,8 @@
 //!
 //! # Parameters
 //! - `start`, `blocks`: the journal's place (device block, 4 KiB) and length (blocks, at least
-//!   1024, `JBD2_MIN_JOURNAL_BLOCKS`); mke2fs sizes it with the filesystem (`ext2fs_default_journal_size`).
+//!   1024, `JBD2_MIN_JOURNAL_BLOCKS`); mke2fs sizes it with the filesystem
+//!   (`ext2fs_default_journal_size`).
 //! - `commit_interval` (ns; 5 s, ext4's `commit=` mount option, `JBD2_DEFAULT_MAX_COMMIT_AGE`).
 //! - `barrier` (true; ext4's `barrier`/`nobarrier`, `JBD2_BARRIER`).
 //! - `fua` (true): whether the device honours FUA; false, the block layer emulates it with a
@@ -265,6 +269,9 @@ pub struct JournalStats {
     pub mean_blocks_per_commit: f64,
     pub flushes: u64,
     pub fua_writes: u64,
+    /// Times a handle found the log short of space and checkpointing began
+    /// (`__jbd2_log_wait_for_space`).
+    pub checkpoints: u64,
     pub checkpoint_batches: u64,
     pub checkpoint_home_writes: u64,
     pub writeback_home_writes: u64,
@@ -617,6 +624,7 @@ impl Journal {
     /// one more credit when `new_block`.
     fn admit(&mut self, now: SimTime, new_block: bool, out: &mut JournalOut) -> Admit {
         if self.space_left() < self.max_txn {
+            self.stats.checkpoints += !self.space_wanted as u64;
             self.space_wanted = true;
             self.stats.waits_for_space += 1;
             self.pump(now, out);

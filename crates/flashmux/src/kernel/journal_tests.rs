@@ -351,7 +351,7 @@ fn a_full_log_checkpoints_moves_its_tail_and_wraps() {
     assert_eq!((log.tail, log.tail_tid, log.head, log.free), (404, Tid(3), 189, 215));
     let s = j.stats();
     assert_eq!((s.checkpoint_batches, s.checkpoint_home_writes, s.superblock_writes), (8, 400, 2));
-    assert_eq!((s.journal_writes, s.flushes, s.waits_for_space), (7, 8, 2));
+    assert_eq!((s.journal_writes, s.flushes, s.waits_for_space, s.checkpoints), (7, 8, 2, 2));
     assert_eq!(j.checkpoint.iter().map(|cp| cp.tid.0).collect::<Vec<_>>(), [3, 4, 5, 6]);
 }
 
@@ -457,6 +457,16 @@ impl Harness {
             assert!(tid <= self.durable, "fsync {} of tid {} done before its commit block", r.0, tid.0);
         }
         self.fsyncs_done.extend(out.fsyncs_done.iter().map(|r| r.0));
+        // Blocks are never logged over space a committed transaction still needs.
+        for io in &out.io {
+            if let JournalWrite { block, count, .. } = io.kind {
+                for p in block - S - 1..block - S - 1 + count {
+                    for cp in &self.j.checkpoint {
+                        assert!(self.j.distance(cp.log_start, p) >= cp.log_len, "position {p} is tid {}'s", cp.tid.0);
+                    }
+                }
+            }
+        }
         self.inflight.extend(out.io);
         if out.retry {
             // A retried handle may retry others itself: take each at most once here.
@@ -534,16 +544,18 @@ impl Harness {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
     /// Any mix of handles, fsyncs, timer runs, writeback and completions in any order, with and
-    /// without FUA: every fsync completes exactly once and never before its commit block; the
-    /// invariants (log positions, space, checkpoint lists, I/O in flight) hold after every step;
-    /// at the end every waiting handle got in and nothing is left in flight.
+    /// without FUA and barriers: every fsync completes exactly once and never before its commit
+    /// block; no journal write lands on a committed transaction's log space; the invariants
+    /// (log positions, space, checkpoint lists, I/O in flight) hold after every step; at the end
+    /// every waiting handle got in and nothing is left in flight.
     #[test]
     fn every_fsync_completes_once_after_its_commit(
         ops in proptest::collection::vec(op(), 1..200),
+        barrier in proptest::bool::weighted(0.8),
         fua in proptest::bool::ANY,
     ) {
         let mut h = Harness {
-            j: journal(true, fua),
+            j: journal(barrier, fua),
             now: SimTime::ZERO,
             inflight: Vec::new(),
             waiting: VecDeque::new(),
