@@ -158,6 +158,37 @@ fn the_commit_timer_runs_from_the_transactions_start() {
 }
 
 #[test]
+fn a_commit_due_during_another_starts_when_that_one_is_done() {
+    let mut j = journal(true, true);
+    three_blocks(&mut j);
+    let mut first = JournalOut::default();
+    j.fsync(ms(2000), ReqId(0), Tid(1), &mut first).unwrap();
+    // Transaction 2 begins at 2.5 s while 1 commits; its timer is due at 7.5 s.
+    let mut out = JournalOut::default();
+    assert_eq!(joined(j.dirty_metadata(ms(2500), 60, &mut out).unwrap()), Tid(2));
+    assert_eq!(j.wake_at(), Some(ms(7500)));
+    j.wake(ms(7500), &mut out).unwrap();
+    assert_eq!(out, JournalOut::default(), "one commit at a time: transaction 2 waits");
+    assert_eq!((j.wake_at(), j.running_tid()), (None, Some(Tid(2))));
+    // It still takes changes until its commit starts.
+    assert_eq!(joined(j.dirty_metadata(ms(7500), 61, &mut out).unwrap()), Tid(2));
+    // Transaction 1's I/O completes at 7.6 s; at its end transaction 2's commit starts at the
+    // head, position 5 (block 1006): a descriptor and 2 copies.
+    let (seen, fsyncs) = settle(&mut j, ms(7600), first);
+    assert_eq!(fsyncs, [ReqId(0)]);
+    let tail: Vec<_> = seen[4..].to_vec();
+    assert_eq!(
+        tail,
+        [
+            JournalWrite { tid: Tid(2), block: 1006, count: 3 },
+            Flush,
+            CommitWrite { tid: Tid(2), block: 1009, fua: true }
+        ]
+    );
+    assert_eq!((j.stats().commits_fsync, j.stats().commits_timer, j.commit_sequence()), (1, 1, Tid(2)));
+}
+
+#[test]
 fn an_fsync_of_committed_changes_is_one_flush() {
     // ext4_sync_file: the transaction is committed, so jbd2_trans_will_send_data_barrier is 0
     // and ext4 sends a flush of its own; jbd2_complete_transaction has nothing to wait for.
