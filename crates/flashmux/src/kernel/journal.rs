@@ -114,7 +114,10 @@
 //! list). The checkpoint waits for a whole batch before the next. When a checkpoint's tail
 //! update is in flight the commit that would also move the tail skips it (a later update moves
 //! it further). A commit's blocks are taken from the log when it starts (jbd2 takes them as it
-//! writes, counting the rest as the committing transaction's credits).
+//! writes, counting the rest as the committing transaction's credits). The superblock write
+//! before the first commit after mounting a clean journal (`JBD2_FLUSHED`) is left out: one
+//! write per mount. The journal does not know inodes' tids: the caller keeps each inode's last
+//! tid (ext4's `i_sync_tid`, from [`Admit::Joined`]) and passes it to [`Journal::fsync`].
 //!
 //! # Memory
 //! The running and committing transactions (at most `max_txn` blocks each, plus their ordered
