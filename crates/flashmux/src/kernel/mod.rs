@@ -16,6 +16,7 @@
 //! opens); the I/O in flight is at most one extent per page.
 
 pub mod io;
+pub mod journal;
 pub mod kernels;
 pub mod pagecache;
 pub mod readahead;
