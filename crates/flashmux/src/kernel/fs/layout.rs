@@ -18,7 +18,8 @@
 //!   block 0), the group descriptor table (64-byte descriptors with the `64bit` feature: 64 a
 //!   block) and the reserved GDT blocks that let the filesystem grow 1024-fold
 //!   (`calc_reserved_gdt_blocks`: enough descriptor blocks for min(1024 × blocks, 2^32) blocks,
-//!   less those in use, at most 1024). A 1 GiB filesystem: 8 groups, 1 descriptor block,
+//!   less those in use, at most 1024; none, as mke2fs turns `resize_inode` off, when they and
+//!   the descriptors would take more than 3/4 of a group). A 1 GiB filesystem: 8 groups, 1 descriptor block,
 //!   ceil(2^28 / 32768 / 64) − 1 = 127 reserved ones; 64 GiB: 512 groups, 8 descriptor blocks,
 //!   1024 reserved (2^32 caps the growth: 131072 groups → 2048 blocks, less 8, capped).
 //! - **flex_bg** (`flex_bg_size` 16): the block bitmaps, then the inode bitmaps, then the inode
@@ -46,7 +47,7 @@
 //! metadata is packed contiguously, and a layout whose flex metadata would overlap another
 //! group's superblock copy is refused (mke2fs would skip around it; it never happens with the
 //! defaults, as flex groups start at multiples of 16 and no power of 3, 5 or 7 is one). No
-//! `meta_bg`, `sparse_super2`, `resize_inode` cut-off above 2^32 blocks, stride, bad blocks,
+//! `meta_bg` (mke2fs turns it on with `resize_inode` off), `sparse_super2`, `resize_inode` cut-off above 2^32 blocks, stride, bad blocks,
 //! orphan file or fast-commit area; the reserved-blocks percentage (5 % for root) does not
 //! restrict the allocator. The inode count is recomputed from the blocks kept when the last
 //! group is dropped.
@@ -228,7 +229,12 @@ impl Layout {
         let desc_blocks = groups.div_ceil(DESC_PER_BLOCK);
         let max_blocks = if blocks < u32::MAX as u64 / 1024 { blocks * 1024 } else { u32::MAX as u64 };
         let rsv_groups = max_blocks.div_ceil(bpg);
-        let reserved_gdt_blocks = rsv_groups.div_ceil(DESC_PER_BLOCK).saturating_sub(desc_blocks).min(BLOCK_SIZE / 4);
+        let mut reserved_gdt_blocks =
+            rsv_groups.div_ceil(DESC_PER_BLOCK).saturating_sub(desc_blocks).min(BLOCK_SIZE / 4);
+        if reserved_gdt_blocks + desc_blocks > bpg * 3 / 4 {
+            // mke2fs then turns resize_inode off (and meta_bg on, not modelled).
+            reserved_gdt_blocks = 0;
+        }
         if 3 + itb + reserved_gdt_blocks + desc_blocks > bpg {
             return Err(FsError::Config {
                 key: "inode_ratio",

@@ -107,6 +107,23 @@ fn layout_of_a_64_gib_filesystem() {
 }
 
 #[test]
+fn layout_of_a_1_tib_filesystem_is_computed_without_per_block_state() {
+    // 2^28 blocks = 8192 groups; 128 descriptor blocks; reserved GDT capped at 1024 (growth to
+    // 2^32 blocks would need 2048 − 128). Group 0: superblock 0, descriptors 1–128, reserved
+    // 129–1152, tables from 1153. Copies in 0, 1, 3, 9, 27, 81, 243, 729, 2187, 6561, 5, 25,
+    // 125, 625, 3125, 7, 49, 343, 2401: 19 × (1 + 128 + 1024) = 21907 blocks; 512 flex groups
+    // × 8224 = 4210688; journal 262144 (1 GiB), placed in group 4097 (the middle group 4096
+    // holds flex group 256's tables). 2^28 − 21907 − 4210688 − 262144 = 263940717.
+    let fs = Fs::mkfs(1 << 40, FsOptions::default()).unwrap();
+    let l = fs.layout();
+    assert_eq!((l.groups, l.desc_blocks, l.reserved_gdt_blocks), (8192, 128, 1024));
+    assert_eq!((l.block_bitmap(0), l.inode_bitmap(0), l.inode_table(0)), (1153, 1169, 1185));
+    assert_eq!(fs.journal(), ext(4097 * 32768, 262144));
+    assert_eq!(l.data_blocks(), 263940717);
+    assert_eq!(fs.free_blocks(), 263940717 - 6);
+}
+
+#[test]
 fn a_short_last_group_is_dropped_and_a_long_one_kept() {
     // 1 GiB + 100 blocks: a 100-block last group is below 2 + 512 + 50 blocks: dropped.
     let fs = Fs::mkfs(GIB + 100 * 4096, FsOptions::default()).unwrap();
@@ -308,6 +325,54 @@ fn truncate_returns_the_tail_and_releases_the_preallocation() {
 }
 
 #[test]
+fn the_fifth_extent_takes_a_tree_leaf_and_truncate_returns_it() {
+    // A 1 MiB file (window 0..256 at 4247–4502, group 0's first free run) written back one
+    // block in two: logical 0, 2, 4, 6, 8 at 4247, 4249, …, 4255 from the preallocation, five
+    // extents (not contiguous logically). The fifth needs a leaf: the first free block of
+    // group 0 outside the preallocation, 4503.
+    let mut fs = fs_1g();
+    let (f, _) = fs.create(fs.root(), "holes").unwrap();
+    fs.set_size(f, 1 << 20).unwrap();
+    for i in 0..4 {
+        let ch = fs.allocate(f, 2 * i, 1, 0).unwrap();
+        assert_eq!(ch.allocated, vec![ext(4247 + 2 * i, 1)]);
+        assert!(ch.dirtied.iter().all(|m| m.kind != MetaKind::ExtentTree));
+    }
+    let ch = fs.allocate(f, 8, 1, 0).unwrap();
+    assert_eq!(ch.allocated, vec![ext(4255, 1), ext(4503, 1)]);
+    assert!(ch.dirtied.contains(&meta(4503, MetaKind::ExtentTree)));
+    fs.check_invariants().unwrap();
+    // Truncate to 4 blocks: the preallocation's 256 − 5 unused blocks are released; the data
+    // at logical 4, 6, 8 and the leaf (2 extents fit the inode again) are freed.
+    let ch = fs.truncate(f, 4 * 4096).unwrap();
+    assert_eq!(ch.released, 251);
+    assert_eq!(ch.freed, vec![ext(4251, 1), ext(4253, 1), ext(4255, 1), ext(4503, 1)]);
+    assert_eq!(fs.extents(f).unwrap().len(), 2);
+    fs.check_invariants().unwrap();
+}
+
+#[test]
+fn a_directory_grows_by_a_block_when_its_first_is_full() {
+    // The root's block: 4096 − 12 (checksum tail) − 24 (. and ..) − 20 (lost+found) = 4040
+    // bytes; 4-byte names take 12: 336 entries fit. The 337th appends block 1 to the root,
+    // allocated at once from group 0's first free block (4247, after mkfs's blocks).
+    let mut fs = fs_1g();
+    for i in 0..336 {
+        let (_, ch) = fs.create(fs.root(), &format!("n{i:03}")).unwrap();
+        assert!(ch.allocated.is_empty());
+        assert!(ch.dirtied.contains(&meta(4241, MetaKind::Directory)));
+    }
+    let (_, ch) = fs.create(fs.root(), "n336").unwrap();
+    assert_eq!(ch.allocated, vec![ext(4247, 1)]);
+    assert!(ch.dirtied.contains(&meta(4247, MetaKind::Directory)));
+    assert!(!ch.dirtied.contains(&meta(4241, MetaKind::Directory)));
+    assert_eq!(fs.extents(fs.root()).unwrap().len(), 2);
+    fs.check_invariants().unwrap();
+    let json = serde_json::to_value(fs.stats()).unwrap();
+    assert_eq!((json["files"].as_u64(), json["directories"].as_u64()), (Some(337), Some(2)));
+}
+
+#[test]
 fn errors_are_values() {
     let mut fs = fs_1g();
     let (f, _) = fs.create(fs.root(), "x").unwrap();
@@ -339,11 +404,12 @@ enum Op {
     Release { f: usize },
 }
 
-fn op() -> impl Strategy<Value = Op> {
+/// An operation; appends of up to `append` blocks.
+fn op(append: u64) -> impl Strategy<Value = Op> {
     prop_oneof![
         2 => Just(Op::Create),
         1 => Just(Op::Mkdir),
-        4 => (0..64usize, 1..80u64).prop_map(|(f, n)| Op::Append { f, n }),
+        4 => (0..64usize, 1..append).prop_map(|(f, n)| Op::Append { f, n }),
         3 => (0..64usize, 0..600u64, 1..40u64).prop_map(|(f, at, n)| Op::Write { f, at, n }),
         2 => (0..64usize, 0..100u64).prop_map(|(f, keep_pct)| Op::Truncate { f, keep_pct }),
         1 => (0..64usize).prop_map(|f| Op::Unlink { f }),
@@ -382,10 +448,9 @@ impl Reference {
     }
 }
 
-fn run(ops: Vec<Op>) {
-    let opts = FsOptions { blocks_per_group: 4096, ..FsOptions::default() };
-    // 64 MiB: 4 groups of 4096, 1024 inodes each; journal 1024 blocks in group 2.
-    let mut fs = Fs::mkfs(64 << 20, opts).unwrap();
+fn run(device_bytes: u64, blocks_per_group: u64, ops: Vec<Op>) {
+    let opts = FsOptions { blocks_per_group, ..FsOptions::default() };
+    let mut fs = Fs::mkfs(device_bytes, opts).unwrap();
     let capacity = fs.layout().data_blocks();
     let mkfs_used: BTreeSet<u64> =
         (0..fs.layout().blocks).filter(|&b| fs.layout().region_of(b).is_none() && !fs.is_free(b)).collect();
@@ -397,12 +462,18 @@ fn run(ops: Vec<Op>) {
         match op {
             Op::Create => {
                 let parent = dirs[r.files.len() % dirs.len()];
-                let (ino, ch) = fs.create(parent, &format!("f{}", r.files.len())).unwrap();
+                let Ok((ino, ch)) = fs.create(parent, &format!("f{}", r.files.len())) else {
+                    assert_eq!(fs.free_blocks(), capacity - r.used.len() as u64, "a refused create changed blocks");
+                    continue;
+                };
                 r.take(&fs, &ch);
                 r.files.insert(ino, BTreeMap::new());
             }
             Op::Mkdir => {
-                let (d, ch) = fs.mkdir(fs.root(), &format!("d{}", dirs.len())).unwrap();
+                let Ok((d, ch)) = fs.mkdir(fs.root(), &format!("d{}", dirs.len())) else {
+                    assert_eq!(fs.free_blocks(), capacity - r.used.len() as u64, "a refused mkdir changed blocks");
+                    continue;
+                };
                 r.take(&fs, &ch);
                 dirs.push(d);
             }
@@ -413,7 +484,14 @@ fn run(ops: Vec<Op>) {
                 fs.set_size(ino, (at + n).max(size) * BLOCK_SIZE).unwrap();
                 let ch = match fs.allocate(ino, at, n, (f % 2) as u32) {
                     Ok(ch) => ch,
-                    Err(FsError::NoSpace) => continue,
+                    Err(FsError::NoSpace) => {
+                        assert_eq!(
+                            fs.free_blocks(),
+                            capacity - r.used.len() as u64,
+                            "a refused allocation changed blocks"
+                        );
+                        continue;
+                    }
                     Err(e) => panic!("{e}"),
                 };
                 r.take(&fs, &ch);
@@ -473,8 +551,16 @@ fn run(ops: Vec<Op>) {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
+    /// 64 MiB in 4 groups of 4096 blocks (1024 inodes each; journal: 1024 blocks, group 2).
     #[test]
-    fn allocation_agrees_with_a_reference_of_owned_blocks(ops in proptest::collection::vec(op(), 1..80)) {
-        run(ops);
+    fn allocation_agrees_with_a_reference_of_owned_blocks(ops in proptest::collection::vec(op(80), 1..80)) {
+        run(64 << 20, 4096, ops);
+    }
+
+    /// 16 MiB in 4 groups of 1024 blocks, about 2800 free: requests fail, runs are partial,
+    /// preallocations are released to satisfy others.
+    #[test]
+    fn a_nearly_full_filesystem_agrees_with_the_reference(ops in proptest::collection::vec(op(400), 1..120)) {
+        run(16 << 20, 1024, ops);
     }
 }
