@@ -48,7 +48,8 @@
 //!
 //! # Memory
 //! Free space is two maps of free runs (not per-block bitmaps): a fresh filesystem of any size
-//! is a few runs a group. Per group: four counters. Per existing inode: its extents, its
+//! is a few runs a group. Per group: four counters. Per locality group (a CPU the caller names,
+//! below 8192): at most 8 preallocations. Per existing inode: its extents, its
 //! preallocations, and for a directory its blocks' free bytes and its entries.
 //!
 //! # Source
@@ -223,6 +224,8 @@ pub enum FsError {
     BadName { len: usize },
     #[error("{op} of {len} blocks at logical block {logical}: expected at least one block, ending at most 2^32")]
     BadRange { op: &'static str, logical: u64, len: u64 },
+    #[error("cpu {0}: expected a locality group below 8192")]
+    BadCpu(u32),
     #[error("no free blocks")]
     NoSpace,
     #[error("no free inodes")]

@@ -11,6 +11,8 @@ use super::{Change, DirtyCounts, FsError, FsStats, Ino, Mapping, MetaKind, PhysE
 
 /// The largest logical block + 1 (`EXT_MAX_BLOCKS`, 2^32).
 const MAX_LOGICAL: u64 = 1 << 32;
+/// Locality groups a caller may name (one per CPU; Linux's `NR_CPUS` is at most 8192).
+pub const MAX_CPUS: u32 = 8192;
 
 /// An ext4-like filesystem's space management.
 #[derive(Clone, Debug)]
@@ -277,6 +279,9 @@ impl Fs {
     /// delayed-allocation pages, on `cpu`'s locality group); mapped blocks keep theirs.
     pub fn allocate(&mut self, ino: Ino, logical: u64, len: u64, cpu: u32) -> Result<Change, FsError> {
         Self::check_range("allocate", logical, len)?;
+        if cpu >= MAX_CPUS {
+            return Err(FsError::BadCpu(cpu));
+        }
         let node = self.expect(ino, Kind::File)?;
         let holes: Vec<Mapping> =
             node.extents.map_range(logical, len).into_iter().filter(|m| m.physical.is_none()).collect();

@@ -380,6 +380,7 @@ fn errors_are_values() {
     assert_eq!(fs.create(fs.root(), "").unwrap_err(), FsError::BadName { len: 0 });
     assert_eq!(fs.allocate(f, 0, 0, 0).unwrap_err(), FsError::BadRange { op: "allocate", logical: 0, len: 0 });
     assert!(matches!(fs.allocate(f, u32::MAX as u64, 2, 0), Err(FsError::BadRange { .. })));
+    assert_eq!(fs.allocate(f, 0, 1, 8192).unwrap_err(), FsError::BadCpu(8192));
     assert_eq!(fs.unlink(Ino(999)).unwrap_err(), FsError::NoInode(Ino(999)));
     let (d, _) = fs.mkdir(fs.root(), "d").unwrap();
     fs.create(d, "z").unwrap();
