@@ -21,9 +21,10 @@
 //!    max(L + n, i_size) in bytes, is rounded up to 16, 32, 64, 128, 256, 512 KiB or 1 MiB (a
 //!    window from logical block 0); up to 4 MiB: the 2 MiB-aligned window holding `L`; up to
 //!    8 MiB: the 4 MiB-aligned one; beyond: the 8 MiB-aligned one (2048 blocks; with 4 KiB
-//!    blocks mballoc's last case, the request's own size, is never reached). The window is cut
-//!    so as not to cover mapped blocks or the file's other preallocations, nor to leave `L`'s
-//!    group-sized logical span. The whole window is allocated: the request's part is used, the
+//!    blocks mballoc's last case, the request's own size, is never reached). A window starting
+//!    before the group-sized logical span holding `L` is moved to its start (size kept; only
+//!    with groups under 8 MiB), at most a group long, then cut so as not to cover mapped blocks
+//!    or the file's other preallocations. The whole window is allocated: the request's part is used, the
 //!    rest becomes the file's preallocation for its next writebacks.
 //!
 //! Where a new run is searched (`ext4_mb_regular_allocator`, simplified): when the window
@@ -405,7 +406,7 @@ impl Allocator {
     /// The normalized window of logical blocks for a stream request (`ext4_mb_normalize_request`).
     fn window(&self, lay: &Layout, req: &DataRequest, pas: &[InodePa]) -> (u64, u64) {
         let size = (req.logical + req.len).max(req.isize) * lay.opts.block_size;
-        let (mut start, mut len) = match size {
+        let (mut start, len) = match size {
             s if s <= 16 << 10 => (0, 4),
             s if s <= 32 << 10 => (0, 8),
             s if s <= 64 << 10 => (0, 16),
@@ -418,11 +419,7 @@ impl Allocator {
             _ => (req.logical / 2048 * 2048, 2048),
         };
         let bpg = lay.opts.blocks_per_group;
-        let floor = req.logical / bpg * bpg;
-        if start < floor {
-            len -= (floor - start).min(len);
-            start = floor;
-        }
+        start = start.max(req.logical / bpg * bpg);
         let mut end = (start + len).min(start + bpg);
         if let Some((lend, _)) = req.left {
             start = start.max(lend);
