@@ -48,9 +48,10 @@
 //!
 //! # Complexity and memory
 //! A slab of at most `capacity_pages` entries with intrusive LRU links, grown as pages are first
-//! cached (a large cache that a run touches little costs what it holds); a `BTreeMap` from (file, page) to
-//! slab entry; per file, the ordered set of its dirty pages; one ordered set of dirty pages by
-//! age. Every page operation is O(log n).
+//! cached (a large cache that a run touches little costs what it holds); a hash map (fixed hash,
+//! never iterated where order could matter) from (file, page) to slab entry; per file, the
+//! ordered set of its dirty pages; one ordered set of dirty pages by age. Every page operation is
+//! O(log n) (the index's, O(1)).
 //!
 //! # Source
 //! Linux `mm/filemap.c` (`filemap_read`, `filemap_get_pages`, `folio_mark_accessed` in
@@ -62,6 +63,7 @@ use super::readahead::{self, RaDecision, RaState};
 use super::writeback::{Flusher, WriteReason};
 use super::{CacheError, Extent, FileId, IoId, PageCacheConfig, ReadIo, StreamId, PAGE_SIZE};
 use crate::units::SimTime;
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -228,7 +230,9 @@ pub struct PageCache {
     pub(super) slots: Vec<Slot>,
     /// Slots of `slots` free again.
     pub(super) free: Vec<u32>,
-    pub(super) index: BTreeMap<(FileId, u64), u32>,
+    /// Each cached page's slot, by (file, page). Point lookups only; ranges go through
+    /// [`PageCache::pages_in`], which sorts what it finds.
+    pub(super) index: FxHashMap<(FileId, u64), u32>,
     pub(super) inactive: Lru,
     pub(super) active: Lru,
     pub(super) files: BTreeMap<FileId, FileState>,
@@ -263,7 +267,7 @@ impl PageCache {
             cfg,
             slots: Vec::new(),
             free: Vec::new(),
-            index: BTreeMap::new(),
+            index: FxHashMap::default(),
             inactive: lru,
             active: lru,
             files: BTreeMap::new(),
@@ -610,6 +614,20 @@ impl PageCache {
                 self.relink(s);
             }
         }
+    }
+
+    /// The cached pages of `file` in `[first, end)` as (page, slot), ascending: looked up one by
+    /// one over a range no longer than the file's cached pages, else found by a scan of the index.
+    pub(super) fn pages_in(&self, file: FileId, first: u64, end: u64) -> Vec<(u64, u32)> {
+        let Some(f) = self.files.get(&file) else { return Vec::new() };
+        let mut out: Vec<(u64, u32)> = if end.saturating_sub(first) <= f.pages.max(64) {
+            (first..end).filter_map(|p| self.index.get(&(file, p)).map(|&s| (p, s))).collect()
+        } else {
+            let within = |&(&(fl, p), _): &(&(FileId, u64), &u32)| fl == file && (first..end).contains(&p);
+            self.index.iter().filter(within).map(|(&(_, p), &s)| (p, s)).collect()
+        };
+        out.sort_unstable();
+        out
     }
 
     /// Pages not holding a file's page: free slots and slots not yet grown.

@@ -466,7 +466,7 @@ impl PageCache {
             }
         }
         if self.files.get(&file).is_some_and(|f| f.wb_dirty > 0) {
-            for (_, &s) in self.index.range((file, first)..(file, end)) {
+            for (_, s) in self.pages_in(file, first, end) {
                 res.held_back += (self.slots[s as usize].state == PageState::WritebackDirty) as u64;
             }
         }
@@ -477,8 +477,7 @@ impl PageCache {
     pub fn invalidate(&mut self, now: SimTime, file: FileId, first: u64, end: u64) -> Result<Invalidated, CacheError> {
         self.tick(now)?;
         let mut res = Invalidated::default();
-        let slots: Vec<u32> = self.index.range((file, first)..(file, end)).map(|(_, &s)| s).collect();
-        for s in slots {
+        for (_, s) in self.pages_in(file, first, end) {
             match self.slots[s as usize].state {
                 PageState::Clean => {
                     self.unlink(s);
