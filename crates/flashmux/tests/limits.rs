@@ -154,6 +154,13 @@ fn memory_estimate_counts_tables_tenants_and_jobs() {
     assert_eq!(part(&many, "tenants"), 64 * part(&one, "tenants"));
     assert_eq!(part(&many, "jobs"), 256 * part(&one, "jobs"));
     assert_eq!(many.total(), many.parts.iter().map(|p| p.1).sum::<u64>());
+    // Page caches: none without a kernel; one shared on bare metal, whatever the tenants; per
+    // page of capacity and of dirty threshold (1 GiB: 262,144 + 52,428 pages of 96 bytes).
+    assert_eq!(part(&many, "page caches"), 0);
+    let with_kernel = |text: &str| memory_estimate(&scenario(&text.replacen("[[tenant]]", "[kernel]\n[[tenant]]", 1)));
+    let shared = part(&with_kernel(&format!("{DRIVE}{many_tenants}")), "page caches");
+    assert_eq!(shared, (262_144 + 52_428) * 96);
+    assert_eq!(part(&with_kernel(&paced("1m")), "page caches"), shared);
 }
 
 #[test]

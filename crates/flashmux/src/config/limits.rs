@@ -9,8 +9,8 @@
 //! | jobs in a run, `numjobs` counted | [`MAX_RUN_JOBS`] = 65,536 | about 100 KiB each while running (latency histograms): 6 GiB at the bound |
 //! | timeline intervals (stop time ÷ `timeline_interval`) | [`MAX_TIMELINE_INTERVALS`] = 10,000,000 | a row per tenant per interval: about 1 GB of CSV for one tenant |
 //!
-//! [`memory_estimate`] adds up the model's large tables from the geometry and a per-tenant and
-//! per-job cost measured on this implementation (docs/PERFORMANCE.md, "Memory"); the command
+//! [`memory_estimate`] adds up the model's large tables from the geometry, the kernels' page
+//! caches at their capacity, and a per-tenant and per-job cost measured on this implementation (docs/PERFORMANCE.md, "Memory"); the command
 //! line compares it with the memory the machine has before the run.
 
 use super::{ConfigError, DeviceKind, Scenario};
@@ -57,6 +57,15 @@ pub fn memory_estimate(s: &Scenario) -> MemoryEstimate {
         // the block table (~24 B per block); the write buffer's slots (~32 B each).
         let tables = c.logical_units() * 4 + g.total_units() * 6 + g.blocks() * 24 + u64::from(c.buffer_units) * 32;
         parts.push(("mapping tables and ownership ledger", tables));
+    }
+    if let Some(k) = &s.kernel {
+        // Per kernel (each VM's, or one shared): a full cache's slots and index (~96 B a page),
+        // and the dirty pages' ordered sets up to the dirty threshold (~96 B a page): a 1 GiB
+        // cache of random pages measured 33 MiB (`bench --buffered`).
+        let kernels = if s.virt.mode.is_vm() { s.tenants.len() as u64 } else { 1 };
+        let c = &k.pagecache;
+        let dirty = if c.dirty_bytes != 0 { c.dirty_bytes / 4096 } else { c.capacity_pages * c.dirty_ratio / 100 };
+        parts.push(("page caches", kernels * (c.capacity_pages + dirty.min(c.capacity_pages)) * 96));
     }
     parts.push(("tenants", s.tenants.len() as u64 * TENANT_BYTES));
     parts.push(("jobs (latency histograms)", jobs(s) * JOB_BYTES));
