@@ -168,6 +168,29 @@ fn each_vm_has_its_own_kernel() {
 }
 
 #[test]
+fn tenants_share_the_host_kernel_on_bare_metal_unless_each_has_its_own() {
+    // Two tenants reading 64 KiB (16 pages) at the start of their regions. Each stream's
+    // read-ahead windows (MODEL.md §3b) start at pages 0, 1, 4 and 12 with 4, 8, 16 and 32
+    // pages: 60 pages cached per tenant. Shared: one kernel holding both tenants' 120. Per
+    // tenant: a kernel each with 60, as each VM's would be.
+    let jobs = format!(
+        "{}{}",
+        tenant("a", "rw=read\nbs=4k\nsize=64k"),
+        tenant("b", "rw=read\nbs=4k\nsize=64k")
+    );
+    let shared = run_checked(&format!("{NULL}{jobs}"), 5);
+    let ks = shared.kernel.as_ref().unwrap();
+    assert_eq!((ks.len(), ks[0].tenants.as_slice()), (1, [0usize, 1].as_slice()));
+    assert_eq!(ks[0].cached_pages, 120);
+    let own = run_checked(&format!("{}{jobs}", NULL.replace("[kernel]\n", "[kernel]\nper_tenant = true\n")), 5);
+    let ks = own.kernel.as_ref().unwrap();
+    assert_eq!(ks.len(), 2);
+    assert_eq!((ks[0].cached_pages, ks[1].cached_pages), (60, 60));
+    let e = load_err(&format!("{}[virt]\nmode = \"dataplane\"\n{jobs}", NULL.replace("[kernel]\n", "[kernel]\nper_tenant = false\n")));
+    assert!(e.contains("kernel.per_tenant") && e.contains("each VM has its own kernel"), "{e}");
+}
+
+#[test]
 fn a_run_with_a_kernel_is_deterministic() {
     let text = format!(
         "{NULL}[stop]\ntime = \"200ms\"\n{}{}",

@@ -62,7 +62,7 @@ pub fn memory_estimate(s: &Scenario) -> MemoryEstimate {
         // Per kernel (each VM's, or one shared): a full cache's slots and index (~96 B a page),
         // and the dirty pages' ordered sets up to the dirty threshold (~96 B a page): a 1 GiB
         // cache of random pages measured 33 MiB (`bench --buffered`).
-        let kernels = if s.virt.mode.is_vm() { s.tenants.len() as u64 } else { 1 };
+        let kernels = if k.per_tenant { s.tenants.len() as u64 } else { 1 };
         let c = &k.pagecache;
         let dirty = if c.dirty_bytes != 0 { c.dirty_bytes / 4096 } else { c.capacity_pages * c.dirty_ratio / 100 };
         parts.push(("page caches", kernels * (c.capacity_pages + dirty.min(c.capacity_pages)) * 96));

@@ -268,6 +268,9 @@ impl Scenario {
         self.virt.validate()?;
         if let Some(k) = &self.kernel {
             k.validate()?;
+            if self.virt.mode.is_vm() && !k.per_tenant {
+                return Err("kernel.per_tenant: false: each VM has its own kernel (virt.mode is a VM mode)".into());
+            }
             self.check_requests_fit(k)?;
         }
         if self.virt.mode.is_vm() && self.host.cpu.is_none() {

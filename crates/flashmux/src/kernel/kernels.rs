@@ -1,5 +1,6 @@
 //! The kernels of a run: what the simulator drives when a scenario has a `[kernel]` — each VM's
-//! own kernel, or on bare metal the host's one kernel that every tenant shares.
+//! own kernel, or on bare metal the host's one kernel that every tenant shares (or, with
+//! `kernel.per_tenant`, a kernel per tenant without a VM's I/O path).
 //!
 //! # Model
 //! A kernel is a [`KernelIo`] (page cache, flusher, fsync) plus what the simulator needs to drive
@@ -97,7 +98,8 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    /// `per_tenant`: each tenant a VM with its own kernel, else one shared kernel. `jobs`: each
+    /// `per_tenant`: each tenant has its own kernel (a VM, or `kernel.per_tenant`), else one
+    /// shared kernel. `jobs`: each
     /// job's tenant and whether it is buffered.
     /// `regions`: each tenant's (offset, length) on the device, its file.
     pub fn new(

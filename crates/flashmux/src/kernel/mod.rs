@@ -171,6 +171,10 @@ pub struct KernelConfig {
     /// The time to copy one 4 KiB page between the page cache and the application
     /// (`page_copy`, 500 ns: about 8 GB/s, one core's `copy_to_user` of cached data).
     pub page_copy: Nanos,
+    /// A kernel per tenant (`per_tenant`): each tenant a VM or machine of its own. Always so in
+    /// a VM mode; on bare metal the default is one kernel that every tenant shares (the host's),
+    /// and `per_tenant = true` gives each its own without modelling a VM's I/O path.
+    pub per_tenant: bool,
 }
 
 impl KernelConfig {

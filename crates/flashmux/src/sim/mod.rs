@@ -234,9 +234,8 @@ impl Simulator {
                     (j.tenant, fio && !j.spec.direct)
                 })
                 .collect();
-            let per_vm = sim.scenario.virt.mode.is_vm();
             let regions: Vec<(u64, u64)> = sim.scenario.tenants.iter().map(|t| t.region).collect();
-            let kernels = Kernels::new(k, &regions, per_vm, &jobs)
+            let kernels = Kernels::new(k, &regions, k.per_tenant, &jobs)
                 .map_err(|e| SimError::Config(e.to_string()))?;
             sim.kernels = Some(kernels);
         }

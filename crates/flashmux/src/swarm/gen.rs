@@ -182,6 +182,10 @@ fn kernel(g: &mut G, doc: &mut Doc) {
     g.tag("kernel", true);
     // Always one key, so that the table exists.
     doc.set("kernel", "page_copy", t::string(&t::duration(g.int(1, 5_000))));
+    if g.chance(0.3) {
+        // A kernel per tenant (already so in a VM mode).
+        doc.set("kernel", "per_tenant", "true".into());
+    }
     if g.chance(0.7) {
         let cap = g.weighted(&[("2MiB", 2), ("8MiB", 2), ("64MiB", 1), ("1GiB", 1)]);
         doc.set("kernel.pagecache", "capacity", t::string(cap));

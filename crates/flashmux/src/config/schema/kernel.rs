@@ -8,6 +8,7 @@ use crate::kernel::{KernelConfig, PageCacheConfig, PAGE_SIZE};
 #[serde(deny_unknown_fields)]
 pub(super) struct KernelSection {
     pub(super) page_copy: Option<Duration>,
+    pub(super) per_tenant: Option<bool>,
     #[serde(default)]
     pub(super) pagecache: PageCacheSection,
 }
@@ -26,7 +27,10 @@ pub(super) struct PageCacheSection {
 }
 
 /// The kernel's settings; its largest device request is the block layer's `max_sectors_kb`.
-pub(super) fn resolve_kernel(ctx: &Ctx, k: &KernelSection, max_sectors: u64) -> Result<KernelConfig, ConfigError> {
+pub(super) fn resolve_kernel(ctx: &Ctx, k: &KernelSection, max_sectors: u64, vm: bool) -> Result<KernelConfig, ConfigError> {
+    if vm && k.per_tenant == Some(false) {
+        return Err(ctx.err("kernel.per_tenant: false: each VM has its own kernel (virt.mode is a VM mode)"));
+    }
     let p = &k.pagecache;
     let d = PageCacheConfig::default();
     let capacity = p.capacity.as_ref().map_or(d.capacity_pages * PAGE_SIZE, |c| c.bytes);
@@ -50,6 +54,7 @@ pub(super) fn resolve_kernel(ctx: &Ctx, k: &KernelSection, max_sectors: u64) -> 
             max_extent_bytes: (max_sectors / PAGE_SIZE).max(1) * PAGE_SIZE,
         },
         page_copy: or(&k.page_copy, KernelConfig::DEFAULT_PAGE_COPY),
+        per_tenant: vm || k.per_tenant.unwrap_or(false),
     };
     cfg.validate().map_err(|e| ctx.err(e))?;
     Ok(cfg)
