@@ -126,6 +126,9 @@ fn writer(t: &TenantSpec, sector: u64, seed: u64) -> TenantWriter<'static> {
 
 /// Of the first [`SHARE_SAMPLE`] I/Os of a stream of (is a write, bytes): how many there were
 /// and the bytes they wrote.
+/// The most I/Os in a row that are not writes an aging stream reads past before it ends.
+const MAX_SKIPPED: u64 = 1 << 20;
+
 fn written_per_io(ios: impl Iterator<Item = (bool, u64)>) -> (u64, u64) {
     ios.take(SHARE_SAMPLE as usize).fold((0, 0), |(n, b), (write, len)| (n + 1, b + if write { len } else { 0 }))
 }
@@ -151,10 +154,14 @@ impl CloneWrites {
 /// `None` if a whole stream has no write.
 fn next_fio_write((w, gen): &mut (CloneWrites, JobGen)) -> Option<(u64, u64)> {
     let mut restarted = false;
+    let mut skipped = 0u64;
     loop {
         match gen.next() {
             Some(io) if io.dir == Dir::Write => return Some((io.offset, io.len)),
-            Some(_) => {}
+            // A clone whose stream goes on without writes (its writes all came before, or it
+            // draws them too rarely) ages nothing more.
+            Some(_) if skipped >= MAX_SKIPPED => return None,
+            Some(_) => skipped += 1,
             None if restarted => return None,
             None => {
                 restarted = true;
@@ -176,6 +183,20 @@ mod tests {
 
     fn take(w: &mut TenantWriter, n: usize) -> Vec<(u64, u64)> {
         (0..n).map_while(|_| (w.writes)()).collect()
+    }
+
+    #[test]
+    fn a_job_whose_loops_draw_no_write_ages_nothing_and_ends() {
+        // Mostly reads, 3 I/Os a loop, time based: every loop replays the same random draws
+        // (randrepeat), which for this job, tenant and seed (a configuration the swarm drew) are
+        // three reads, so the stream goes on for ever without a write. Its aging stream ends
+        // instead of reading past them for ever.
+        let text = "seed = 6553441960416464375\n[device]\npreset = \"null\"\n[[tenant]]\nname = \"t0\"\n\
+                    region = { offset = \"0\", size = \"284KiB\" }\n\
+                    fio = \"[j0]\\nrw=rw\\nrwmixread=95\\nbs=8k\\nnumber_ios=3\\ntime_based\\nruntime=689us\\n\"\n";
+        let s = Scenario::from_toml(text, "aging.toml", Path::new(".")).unwrap();
+        let mut w = tenant_writers(&s, 512);
+        assert_eq!(take(&mut w[0], 1), []);
     }
 
     #[test]
