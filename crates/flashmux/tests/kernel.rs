@@ -173,11 +173,7 @@ fn tenants_share_the_host_kernel_on_bare_metal_unless_each_has_its_own() {
     // read-ahead windows (MODEL.md §3b) start at pages 0, 1, 4 and 12 with 4, 8, 16 and 32
     // pages: 60 pages cached per tenant. Shared: one kernel holding both tenants' 120. Per
     // tenant: a kernel each with 60, as each VM's would be.
-    let jobs = format!(
-        "{}{}",
-        tenant("a", "rw=read\nbs=4k\nsize=64k"),
-        tenant("b", "rw=read\nbs=4k\nsize=64k")
-    );
+    let jobs = format!("{}{}", tenant("a", "rw=read\nbs=4k\nsize=64k"), tenant("b", "rw=read\nbs=4k\nsize=64k"));
     let shared = run_checked(&format!("{NULL}{jobs}"), 5);
     let ks = shared.kernel.as_ref().unwrap();
     assert_eq!((ks.len(), ks[0].tenants.as_slice()), (1, [0usize, 1].as_slice()));
@@ -186,8 +182,61 @@ fn tenants_share_the_host_kernel_on_bare_metal_unless_each_has_its_own() {
     let ks = own.kernel.as_ref().unwrap();
     assert_eq!(ks.len(), 2);
     assert_eq!((ks[0].cached_pages, ks[1].cached_pages), (60, 60));
-    let e = load_err(&format!("{}[virt]\nmode = \"dataplane\"\n{jobs}", NULL.replace("[kernel]\n", "[kernel]\nper_tenant = false\n")));
+    let e = load_err(&format!(
+        "{}[virt]\nmode = \"dataplane\"\n{jobs}",
+        NULL.replace("[kernel]\n", "[kernel]\nper_tenant = false\n")
+    ));
     assert!(e.contains("kernel.per_tenant") && e.contains("each VM has its own kernel"), "{e}");
+}
+
+#[test]
+fn an_fsync_of_an_append_on_ext4_is_three_writes_and_two_flushes() {
+    // 16 appends of 4 KiB, an fsync after each but the last, on ext4 over a 1 GiB region. Each
+    // write changes the inode (its block joins the running transaction); each fsync writes the
+    // page, then commits: one journal write of 8 KiB (the descriptor and the inode's block), a
+    // flush, the 4 KiB commit block, and a flush (the device has no FUA). The 16th page stays
+    // dirty: nothing syncs it.
+    let text = format!(
+        "{}{}",
+        NULL.replace("[kernel]\n", "[kernel]\nfilesystem = \"ext4\"\n"),
+        tenant("a", "rw=write\nbs=4k\nsize=64k\nfsync=1").replace(
+            "[[tenant]]\nname = \"a\"\n",
+            "[[tenant]]\nname = \"a\"\nregion = { offset = \"0\", size = \"1GiB\" }\n"
+        )
+    );
+    let (r, sent) = run_recorded(&text);
+    assert_eq!(sent.len(), 15 * 5, "{sent:?}");
+    for (i, c) in sent.chunks(5).enumerate() {
+        let shape: Vec<(IoOp, u64)> = c.iter().map(|&(op, _, len)| (op, len)).collect();
+        let want = [(IoOp::Write, 4096), (IoOp::Write, 8192), (IoOp::Flush, 0), (IoOp::Write, 4096), (IoOp::Flush, 0)];
+        assert_eq!(shape, want, "commit {i}");
+        // The data is the file's page i; the journal's blocks follow each other in its log.
+        assert_eq!(c[0].1, sent[0].1 + i as u64 * 4096, "the file's blocks are contiguous");
+        assert_eq!(c[1].1, sent[1].1 + i as u64 * 3 * 4096, "each commit 3 blocks of the log");
+        assert_eq!(c[3].1, c[1].1 + 8192, "the commit block after the logged blocks");
+    }
+    let k = kernel(&r, 0);
+    let j = &k.filesystems[0].journal;
+    assert_eq!((j.commits_fsync, j.metadata_blocks, j.descriptor_blocks, j.commit_blocks), (15, 15, 15, 15));
+    assert_eq!((k.device.writes, k.device.flushes, k.dirty_pages), (45, 30, 1));
+}
+
+#[test]
+fn jobs_naming_the_same_file_share_it_on_ext4() {
+    // A writer lays down 64 KiB of "data" and a reader then reads it: its reads hit. With
+    // different files the reader's misses go to the device.
+    let jobs = |name: &str| {
+        format!(
+            "[[tenant]]\nname = \"t\"\nregion = {{ offset = \"0\", size = \"1GiB\" }}\nfio = \"\"\"\n\
+             [w]\nrw=write\nbs=64k\nsize=64k\nfilename=data\n[r]\nstonewall\nrw=read\nbs=4k\nsize=64k\nfilename={name}\n\"\"\"\n"
+        )
+    };
+    let ext4 = NULL.replace("[kernel]\n", "[kernel]\nfilesystem = \"ext4\"\n");
+    let shared = run_checked(&format!("{ext4}{}", jobs("data")), 3);
+    let k = kernel(&shared, 0);
+    assert_eq!((k.page_cache.hits, k.device.reads), (16, 0));
+    let apart = run_checked(&format!("{ext4}{}", jobs("other")), 3);
+    assert!(kernel(&apart, 0).device.reads > 0);
 }
 
 #[test]
@@ -224,6 +273,14 @@ fn bad_kernel_settings_are_clear_errors() {
     assert!(e.contains("kernel.pagecache.dirty_ratio") && e.contains("0 to 100"), "{e}");
     let e = load_err(&format!("{dev}[kernel]\nswappiness = 60\n{job}"));
     assert!(e.contains("swappiness"), "{e}");
+    let e = load_err(&format!("{dev}[kernel]\nfilesystem = \"xfs\"\n{job}"));
+    assert!(e.contains("kernel.filesystem") && e.contains("ext4"), "{e}");
+    // A job over its whole region: its file cannot fit beside ext4's metadata and journal.
+    let s = scenario(&format!("{dev}[kernel]\nfilesystem = \"ext4\"\n{}", tenant("w", "rw=write\nbs=4k")));
+    match Simulator::new(s) {
+        Err(e) => assert!(e.to_string().contains("does not fit in the tenant's filesystem"), "{e}"),
+        Ok(_) => panic!("a file as large as its region was laid out"),
+    }
 }
 
 #[test]

@@ -34,11 +34,13 @@
 //! The system call's CPU time is the copy alone: with a CPU model (`[host.cpu]`, VMs), the cache's
 //! hits take no thread's time. fio's `filename`/`nrfiles` are not files here (a tenant is one file).
 
+use super::ext4::{Ext4, Ext4Result, FsIoId, FsOut};
 use super::io::{AppOp, DevId, DevIo, KernelIo, KernelOut};
-use super::{CacheError, CacheStats, FileId, KernelConfig, StreamId, PAGE_SIZE};
+use super::{CacheStats, FileId, KernelConfig, StreamId, PAGE_SIZE};
 use crate::device::IoOp;
 use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// What one kernel did, for `results.json`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -52,8 +54,11 @@ pub struct KernelResult {
     pub dirty_pages: u64,
     pub writeback_pages: u64,
     /// The device requests the kernel sent: the cache's reads (misses and read-ahead), its
-    /// writeback, and the flushes of syncs.
+    /// writeback, the flushes of syncs, and with a filesystem its journal's writes and flushes.
     pub device: KernelDeviceIo,
+    /// Its tenants' filesystems (`filesystem = "ext4"`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub filesystems: Vec<Ext4Result>,
 }
 
 /// Device requests and bytes, by operation.
@@ -67,20 +72,46 @@ pub struct KernelDeviceIo {
 }
 
 impl KernelDeviceIo {
-    fn count(&mut self, d: &DevIo) {
-        match d.op {
-            IoOp::Read => (self.reads, self.read_bytes) = (self.reads + 1, self.read_bytes + d.len),
-            IoOp::Write => (self.writes, self.write_bytes) = (self.writes + 1, self.write_bytes + d.len),
+    fn count(&mut self, op: IoOp, len: u64) {
+        match op {
+            IoOp::Read => (self.reads, self.read_bytes) = (self.reads + 1, self.read_bytes + len),
+            IoOp::Write => (self.writes, self.write_bytes) = (self.writes + 1, self.write_bytes + len),
             IoOp::Flush => self.flushes += 1,
-            IoOp::Trim => unreachable!("the page cache sends no trims"),
+            IoOp::Trim => unreachable!("the kernel sends no trims"),
         }
     }
+}
+
+/// A kernel's device request, by whose it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelDev {
+    /// The page cache's, on a raw block device.
+    Cache(DevId),
+    /// The filesystem's: a piece of the page cache's, or the journal's.
+    Fs(FsIoId),
+}
+
+/// A device request of a kernel: `offset` and `len` in bytes of the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceIo {
+    pub id: KernelDev,
+    pub tenant: TenantId,
+    pub op: IoOp,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// What a call produced: device requests to send now, applications' requests now complete.
+#[derive(Debug, Default)]
+pub struct KernelsOut {
+    pub device: Vec<DeviceIo>,
+    pub done: Vec<ReqId>,
 }
 
 struct Kernel {
     io: KernelIo,
     tenants: Vec<usize>,
-    /// The flusher wake-up scheduled, if any.
+    /// The wake-up scheduled, if any.
     armed: Option<SimTime>,
     sent: KernelDeviceIo,
 }
@@ -91,51 +122,99 @@ pub struct Kernels {
     kernels: Vec<Kernel>,
     /// Each tenant's kernel.
     of_tenant: Vec<usize>,
-    /// Each tenant's region (offset, length): its file.
+    /// Each tenant's region (offset, length).
     regions: Vec<(u64, u64)>,
-    /// Each job's read-ahead stream: `Some` for buffered jobs.
-    streams: Vec<Option<StreamId>>,
+    /// Each tenant's filesystem, with `filesystem = "ext4"`.
+    ext4: Vec<Option<Ext4>>,
+    /// Each page-cache file's tenant: the tenants' own (their regions) first, then the jobs'
+    /// files on their filesystems.
+    file_tenant: Vec<TenantId>,
+    /// Each job's file and read-ahead stream: `Some` for buffered jobs.
+    jobs: Vec<Option<(FileId, StreamId)>>,
+    kout: KernelOut,
+    fsout: FsOut,
+    /// Page-cache I/O the filesystem completed, to report to the cache.
+    cache_done: Vec<(DevId, IoOp)>,
+}
+
+/// A buffered job of the run: its tenant, its range of the device (first byte, length), and
+/// its file's name (fio's `filename`, else `jobname.clone.0`): jobs of a tenant naming the same
+/// file share it, on a filesystem.
+#[derive(Clone, Debug)]
+pub struct BufferedJob {
+    pub tenant: TenantId,
+    pub range: (u64, u64),
+    pub file: String,
 }
 
 impl Kernels {
-    /// `per_tenant`: each tenant has its own kernel (a VM, or `kernel.per_tenant`), else one
-    /// shared kernel. `jobs`: each
-    /// job's tenant and whether it is buffered.
-    /// `regions`: each tenant's (offset, length) on the device, its file.
-    pub fn new(
-        cfg: KernelConfig,
-        regions: &[(u64, u64)],
-        per_tenant: bool,
-        jobs: &[(TenantId, bool)],
-    ) -> Result<Kernels, CacheError> {
+    /// `regions`: each tenant's (offset, length) on the device. `jobs`: each job, `Some` if it
+    /// is buffered.
+    pub fn new(cfg: KernelConfig, regions: &[(u64, u64)], jobs: &[Option<BufferedJob>]) -> Result<Kernels, String> {
         let tenants = regions.len();
-        let count = if per_tenant { tenants } else { 1 };
-        let of_tenant: Vec<usize> = (0..tenants).map(|t| if per_tenant { t } else { 0 }).collect();
+        let count = if cfg.per_tenant { tenants } else { 1 };
+        let of_tenant: Vec<usize> = (0..tenants).map(|t| if cfg.per_tenant { t } else { 0 }).collect();
         let mut kernels = Vec::with_capacity(count);
         for k in 0..count {
             kernels.push(Kernel {
-                io: KernelIo::new(cfg.pagecache)?,
+                io: KernelIo::new(cfg.pagecache).map_err(|e| e.to_string())?,
                 tenants: (0..tenants).filter(|&t| of_tenant[t] == k).collect(),
                 armed: None,
                 sent: KernelDeviceIo::default(),
             });
         }
-        for (t, &(_, len)) in regions.iter().enumerate() {
-            let k = &mut kernels[of_tenant[t]];
-            k.io.cache_mut().set_file_end(file_of(TenantId(t as u16)), len.div_ceil(PAGE_SIZE));
+        let mut ext4: Vec<Option<Ext4>> = (0..tenants).map(|_| None).collect();
+        let mut file_tenant: Vec<TenantId> = (0..tenants).map(|t| TenantId(t as u16)).collect();
+        for (t, &(start, len)) in regions.iter().enumerate() {
+            kernels[of_tenant[t]].io.cache_mut().set_file_end(FileId(t as u32), len.div_ceil(PAGE_SIZE));
+            let buffered = jobs.iter().flatten().any(|j| j.tenant.index() == t);
+            if cfg.filesystem == Filesystem::Ext4 && buffered {
+                ext4[t] = Some(Ext4::new(start, len).map_err(|e| format!("tenant {t}: {e}"))?);
+            }
         }
-        let streams = jobs
-            .iter()
-            .map(|&(t, buffered)| {
-                buffered.then(|| kernels[of_tenant[t.index()]].io.cache_mut().open_stream(file_of(t)))
-            })
-            .collect();
-        Ok(Kernels { cfg, kernels, of_tenant, regions: regions.to_vec(), streams })
+        // On a filesystem, the files by (tenant, name), each spanning its jobs' ranges.
+        let mut named: BTreeMap<(TenantId, &str), (u64, u64)> = BTreeMap::new();
+        for j in jobs.iter().flatten().filter(|j| ext4[j.tenant.index()].is_some()) {
+            let (first, end) = (j.range.0, j.range.0 + j.range.1);
+            let e = named.entry((j.tenant, j.file.as_str())).or_insert((first, end));
+            *e = (e.0.min(first), e.1.max(end));
+        }
+        let mut ids: BTreeMap<(TenantId, &str), FileId> = BTreeMap::new();
+        for (&(t, name), &(first, end)) in &named {
+            let f = FileId(file_tenant.len() as u32);
+            file_tenant.push(t);
+            let fs = ext4[t.index()].as_mut().expect("a filesystem");
+            fs.add_file(f, name, first, end - first).map_err(|e| format!("tenant {}: {e}", t.index()))?;
+            kernels[of_tenant[t.index()]].io.cache_mut().set_file_end(f, (end - first).div_ceil(PAGE_SIZE));
+            ids.insert((t, name), f);
+        }
+        let mut files = Vec::with_capacity(jobs.len());
+        for j in jobs {
+            let Some(j) = j else {
+                files.push(None);
+                continue;
+            };
+            let t = j.tenant.index();
+            let file = ids.get(&(j.tenant, j.file.as_str())).copied().unwrap_or(FileId(t as u32));
+            files.push(Some((file, kernels[of_tenant[t]].io.cache_mut().open_stream(file))));
+        }
+        Ok(Kernels {
+            cfg,
+            kernels,
+            of_tenant,
+            regions: regions.to_vec(),
+            ext4,
+            file_tenant,
+            jobs: files,
+            kout: KernelOut::default(),
+            fsout: FsOut::default(),
+            cache_done: Vec::new(),
+        })
     }
 
     /// Whether job `j`'s I/O goes through its kernel's page cache.
     pub fn is_buffered(&self, j: JobId) -> bool {
-        self.streams[j.index()].is_some()
+        self.jobs[j.index()].is_some()
     }
 
     /// Tenant `t`'s kernel.
@@ -151,31 +230,37 @@ impl Kernels {
         j: JobId,
         r: ReqId,
         (op, offset, len): (IoOp, u64, u64),
-        out: &mut KernelOut,
-    ) -> Result<(), CacheError> {
-        let file = file_of(t);
+        out: &mut KernelsOut,
+    ) -> Result<(), String> {
+        let (file, stream) = self.jobs[j.index()].expect("a buffered job");
         let app = match op {
-            IoOp::Read => {
-                AppOp::Read { file, offset: self.file_offset(t, offset), len, stream: self.streams[j.index()] }
-            }
-            IoOp::Write => AppOp::Write { file, offset: self.file_offset(t, offset), len },
+            IoOp::Read => AppOp::Read { file, offset: self.file_offset(t, file, offset), len, stream: Some(stream) },
+            IoOp::Write => AppOp::Write { file, offset: self.file_offset(t, file, offset), len },
             IoOp::Flush => AppOp::Fsync { file },
             IoOp::Trim => unreachable!("a buffered job's trims go to the device directly"),
         };
         let k = self.of_tenant[t.index()];
-        self.counted(k, out, |io, out| io.submit(now, r, app, out))
+        self.kernels[k].io.submit(now, r, app, &mut self.kout).map_err(|e| e.to_string())?;
+        if op == IoOp::Write {
+            if let Some(fs) = &mut self.ext4[t.index()] {
+                fs.note_write(now, file, &mut self.fsout)?;
+            }
+        }
+        self.settle(now, k, t, out)
     }
 
     /// A direct write or trim of tenant `t` over `[offset, offset + len)`: the clean cached pages
-    /// it overwrites are dropped.
-    pub fn direct_io(&mut self, now: SimTime, t: TenantId, op: IoOp, offset: u64, len: u64) -> Result<(), CacheError> {
+    /// of its region it overwrites are dropped (not those of its files on a filesystem: a direct
+    /// job writes the raw device under it).
+    pub fn direct_io(&mut self, now: SimTime, t: TenantId, op: IoOp, offset: u64, len: u64) -> Result<(), String> {
         if !matches!(op, IoOp::Write | IoOp::Trim) || len == 0 {
             return Ok(());
         }
-        let offset = self.file_offset(t, offset);
+        let file = FileId(t.index() as u32);
+        let offset = self.file_offset(t, file, offset);
         let (first, end) = (offset / PAGE_SIZE, (offset + len).div_ceil(PAGE_SIZE));
         let k = self.of_tenant[t.index()];
-        self.kernels[k].io.cache_mut().invalidate(now, file_of(t), first, end)?;
+        self.kernels[k].io.cache_mut().invalidate(now, file, first, end).map_err(|e| e.to_string())?;
         Ok(())
     }
 
@@ -184,31 +269,56 @@ impl Kernels {
         &mut self,
         now: SimTime,
         t: TenantId,
-        id: DevId,
+        id: KernelDev,
         op: IoOp,
-        out: &mut KernelOut,
-    ) -> Result<(), CacheError> {
+        out: &mut KernelsOut,
+    ) -> Result<(), String> {
         let k = self.of_tenant[t.index()];
-        self.counted(k, out, |io, out| io.device_done(now, id, op, out))
+        match id {
+            KernelDev::Cache(d) => {
+                self.kernels[k].io.device_done(now, d, op, &mut self.kout).map_err(|e| e.to_string())?
+            }
+            KernelDev::Fs(f) => {
+                self.ext4[t.index()].as_mut().expect("a filesystem").device_done(now, f, &mut self.fsout)?
+            }
+        }
+        self.settle(now, k, t, out)
     }
 
-    /// Kernel `k`'s scheduled wake-up at `now`: its flusher runs if it still wants to.
-    pub fn woke(&mut self, now: SimTime, k: usize, out: &mut KernelOut) -> Result<(), CacheError> {
+    /// Kernel `k`'s scheduled wake-up at `now`: its flusher runs if it still wants to, and its
+    /// filesystems' journals (their commit timers; on the flusher's periodic run, the home
+    /// writes of metadata committed `dirty_expire_centisecs` ago).
+    pub fn woke(&mut self, now: SimTime, k: usize, out: &mut KernelsOut) -> Result<(), String> {
         let kernel = &mut self.kernels[k];
         if kernel.armed.is_some_and(|a| a <= now) {
             kernel.armed = None;
         }
-        if kernel.io.wake_at().is_some_and(|w| w <= now) {
-            self.counted(k, out, |io, out| io.wake(now, out))?;
+        let flush = kernel.io.wake_at().is_some_and(|w| w <= now);
+        if flush {
+            kernel.io.wake(now, &mut self.kout).map_err(|e| e.to_string())?;
         }
-        Ok(())
+        let expire = Nanos::from_ms(self.cfg.pagecache.dirty_expire_centisecs * 10);
+        let committed_by = (flush && now.0 >= expire.0).then(|| SimTime(now.0 - expire.0));
+        for t in self.kernels[k].tenants.clone() {
+            if let Some(fs) = &mut self.ext4[t] {
+                if flush || fs.wake_at().is_some_and(|w| w <= now) {
+                    fs.wake(now, committed_by, &mut self.fsout)?;
+                    self.settle(now, k, TenantId(t as u16), out)?;
+                }
+            }
+        }
+        let t = TenantId(self.kernels[k].tenants[0] as u16);
+        self.settle(now, k, t, out)
     }
 
-    /// When kernel `k`'s flusher wants to run, if no wake-up at or before then is scheduled:
-    /// the caller schedules one then (never before `now`).
+    /// When kernel `k` wants to run (its flusher, its filesystems' commit timers), if no
+    /// wake-up at or before then is scheduled: the caller schedules one then (never before
+    /// `now`).
     pub fn arm(&mut self, now: SimTime, k: usize) -> Option<SimTime> {
+        let kernel = &self.kernels[k];
+        let journals = kernel.tenants.iter().filter_map(|&t| self.ext4[t].as_ref()?.wake_at());
+        let want = kernel.io.wake_at().into_iter().chain(journals).min()?.max(now);
         let kernel = &mut self.kernels[k];
-        let want = kernel.io.wake_at()?.max(now);
         if kernel.armed.is_some_and(|a| a <= want) {
             return None;
         }
@@ -216,20 +326,65 @@ impl Kernels {
         Some(want)
     }
 
-    /// Tenant `t`'s device offset `offset` in its file.
-    fn file_offset(&self, t: TenantId, offset: u64) -> u64 {
+    /// Hands on what kernel `k` produced (tenant `t` for what its filesystem produced): the page
+    /// cache's device requests through its tenant's filesystem or straight to its region,
+    /// the filesystem's completions back to the cache, until nothing is left.
+    fn settle(&mut self, now: SimTime, k: usize, t: TenantId, out: &mut KernelsOut) -> Result<(), String> {
+        self.take_fs(k, t, out);
+        loop {
+            for (id, op) in std::mem::take(&mut self.cache_done) {
+                self.kernels[k].io.device_done(now, id, op, &mut self.kout).map_err(|e| e.to_string())?;
+            }
+            let kout = std::mem::take(&mut self.kout);
+            if kout.device.is_empty() && kout.done.is_empty() && self.cache_done.is_empty() {
+                self.kout = kout;
+                return Ok(());
+            }
+            out.done.extend(&kout.done);
+            for d in &kout.device {
+                let ft = self.file_tenant[d.file.0 as usize];
+                match &mut self.ext4[ft.index()] {
+                    Some(fs) if d.file.0 as usize >= self.regions.len() => {
+                        fs.lower(now, d, &mut self.fsout)?;
+                        self.take_fs(k, ft, out);
+                    }
+                    _ => {
+                        let (offset, len) = self.device_range(d);
+                        self.kernels[k].sent.count(d.op, len);
+                        out.device.push(DeviceIo { id: KernelDev::Cache(d.id), tenant: ft, op: d.op, offset, len });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Moves what tenant `t`'s filesystem produced to `out` and the cache's completions.
+    fn take_fs(&mut self, k: usize, t: TenantId, out: &mut KernelsOut) {
+        self.cache_done.append(&mut self.fsout.done);
+        for d in self.fsout.device.drain(..) {
+            self.kernels[k].sent.count(d.op, d.len);
+            out.device.push(DeviceIo { id: KernelDev::Fs(d.id), tenant: t, op: d.op, offset: d.offset, len: d.len });
+        }
+    }
+
+    /// Tenant `t`'s device offset `offset` as a byte of `file`: of its region, or of its job's
+    /// file on its filesystem.
+    fn file_offset(&self, t: TenantId, file: FileId, offset: u64) -> u64 {
+        if file.0 as usize >= self.regions.len() {
+            return self.ext4[t.index()].as_ref().expect("a filesystem").file_offset(file, offset);
+        }
         let (start, len) = self.regions[t.index()];
         assert!(offset >= start && offset - start <= len, "offset {offset} is outside tenant {}'s region", t.index());
         offset - start
     }
 
-    /// Where kernel request `d` is on the device: (offset, length), within its tenant's region.
-    pub fn device_range(&self, d: &DevIo) -> (u64, u64) {
-        let (start, len) = self.regions[tenant_of(d.file).index()];
+    /// Where a request of a tenant's region is on the device: (offset, length), within it.
+    fn device_range(&self, d: &DevIo) -> (u64, u64) {
+        let (start, len) = self.regions[d.file.0 as usize];
         if d.op == IoOp::Flush {
             return (0, 0);
         }
-        debug_assert!(d.offset < len, "a page the tenant's file does not have");
+        debug_assert!(d.offset < len, "a page the tenant's region does not have");
         (start + d.offset, d.len.min(len - d.offset))
     }
 
@@ -269,6 +424,7 @@ impl Kernels {
                     dirty_pages: c.dirty_pages(),
                     writeback_pages: c.writeback_pages(),
                     device: k.sent,
+                    filesystems: k.tenants.iter().filter_map(|&t| Some(self.ext4[t].as_ref()?.result(t))).collect(),
                 }
             })
             .collect()
@@ -278,31 +434,19 @@ impl Kernels {
         for k in &self.kernels {
             k.io.check_invariants();
         }
-    }
-
-    /// Runs `f` on kernel `k` and counts the device requests it added to `out`.
-    fn counted(
-        &mut self,
-        k: usize,
-        out: &mut KernelOut,
-        f: impl FnOnce(&mut KernelIo, &mut KernelOut) -> Result<(), CacheError>,
-    ) -> Result<(), CacheError> {
-        let before = out.device.len();
-        let kernel = &mut self.kernels[k];
-        f(&mut kernel.io, out)?;
-        for d in &out.device[before..] {
-            kernel.sent.count(d);
+        for fs in self.ext4.iter().flatten() {
+            fs.check_invariants();
         }
-        Ok(())
     }
 }
 
-/// Tenant `t`'s file in its kernel.
-pub fn file_of(t: TenantId) -> FileId {
-    FileId(t.index() as u32)
-}
-
-/// The tenant a kernel's file belongs to.
-pub fn tenant_of(f: FileId) -> TenantId {
-    TenantId(f.0 as u16)
+/// The filesystem on each tenant's region (`[kernel] filesystem`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Filesystem {
+    /// None: buffered jobs read and write the region as a block device.
+    #[default]
+    None,
+    /// ext4 (`kernel/ext4.rs`).
+    Ext4,
 }

@@ -15,6 +15,7 @@
 //! read-ahead state exists from `open_stream` to `close_stream` (bounded by what the caller
 //! opens); the I/O in flight is at most one extent per page.
 
+pub mod ext4;
 pub mod fs;
 pub mod io;
 pub mod journal;
@@ -175,6 +176,9 @@ pub struct KernelConfig {
     /// a VM mode; on bare metal the default is one kernel that every tenant shares (the host's),
     /// and `per_tenant = true` gives each its own without modelling a VM's I/O path.
     pub per_tenant: bool,
+    /// The filesystem on each tenant's region (`filesystem`, none): with ext4 each buffered job
+    /// reads and writes a file of its own on it.
+    pub filesystem: kernels::Filesystem,
 }
 
 impl KernelConfig {

@@ -786,7 +786,8 @@ impl PageCache {
                 ));
             }
             if matches!(sl.state, PageState::Locked | PageState::Writeback | PageState::WritebackDirty) {
-                let io = self.inflight.get(&sl.io).ok_or(format!("page ({f:?}, {p}) waits on unknown {:?}", sl.io))?;
+                let unknown = || format!("page ({f:?}, {p}) waits on unknown {:?}", sl.io);
+                let io = self.inflight.get(&sl.io).ok_or_else(unknown)?;
                 let covers = io.extent.file == f && (io.extent.first..io.extent.end()).contains(&p);
                 if !covers || io.write.is_some() == (sl.state == PageState::Locked) {
                     return Err(format!("page ({f:?}, {p}) in state {:?} not covered by its I/O {:?}", sl.state, io));
@@ -814,7 +815,7 @@ impl PageCache {
     /// (pages, writeback+dirty pages); each I/O in flight against its pages.
     fn check_files(&self, files: &BTreeMap<FileId, (u64, u64)>) -> Result<(), String> {
         for (f, st) in &self.files {
-            let &(pages, wbd) = files.get(f).ok_or(format!("{f:?} has state but no pages"))?;
+            let &(pages, wbd) = files.get(f).ok_or_else(|| format!("{f:?} has state but no pages"))?;
             let queued = st.dirty_seq.is_some_and(|q| self.dirty_order.get(&q) == Some(f));
             if st.pages != pages || st.wb_dirty != wbd || queued != (!st.dirty.is_empty() || wbd > 0) {
                 return Err(format!(

@@ -304,6 +304,14 @@ impl JobRt {
     }
 
     /// Whether this is an export's job, fed by [`JobRt::push_external`].
+    /// A fio job's range of the device: (first byte, length).
+    pub fn fio_range(&self) -> Option<(u64, u64)> {
+        match &self.source {
+            Source::Fio { gen, .. } => Some(gen.region()),
+            _ => None,
+        }
+    }
+
     pub fn is_external(&self) -> bool {
         matches!(self.source, Source::Export(_))
     }

@@ -26,8 +26,7 @@ use crate::device::precondition::{PreconditionReport, PreconditionState};
 use crate::device::{Command, Device, DeviceEvent, IoOp, Outbox};
 use crate::engine::EventQueue;
 use crate::host::{BlockLayer, BlockReq};
-use crate::kernel::io::{DevId, KernelOut};
-use crate::kernel::kernels::{tenant_of, Kernels};
+use crate::kernel::kernels::{BufferedJob, KernelDev, Kernels, KernelsOut};
 use crate::metrics::StopReason;
 use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
 use crate::virt::{Io, Machine, MachineEvent, VirtOutbox};
@@ -90,7 +89,7 @@ struct Request {
     /// An export's request: its client's tag.
     tag: u64,
     /// A kernel's own device request (read, writeback, flush): its id there. `None` for a job's.
-    kernel: Option<DevId>,
+    kernel: Option<KernelDev>,
 }
 
 /// How a batch of [`Simulator::run_for`] ended.
@@ -131,7 +130,7 @@ pub struct Simulator {
     kernel_completed: u64,
     /// The kernels above the block layer, with `[kernel]`.
     kernels: Option<Kernels>,
-    kout: KernelOut,
+    kout: KernelsOut,
     /// The host block layer: scheduler, tags, flush queue, queue mapping.
     block: BlockLayer,
     /// Scratch: the requests merged into a completed command.
@@ -178,7 +177,7 @@ impl Simulator {
             kernel_issued: 0,
             kernel_completed: 0,
             kernels: None,
-            kout: KernelOut::default(),
+            kout: KernelsOut::default(),
             block: BlockLayer::new(
                 &scenario.host.scheduler,
                 &scenario.tenants.iter().map(|t| t.weight).collect::<Vec<_>>(),
@@ -225,18 +224,21 @@ impl Simulator {
             ));
         }
         if let Some(k) = sim.scenario.kernel {
-            let jobs: Vec<(TenantId, bool)> = sim
+            let jobs: Vec<Option<BufferedJob>> = sim
                 .work
                 .jobs
                 .iter()
                 .map(|j| {
-                    let fio = matches!(sim.scenario.tenants[j.tenant.index()].workload, crate::config::Workload::Fio(_));
-                    (j.tenant, fio && !j.spec.direct)
+                    let workload = &sim.scenario.tenants[j.tenant.index()].workload;
+                    let fio = matches!(workload, crate::config::Workload::Fio(_));
+                    let range = j.fio_range().filter(|_| fio && !j.spec.direct)?;
+                    let named = j.spec.all_options().filter(|(k, _)| k == "filename").last().map(|(_, v)| v.clone());
+                    let file = named.unwrap_or_else(|| format!("{}.{}.0", j.spec.name, j.clone));
+                    Some(BufferedJob { tenant: j.tenant, range, file })
                 })
                 .collect();
             let regions: Vec<(u64, u64)> = sim.scenario.tenants.iter().map(|t| t.region).collect();
-            let kernels = Kernels::new(k, &regions, k.per_tenant, &jobs)
-                .map_err(|e| SimError::Config(e.to_string()))?;
+            let kernels = Kernels::new(k, &regions, &jobs).map_err(SimError::Config)?;
             sim.kernels = Some(kernels);
         }
         sim.precondition = sim.run_precondition(stop);
@@ -539,12 +541,12 @@ impl Simulator {
 
     /// Sends the device requests kernel `k` asked for, completes the jobs' requests it finished
     /// (after the copy to or from their buffers), and schedules its flusher.
-    fn apply_kernel_out(&mut self, k: usize, mut out: KernelOut) {
+    fn apply_kernel_out(&mut self, k: usize, mut out: KernelsOut) {
         let now = self.now;
         for d in out.device.drain(..) {
-            let t = tenant_of(d.file);
+            let t = d.tenant;
             let job = JobId(self.work.tenant_jobs[t.index()][0] as u32);
-            let (offset, len) = self.kernels.as_ref().expect("kernel output needs kernels").device_range(&d);
+            let (offset, len) = (d.offset, d.len);
             let id = self.alloc_req(Request {
                 job,
                 tenant: t,
@@ -574,7 +576,7 @@ impl Simulator {
     }
 
     /// A kernel's device request `r` completed.
-    fn kernel_done(&mut self, r: ReqId, id: DevId) {
+    fn kernel_done(&mut self, r: ReqId, id: KernelDev) {
         let req = self.reqs[r.index()];
         self.free_reqs.push(r.0);
         self.kernel_completed += 1;

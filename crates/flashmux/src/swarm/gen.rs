@@ -159,7 +159,7 @@ pub fn generate(seed: u64) -> Case {
     precondition(&mut g, &mut doc, flash);
     host(&mut g, &mut doc, sched);
     virt(&mut g, &mut doc, tenants);
-    kernel(&mut g, &mut doc);
+    kernel(&mut g, &mut doc, check_every);
     stop_and_output(&mut g, &mut doc, &plan);
     for i in 0..tenants {
         tenant(&mut g, &mut doc, i, &plan);
@@ -175,7 +175,7 @@ pub fn generate(seed: u64) -> Case {
 /// `[kernel]` one time in four: buffered jobs (fio's default) then go through a page cache, from
 /// one that holds little beside the largest request (1 MiB) to the default 1 GiB, with the
 /// writeback thresholds and timers drawn too.
-fn kernel(g: &mut G, doc: &mut Doc) {
+fn kernel(g: &mut G, doc: &mut Doc, check_every: u64) {
     if !g.chance(0.25) {
         return;
     }
@@ -186,8 +186,17 @@ fn kernel(g: &mut G, doc: &mut Doc) {
         // A kernel per tenant (already so in a VM mode).
         doc.set("kernel", "per_tenant", "true".into());
     }
-    if g.chance(0.7) {
-        let cap = g.weighted(&[("2MiB", 2), ("8MiB", 2), ("64MiB", 1), ("1GiB", 1)]);
+    if g.chance(0.3) {
+        doc.set("kernel", "filesystem", t::string("ext4"));
+    }
+    // A check walks every cached page: frequent checks get a small cache.
+    if check_every < 30 || g.chance(0.7) {
+        let caps: &[(&str, u32)] = if check_every < 30 {
+            &[("2MiB", 1), ("8MiB", 1)]
+        } else {
+            &[("2MiB", 2), ("8MiB", 2), ("64MiB", 1), ("1GiB", 1)]
+        };
+        let cap = g.weighted(caps);
         doc.set("kernel.pagecache", "capacity", t::string(cap));
     }
     if g.chance(0.3) {

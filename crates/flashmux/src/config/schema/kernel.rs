@@ -9,6 +9,7 @@ use crate::kernel::{KernelConfig, PageCacheConfig, PAGE_SIZE};
 pub(super) struct KernelSection {
     pub(super) page_copy: Option<Duration>,
     pub(super) per_tenant: Option<bool>,
+    pub(super) filesystem: Option<crate::kernel::kernels::Filesystem>,
     #[serde(default)]
     pub(super) pagecache: PageCacheSection,
 }
@@ -27,7 +28,12 @@ pub(super) struct PageCacheSection {
 }
 
 /// The kernel's settings; its largest device request is the block layer's `max_sectors_kb`.
-pub(super) fn resolve_kernel(ctx: &Ctx, k: &KernelSection, max_sectors: u64, vm: bool) -> Result<KernelConfig, ConfigError> {
+pub(super) fn resolve_kernel(
+    ctx: &Ctx,
+    k: &KernelSection,
+    max_sectors: u64,
+    vm: bool,
+) -> Result<KernelConfig, ConfigError> {
     if vm && k.per_tenant == Some(false) {
         return Err(ctx.err("kernel.per_tenant: false: each VM has its own kernel (virt.mode is a VM mode)"));
     }
@@ -55,6 +61,7 @@ pub(super) fn resolve_kernel(ctx: &Ctx, k: &KernelSection, max_sectors: u64, vm:
         },
         page_copy: or(&k.page_copy, KernelConfig::DEFAULT_PAGE_COPY),
         per_tenant: vm || k.per_tenant.unwrap_or(false),
+        filesystem: k.filesystem.unwrap_or_default(),
     };
     cfg.validate().map_err(|e| ctx.err(e))?;
     Ok(cfg)

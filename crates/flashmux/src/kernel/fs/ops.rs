@@ -76,6 +76,11 @@ impl Fs {
         Ok(self.get(ino)?.extents.iter().collect())
     }
     /// The group of `ino`.
+    /// The inode-table block holding `ino` (dirtied whenever the inode changes).
+    pub fn inode_block(&self, ino: Ino) -> u64 {
+        Inodes::table_block(&self.lay, ino)
+    }
+
     pub fn group_of(&self, ino: Ino) -> u64 {
         Inodes::group_of(&self.lay, ino)
     }

@@ -1,0 +1,295 @@
+//! ext4 on a tenant's region (`[kernel] filesystem = "ext4"`): where a buffered job's file pages
+//! are on the device, and the journal's commits, checkpoints and flushes — between the page
+//! cache and the block layer.
+//!
+//! # Model
+//! At the start the tenant's region is made a filesystem ([`Fs::mkfs`], mke2fs's defaults) with
+//! its journal ([`Journal`], jbd2 in `data=ordered`, 5 s commits). Each buffered job gets a file
+//! of its own (fio makes one per job) whose size is the job's range, laid out before the job
+//! starts as fio lays files out by default (`fallocate=native`: blocks allocated, nothing
+//! written), so that a job's offset `o` is the file's byte `o − start of its range`.
+//! - The page cache's reads and writes of a file ([`Ext4::lower`]) become device requests at the
+//!   file's blocks, one per physical run; a page-cache I/O completes when all its pieces have. A
+//!   read of a hole reads nothing; a write to one (past the laid-out size) allocates there, and
+//!   the metadata that dirties (bitmaps, group descriptors, inode, extent tree) joins the journal.
+//! - Every buffered write changes the inode (its mtime and the unwritten extents it converts):
+//!   the inode's table block joins the running transaction, and the file remembers the
+//!   transaction (`i_sync_tid`).
+//! - An fsync's flush (the page cache's, after it wrote and waited for the file's data) becomes
+//!   the journal's fsync of that transaction: a commit (journal blocks, a preflush, the commit
+//!   block) or, if it is committed already, one flush (`ext4_sync_file`).
+//! - The journal's own I/O — commits on its timer, home writes of committed metadata, the log's
+//!   superblock — are device requests of the filesystem ([`FsIoId::Journal`]).
+//!
+//! # Worked example
+//! An append of 4 KiB and an fsync (the captures' `append-fsync`): the write dirties the inode's
+//! block in transaction 1; the fsync writes the page (1 device write), then commits: the
+//! descriptor and the inode block (1 write of 8 KiB), a flush, the commit block, and — the
+//! device having no FUA — a flush: 3 writes and 2 flushes, as the real kernel sent.
+//!
+//! # Simplifications
+//! No ordered-data requests (the data an fsync commits was written first; a timer commit does not
+//! wait for data being written back); directories, `mtime` granularity, `atime`, the orphan list
+//! and discards are not on the path yet; the device has no FUA, so the journal's FUA writes are
+//! emulated by a flush after them (as the block layer does for such a device).
+
+use super::fs::{Fs, FsOptions, FsStats, Ino};
+use super::io::{DevId, DevIo};
+use super::journal::{Admit, Journal, JournalConfig, JournalIoId, JournalIoKind, JournalOut, JournalStats, Tid};
+use super::{FileId, PAGE_SIZE};
+use crate::device::IoOp;
+use crate::units::{ReqId, SimTime};
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+
+/// A device request of the filesystem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FsIoId {
+    /// A piece (one physical run) of a page-cache read or write.
+    Part(u64),
+    /// The journal's.
+    Journal(JournalIoId),
+}
+
+/// One device request: `offset` and `len` in bytes of the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FsDevIo {
+    pub id: FsIoId,
+    pub op: IoOp,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// What a call produced: device requests to send, page-cache I/O now complete.
+#[derive(Debug, Default)]
+pub struct FsOut {
+    pub device: Vec<FsDevIo>,
+    pub done: Vec<(DevId, IoOp)>,
+}
+
+/// What the filesystem and its journal did, for `results.json`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Ext4Result {
+    pub tenant: usize,
+    pub fs: FsStats,
+    pub journal: JournalStats,
+}
+
+struct File {
+    ino: Ino,
+    /// The device byte offset of the file's byte 0 (the start of its job's range).
+    first: u64,
+    /// The transaction of the inode's last change.
+    tid: Tid,
+}
+
+/// One tenant's filesystem (see the header).
+pub struct Ext4 {
+    fs: Fs,
+    journal: Journal,
+    /// The device byte offset of the filesystem's block 0 (the tenant's region).
+    base: u64,
+    files: BTreeMap<FileId, File>,
+    /// Pieces in flight, each with the page-cache I/O it belongs to.
+    parts: BTreeMap<u64, DevId>,
+    /// Per page-cache I/O in flight: its pieces left and its operation.
+    left: BTreeMap<DevId, (u32, IoOp)>,
+    next_part: u64,
+    /// The fsyncs the journal holds, by the token given it, with the page cache's flush.
+    fsyncs: BTreeMap<u32, DevId>,
+    next_token: u32,
+    /// Files whose inode change the journal told to wait: tried again when it says.
+    waiting: VecDeque<FileId>,
+    jout: JournalOut,
+}
+
+fn fs_err(e: impl std::fmt::Display) -> String {
+    format!("ext4: {e}")
+}
+
+impl Ext4 {
+    /// A filesystem over the region (`start`, `len` bytes) of the device.
+    pub fn new(start: u64, len: u64) -> Result<Ext4, String> {
+        let fs = Fs::mkfs(len, FsOptions::default()).map_err(fs_err)?;
+        let j = fs.journal();
+        // The device has no FUA: the block layer emulates it with a flush after the write.
+        let cfg = JournalConfig { fua: false, ..JournalConfig::new(j.start, j.len) };
+        let journal = Journal::new(cfg).map_err(fs_err)?;
+        Ok(Ext4 {
+            fs,
+            journal,
+            base: start,
+            files: BTreeMap::new(),
+            parts: BTreeMap::new(),
+            left: BTreeMap::new(),
+            next_part: 0,
+            fsyncs: BTreeMap::new(),
+            next_token: 0,
+            waiting: VecDeque::new(),
+            jout: JournalOut::default(),
+        })
+    }
+
+    /// A file `file` named `name` for a range (`first`, `len` bytes) of the device, laid out.
+    pub fn add_file(&mut self, file: FileId, name: &str, first: u64, len: u64) -> Result<(), String> {
+        let (ino, _) = self.fs.create(self.fs.root(), name).map_err(fs_err)?;
+        self.fs.set_size(ino, len).map_err(fs_err)?;
+        let blocks = len.div_ceil(PAGE_SIZE);
+        if blocks > 0 {
+            self.fs
+                .allocate(ino, 0, blocks, 0)
+                .map_err(|e| format!("ext4: a file of {len} bytes does not fit in the tenant's filesystem: {e}"))?;
+        }
+        self.files.insert(file, File { ino, first, tid: Tid(0) });
+        Ok(())
+    }
+
+    /// The byte of `file` at device offset `offset`.
+    pub fn file_offset(&self, file: FileId, offset: u64) -> u64 {
+        let first = self.files[&file].first;
+        assert!(offset >= first, "device offset {offset} is before its file's start {first}");
+        offset - first
+    }
+
+    /// A buffered write to `file` at `now` changed its inode.
+    pub fn note_write(&mut self, now: SimTime, file: FileId, out: &mut FsOut) -> Result<(), String> {
+        self.change_inode(now, file)?;
+        self.drain(now, out)
+    }
+
+    fn change_inode(&mut self, now: SimTime, file: FileId) -> Result<(), String> {
+        let block = self.fs.inode_block(self.files[&file].ino);
+        match self.journal.dirty_metadata(now, block, &mut self.jout).map_err(fs_err)? {
+            Admit::Joined(tid) => self.files.get_mut(&file).expect("a file").tid = tid,
+            Admit::Wait => self.waiting.push_back(file),
+        }
+        Ok(())
+    }
+
+    /// The page cache's device request `d` of one of this filesystem's files.
+    pub fn lower(&mut self, now: SimTime, d: &DevIo, out: &mut FsOut) -> Result<(), String> {
+        if d.op == IoOp::Flush {
+            let token = self.next_token;
+            self.next_token = self.next_token.wrapping_add(1);
+            self.fsyncs.insert(token, d.id);
+            let tid = self.files[&d.file].tid;
+            self.journal.fsync(now, ReqId(token), tid, &mut self.jout).map_err(fs_err)?;
+            return self.drain(now, out);
+        }
+        let ino = self.files[&d.file].ino;
+        let (first, count) = (d.offset / PAGE_SIZE, d.len.div_ceil(PAGE_SIZE));
+        if d.op == IoOp::Write && self.fs.map(ino, first, count).map_err(fs_err)?.iter().any(|m| m.physical.is_none()) {
+            // Past the laid-out size: allocated now (delayed allocation), its metadata journaled.
+            let ch = self.fs.allocate(ino, first, count, 0).map_err(fs_err)?;
+            for m in &ch.dirtied {
+                if let Admit::Wait = self.journal.dirty_metadata(now, m.block, &mut self.jout).map_err(fs_err)? {
+                    self.waiting.push_back(d.file);
+                }
+            }
+        }
+        let mut pieces = 0;
+        for m in self.fs.map(ino, first, count).map_err(fs_err)? {
+            let Some(p) = m.physical else { continue };
+            let id = self.next_part;
+            self.next_part += 1;
+            self.parts.insert(id, d.id);
+            let (offset, len) = (self.base + p * PAGE_SIZE, m.len * PAGE_SIZE);
+            out.device.push(FsDevIo { id: FsIoId::Part(id), op: d.op, offset, len });
+            pieces += 1;
+        }
+        if pieces == 0 {
+            out.done.push((d.id, d.op));
+        } else {
+            self.left.insert(d.id, (pieces, d.op));
+        }
+        self.drain(now, out)
+    }
+
+    /// Device request `id` completed at `now`.
+    pub fn device_done(&mut self, now: SimTime, id: FsIoId, out: &mut FsOut) -> Result<(), String> {
+        match id {
+            FsIoId::Part(p) => {
+                let dev = self.parts.remove(&p).expect("a piece in flight");
+                let e = self.left.get_mut(&dev).expect("its I/O in flight");
+                e.0 -= 1;
+                if e.0 == 0 {
+                    let (_, op) = self.left.remove(&dev).expect("checked");
+                    out.done.push((dev, op));
+                }
+                Ok(())
+            }
+            FsIoId::Journal(j) => {
+                self.journal.io_done(now, j, &mut self.jout).map_err(fs_err)?;
+                self.drain(now, out)
+            }
+        }
+    }
+
+    /// When the journal's commit timer is due, if it is.
+    pub fn wake_at(&self) -> Option<SimTime> {
+        self.journal.wake_at()
+    }
+
+    /// The commit timer at `now`, and the flusher's writeback of metadata committed by
+    /// `committed_by`.
+    pub fn wake(&mut self, now: SimTime, committed_by: Option<SimTime>, out: &mut FsOut) -> Result<(), String> {
+        if self.journal.wake_at().is_some_and(|t| t <= now) {
+            self.journal.wake(now, &mut self.jout).map_err(fs_err)?;
+        }
+        if let Some(by) = committed_by {
+            self.journal.writeback(now, by, 1024, &mut self.jout).map_err(fs_err)?;
+        }
+        self.drain(now, out)
+    }
+
+    /// Hands on what the journal asked for, until it asks nothing more.
+    fn drain(&mut self, now: SimTime, out: &mut FsOut) -> Result<(), String> {
+        loop {
+            let jout = std::mem::take(&mut self.jout);
+            if jout.io.is_empty() && jout.fsyncs_done.is_empty() && !jout.retry {
+                self.jout = jout;
+                return Ok(());
+            }
+            for r in jout.fsyncs_done {
+                let dev = self.fsyncs.remove(&r.0).expect("an fsync the journal held");
+                out.done.push((dev, IoOp::Flush));
+            }
+            let block = |b: u64| self.base + b * PAGE_SIZE;
+            let mut ordered = Vec::new();
+            for io in jout.io {
+                let (op, offset, len) = match io.kind {
+                    // The data an fsync commits was written before it asked (not modelled apart).
+                    JournalIoKind::OrderedData { .. } => {
+                        ordered.push(io.id);
+                        continue;
+                    }
+                    JournalIoKind::JournalWrite { block: b, count, .. } => (IoOp::Write, block(b), count * PAGE_SIZE),
+                    JournalIoKind::Flush => (IoOp::Flush, 0, 0),
+                    JournalIoKind::CommitWrite { block: b, .. }
+                    | JournalIoKind::HomeWrite { block: b }
+                    | JournalIoKind::SuperblockWrite { block: b, .. } => (IoOp::Write, block(b), PAGE_SIZE),
+                };
+                out.device.push(FsDevIo { id: FsIoId::Journal(io.id), op, offset, len });
+            }
+            if jout.retry {
+                for f in std::mem::take(&mut self.waiting) {
+                    self.change_inode(now, f)?;
+                }
+            }
+            for id in ordered {
+                self.journal.io_done(now, id, &mut self.jout).map_err(fs_err)?;
+            }
+        }
+    }
+
+    pub fn result(&self, tenant: usize) -> Ext4Result {
+        Ext4Result { tenant, fs: self.fs.stats(), journal: self.journal.stats().clone() }
+    }
+
+    pub fn check_invariants(&self) {
+        self.fs.check_invariants().unwrap_or_else(|e| panic!("ext4: {e}"));
+        self.journal.check_invariants();
+        let pieces: u32 = self.left.values().map(|l| l.0).sum();
+        assert_eq!(pieces as usize, self.parts.len(), "pieces in flight and their I/O disagree");
+    }
+}
