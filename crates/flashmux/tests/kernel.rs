@@ -228,7 +228,8 @@ fn jobs_naming_the_same_file_share_it_on_ext4() {
     let jobs = |name: &str| {
         format!(
             "[[tenant]]\nname = \"t\"\nregion = {{ offset = \"0\", size = \"1GiB\" }}\nfio = \"\"\"\n\
-             [w]\nrw=write\nbs=64k\nsize=64k\nfilename=data\n[r]\nstonewall\nrw=read\nbs=4k\nsize=64k\nfilename={name}\n\"\"\"\n"
+             [w]\nrw=write\nbs=64k\nsize=64k\nfilename=data\n\
+             [r]\nstonewall\nrw=read\nbs=4k\nsize=64k\nfilename={name}\n\"\"\"\n"
         )
     };
     let ext4 = NULL.replace("[kernel]\n", "[kernel]\nfilesystem = \"ext4\"\n");
@@ -275,6 +276,15 @@ fn bad_kernel_settings_are_clear_errors() {
     assert!(e.contains("swappiness"), "{e}");
     let e = load_err(&format!("{dev}[kernel]\nfilesystem = \"xfs\"\n{job}"));
     assert!(e.contains("kernel.filesystem") && e.contains("ext4"), "{e}");
+    // A region smaller than one block group.
+    let small = tenant("w", "rw=write\nbs=4k\nsize=64k").replace(
+        "[[tenant]]\nname = \"w\"\n",
+        "[[tenant]]\nname = \"w\"\nregion = { offset = \"0\", size = \"64MiB\" }\n",
+    );
+    match Simulator::new(scenario(&format!("{dev}[kernel]\nfilesystem = \"ext4\"\n{small}"))) {
+        Err(e) => assert!(e.to_string().contains("too small: the filesystem needs at least one block group"), "{e}"),
+        Ok(_) => panic!("ext4 made on 64 MiB"),
+    }
     // A job over its whole region: its file cannot fit beside ext4's metadata and journal.
     let s = scenario(&format!("{dev}[kernel]\nfilesystem = \"ext4\"\n{}", tenant("w", "rw=write\nbs=4k")));
     match Simulator::new(s) {

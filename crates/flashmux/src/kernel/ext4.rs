@@ -110,7 +110,15 @@ fn fs_err(e: impl std::fmt::Display) -> String {
 impl Ext4 {
     /// A filesystem over the region (`start`, `len` bytes) of the device.
     pub fn new(start: u64, len: u64) -> Result<Ext4, String> {
-        let fs = Fs::mkfs(len, FsOptions::default()).map_err(fs_err)?;
+        let opts = FsOptions::default();
+        let group = opts.blocks_per_group * opts.block_size;
+        if len < group {
+            return Err(format!(
+                "ext4: a region of {len} bytes is too small: the filesystem needs at least one block group \
+                 of {group} bytes"
+            ));
+        }
+        let fs = Fs::mkfs(len, opts).map_err(fs_err)?;
         let j = fs.journal();
         // The device has no FUA: the block layer emulates it with a flush after the write.
         let cfg = JournalConfig { fua: false, ..JournalConfig::new(j.start, j.len) };
