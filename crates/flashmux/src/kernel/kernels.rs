@@ -22,6 +22,9 @@
 //!   tenant's own, which is what a scheduler weighing tenants needs.
 //! - The kernel's device requests (misses, read-ahead, writeback, flushes) are the tenant's own:
 //!   they go down the same path as its direct requests, from its first job's thread.
+//! - With `filesystem = "ext4"` a tenant's region is a filesystem (`ext4.rs`): each buffered job
+//!   reads and writes a file on it, the page cache's requests are lowered to the file's blocks
+//!   there, and fsyncs and the commit timer go through its journal.
 //! - The flusher runs when its kernel asks ([`KernelIo::wake_at`]); the simulator keeps one
 //!   wake-up scheduled per kernel ([`Kernels::arm`]) and a stale one does nothing.
 //!
