@@ -308,41 +308,40 @@ impl<'a> Parser<'a> {
     fn process(&mut self, line: usize) -> Result<Stmt, WmlError> {
         let attrs = self.attrs()?;
         let open = self.open("define process's attributes")?;
-        let mut threads = Vec::new();
-        loop {
-            match self.peek() {
-                None => return Err(self.unterminated(open, "define process")),
-                Some(Tok::Close) => {
-                    self.pos += 1;
-                    return Ok(Stmt::Process { line, attrs, threads });
-                }
-                Some(Tok::Word(w)) if w == "thread" => {
-                    let line = self.line();
-                    self.pos += 1;
-                    threads.push(self.thread(line)?);
-                }
-                _ => return Err(self.expected("thread")),
-            }
-        }
+        let threads = self.block(open, "define process", "thread", Self::thread)?;
+        Ok(Stmt::Process { line, attrs, threads })
     }
 
     fn thread(&mut self, line: usize) -> Result<RawThread, WmlError> {
         let attrs = self.attrs()?;
         let open = self.open("thread's attributes")?;
-        let mut flowops = Vec::new();
+        let flowops = self.block(open, "thread", "flowop", Self::flowop)?;
+        Ok(RawThread { line, attrs, flowops })
+    }
+
+    /// The items of the block opened at line `open` (`what`'s), each starting with `keyword`
+    /// and read by `item` (given its line), up to the block's `}`.
+    fn block<T>(
+        &mut self,
+        open: usize,
+        what: &str,
+        keyword: &str,
+        item: fn(&mut Self, usize) -> Result<T, WmlError>,
+    ) -> Result<Vec<T>, WmlError> {
+        let mut items = Vec::new();
         loop {
             match self.peek() {
-                None => return Err(self.unterminated(open, "thread")),
+                None => return Err(self.unterminated(open, what)),
                 Some(Tok::Close) => {
                     self.pos += 1;
-                    return Ok(RawThread { line, attrs, flowops });
+                    return Ok(items);
                 }
-                Some(Tok::Word(w)) if w == "flowop" => {
+                Some(Tok::Word(w)) if w == keyword => {
                     let line = self.line();
                     self.pos += 1;
-                    flowops.push(self.flowop(line)?);
+                    items.push(item(self, line)?);
                 }
-                _ => return Err(self.expected("flowop")),
+                _ => return Err(self.expected(keyword)),
             }
         }
     }
