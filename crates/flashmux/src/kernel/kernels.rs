@@ -401,19 +401,6 @@ impl Kernels {
         Nanos(self.cfg.page_copy.0 * pages)
     }
 
-    pub fn len(&self) -> usize {
-        self.kernels.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.kernels.is_empty()
-    }
-
-    /// Application requests in the kernels.
-    pub fn pending(&self) -> usize {
-        self.kernels.iter().map(|k| k.io.pending()).sum()
-    }
-
     pub fn results(&self) -> Vec<KernelResult> {
         self.kernels
             .iter()
