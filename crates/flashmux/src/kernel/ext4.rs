@@ -98,8 +98,9 @@ pub struct Ext4 {
     /// The fsyncs the journal holds, by the token given it, with the page cache's flush.
     fsyncs: BTreeMap<u32, DevId>,
     next_token: u32,
-    /// Files whose inode change the journal told to wait: tried again when it says.
-    waiting: VecDeque<FileId>,
+    /// Metadata blocks (with the file they changed) the journal told to wait: tried again when
+    /// it says.
+    waiting: VecDeque<(u64, FileId)>,
     jout: JournalOut,
 }
 
@@ -161,15 +162,17 @@ impl Ext4 {
 
     /// A buffered write to `file` at `now` changed its inode.
     pub fn note_write(&mut self, now: SimTime, file: FileId, out: &mut FsOut) -> Result<(), String> {
-        self.change_inode(now, file)?;
+        let block = self.fs.inode_block(self.files[&file].ino);
+        self.dirty(now, block, file)?;
         self.drain(now, out)
     }
 
-    fn change_inode(&mut self, now: SimTime, file: FileId) -> Result<(), String> {
-        let block = self.fs.inode_block(self.files[&file].ino);
+    /// Metadata block `block` changed for `file`: it joins the running transaction, which
+    /// becomes the file's last (what its fsync commits), or waits until the journal has room.
+    fn dirty(&mut self, now: SimTime, block: u64, file: FileId) -> Result<(), String> {
         match self.journal.dirty_metadata(now, block, &mut self.jout).map_err(fs_err)? {
             Admit::Joined(tid) => self.files.get_mut(&file).expect("a file").tid = tid,
-            Admit::Wait => self.waiting.push_back(file),
+            Admit::Wait => self.waiting.push_back((block, file)),
         }
         Ok(())
     }
@@ -186,17 +189,17 @@ impl Ext4 {
         }
         let ino = self.files[&d.file].ino;
         let (first, count) = (d.offset / PAGE_SIZE, d.len.div_ceil(PAGE_SIZE));
-        if d.op == IoOp::Write && self.fs.map(ino, first, count).map_err(fs_err)?.iter().any(|m| m.physical.is_none()) {
+        let mut map = self.fs.map(ino, first, count).map_err(fs_err)?;
+        if d.op == IoOp::Write && map.iter().any(|m| m.physical.is_none()) {
             // Past the laid-out size: allocated now (delayed allocation), its metadata journaled.
             let ch = self.fs.allocate(ino, first, count, 0).map_err(fs_err)?;
             for m in &ch.dirtied {
-                if let Admit::Wait = self.journal.dirty_metadata(now, m.block, &mut self.jout).map_err(fs_err)? {
-                    self.waiting.push_back(d.file);
-                }
+                self.dirty(now, m.block, d.file)?;
             }
+            map = ch.mapped;
         }
         let mut pieces = 0;
-        for m in self.fs.map(ino, first, count).map_err(fs_err)? {
+        for m in map {
             let Some(p) = m.physical else { continue };
             let id = self.next_part;
             self.next_part += 1;
@@ -280,8 +283,8 @@ impl Ext4 {
                 out.device.push(FsDevIo { id: FsIoId::Journal(io.id), op, offset, len });
             }
             if jout.retry {
-                for f in std::mem::take(&mut self.waiting) {
-                    self.change_inode(now, f)?;
+                for (block, file) in std::mem::take(&mut self.waiting) {
+                    self.dirty(now, block, file)?;
                 }
             }
             for id in ordered {
