@@ -43,6 +43,9 @@ mod lex;
 mod model;
 mod parse;
 mod print;
+pub mod run;
+#[cfg(test)]
+mod run_tests;
 #[cfg(test)]
 mod tests;
 
