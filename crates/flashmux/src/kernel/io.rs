@@ -13,7 +13,11 @@
 //!   retried;
 //! - an **fsync** writes the file's dirty pages and waits for them and for the file's writes
 //!   already in flight (again, if pages were dirtied under writeback), then sends the device a
-//!   flush (`blkdev_issue_flush`, what ext4 sends without a journal) and completes when it does.
+//!   flush (`blkdev_issue_flush`, what ext4 sends without a journal) and completes when it does;
+//! - a **truncate** (`truncate`, `unlink`: the file's pages from a page on) drops the pages
+//!   (`truncate.rs`) and completes once the reads and writes in flight on them have completed
+//!   (at once if none); held requests are tried again, as the pages freed or the dirty pages
+//!   cancelled may let them go on.
 //!
 //! The **flusher** is the kernel's own: [`KernelIo::wake_at`] says when it wants to run (the
 //! cache's periodic, background and memory-pressure writeback) and [`KernelIo::wake`] runs it;
@@ -36,12 +40,14 @@ use crate::device::IoOp;
 use crate::units::{ReqId, SimTime};
 use std::collections::{BTreeMap, VecDeque};
 
-/// What an application asks of the kernel.
+/// What an application asks of the kernel. `Truncate` drops the file's pages from page `from`
+/// on (a truncate; `from` = 0, an unlink).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AppOp {
     Read { file: FileId, offset: u64, len: u64, stream: Option<StreamId> },
     Write { file: FileId, offset: u64, len: u64 },
     Fsync { file: FileId },
+    Truncate { file: FileId, from: u64 },
 }
 
 /// A device request the kernel sends: its id for [`KernelIo::device_done`].
@@ -128,6 +134,18 @@ impl KernelIo {
         self.attempt(now, r, out)
     }
 
+    /// Application request `r` truncates `file` at page `from` (see [`AppOp::Truncate`]).
+    pub fn truncate(
+        &mut self,
+        now: SimTime,
+        r: ReqId,
+        file: FileId,
+        from: u64,
+        out: &mut KernelOut,
+    ) -> Result<(), CacheError> {
+        self.submit(now, r, AppOp::Truncate { file, from }, out)
+    }
+
     /// When the flusher wants to run, if it does.
     pub fn wake_at(&self) -> Option<SimTime> {
         self.cache.flusher_wakeup_at()
@@ -164,6 +182,12 @@ impl KernelIo {
                 Then::SyncAgain => self.sync_step(now, r, out)?,
             }
         }
+        self.retry_held(now, out)
+    }
+
+    /// Every held request is tried again: reads, then writes in arrival order while the cache
+    /// is under its dirty threshold.
+    fn retry_held(&mut self, now: SimTime, out: &mut KernelOut) -> Result<(), CacheError> {
         for r in std::mem::take(&mut self.held_reads) {
             self.attempt(now, r, out)?;
         }
@@ -238,6 +262,12 @@ impl KernelIo {
                 WriteOutcome::NoMemory { .. } => self.short_of_memory(now, r, out)?,
             },
             AppOp::Fsync { .. } => self.sync_step(now, r, out)?,
+            AppOp::Truncate { file, from } => {
+                let t = self.cache.truncate(now, file, from)?;
+                let on: Vec<DevId> = t.busy.into_iter().map(DevId::Cache).collect();
+                self.wait(r, &on, Then::Done, out);
+                self.retry_held(now, out)?;
+            }
         }
         Ok(())
     }
@@ -396,7 +426,7 @@ mod tests {
         /// request completes exactly once, and the invariants hold throughout.
         #[test]
         fn every_request_completes_once(
-            ops in proptest::collection::vec((0u8..3, 0u64..48, 1u64..6, proptest::bool::ANY), 1..60),
+            ops in proptest::collection::vec((0u8..4, 0u64..48, 1u64..6, proptest::bool::ANY), 1..60),
             picks in proptest::collection::vec(0usize..1000, 0..200),
         ) {
             let mut k = kernel(32);
@@ -414,7 +444,8 @@ mod tests {
                 let op = match kind {
                     0 => AppOp::Read { file: F, offset, len, stream: stream.then_some(sequential) },
                     1 => AppOp::Write { file: F, offset, len },
-                    _ => AppOp::Fsync { file: F },
+                    2 => AppOp::Fsync { file: F },
+                    _ => AppOp::Truncate { file: F, from: page },
                 };
                 let mut out = KernelOut::default();
                 k.submit(SimTime(now), ReqId(i as u32), op, &mut out).unwrap();
@@ -452,6 +483,49 @@ mod tests {
             done.sort_unstable();
             proptest::prop_assert_eq!(done, (0..ops.len() as u32).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn a_truncate_completes_when_the_io_on_its_pages_has() {
+        // Page 0 dirty; pages 16-17 being read (one device read). An unlink (truncate at 0)
+        // drops page 0 unwritten at once and waits for the read; when the read completes the
+        // reader and then the unlink are done, and the cache is empty. A second unlink, with
+        // nothing in flight, is done at once.
+        let mut k = kernel(64);
+        let mut out = KernelOut::default();
+        k.submit(t(0), ReqId(0), AppOp::Write { file: F, offset: 0, len: 4 * K }, &mut out).unwrap();
+        k.submit(t(0), ReqId(1), AppOp::Read { file: F, offset: 64 * K, len: 8 * K, stream: None }, &mut out).unwrap();
+        assert_eq!(out.done, [ReqId(0)]);
+        let mut out2 = KernelOut::default();
+        k.truncate(t(1), ReqId(2), F, 0, &mut out2).unwrap();
+        assert_eq!(out2, KernelOut::default(), "nothing to send, the unlink waits");
+        assert_eq!((k.cache().dirty_pages(), k.cache().cached_pages()), (0, 2));
+        k.check_invariants();
+        let (dev, done) = settle(&mut k, t(2), KernelOut { device: out.device, done: vec![] });
+        assert_eq!((dev.len(), done), (1, vec![1, 2]));
+        assert_eq!(k.cache().cached_pages(), 0);
+        let mut out = KernelOut::default();
+        k.truncate(t(3), ReqId(3), F, 0, &mut out).unwrap();
+        assert_eq!(out, KernelOut { device: vec![], done: vec![ReqId(3)] });
+        assert_eq!(k.pending(), 0);
+    }
+
+    #[test]
+    fn a_truncate_releases_a_writer_held_at_the_dirty_threshold() {
+        // 64 pages, threshold 12: 13 dirty pages hold the 14th write. Truncating the file at
+        // page 4 cancels 9 dirty pages (4-12): 4 left, the held write goes on at once.
+        let mut k = kernel(64);
+        let mut out = KernelOut::default();
+        for i in 0..14u32 {
+            k.submit(t(0), ReqId(i), AppOp::Write { file: F, offset: i as u64 * 4 * K, len: 4 * K }, &mut out).unwrap();
+        }
+        assert_eq!(out.done.len(), 13);
+        let mut out = KernelOut::default();
+        k.truncate(t(1), ReqId(20), F, 4, &mut out).unwrap();
+        assert_eq!(out.done, [ReqId(20), ReqId(13)], "the truncate, then the writer it released");
+        assert_eq!(k.cache().dirty_pages(), 5);
+        assert_eq!(k.cache().stats().throttled_ns, 1_000_000);
+        k.check_invariants();
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod journal;
 pub mod kernels;
 pub mod pagecache;
 pub mod readahead;
+pub mod truncate;
 pub mod writeback;
 
 #[cfg(test)]

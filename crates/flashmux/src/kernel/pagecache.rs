@@ -104,6 +104,9 @@ pub(super) struct Slot {
     pub marker: bool,
     /// Read ahead and not yet asked for.
     pub ra_unused: bool,
+    /// Truncated while its I/O was in flight (locked or under writeback): dropped when that
+    /// I/O completes (`truncate.rs`).
+    pub doomed: bool,
 }
 
 impl Slot {
@@ -122,6 +125,7 @@ impl Slot {
             referenced: false,
             marker: false,
             ra_unused: false,
+            doomed: false,
         }
     }
 }
@@ -143,6 +147,8 @@ pub(super) struct FileState {
     pub wb_dirty: u64,
     /// Its place in the flusher's round robin while it has dirty pages.
     pub dirty_seq: Option<u64>,
+    /// One past the highest page index cached since the state was made: no page is at or past it.
+    pub last: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -196,6 +202,11 @@ pub struct CacheStats {
     pub throttled_ns: u64,
     /// The most dirty pages at once.
     pub peak_dirty: u64,
+    /// Pages dropped by truncation (at once, or when their I/O in flight completed).
+    pub truncated_pages: u64,
+    /// Dirty pages whose data truncation dropped unwritten (including the new data of pages
+    /// written again under writeback).
+    pub truncated_dirty: u64,
 }
 
 /// What a read needs.
@@ -246,7 +257,7 @@ pub struct PageCache {
     streams: BTreeMap<StreamId, Stream>,
     next_stream: u32,
     /// Per file given one, the page index its end: read-ahead stops there (at `i_size`).
-    ends: BTreeMap<FileId, u64>,
+    pub(super) ends: BTreeMap<FileId, u64>,
     /// Pages in state Dirty or WritebackDirty.
     pub(super) n_dirty: u64,
     /// Pages in state Writeback or WritebackDirty.
@@ -563,6 +574,10 @@ impl PageCache {
         for p in io.extent.first..io.extent.end() {
             let s = self.slot_of(io.extent.file, p).expect("a page being read stays cached");
             debug_assert_eq!(self.slots[s as usize].state, PageState::Locked);
+            if self.slots[s as usize].doomed {
+                self.drop_doomed(s);
+                continue;
+            }
             self.slots[s as usize].state = PageState::Clean;
             self.relink(s);
         }
@@ -616,10 +631,12 @@ impl PageCache {
         }
     }
 
-    /// The cached pages of `file` in `[first, end)` as (page, slot), ascending: looked up one by
-    /// one over a range no longer than the file's cached pages, else found by a scan of the index.
+    /// The cached pages of `file` in `[first, end)` as (page, slot), ascending: the range cut at
+    /// the file's highest page, looked up one by one if no longer than the file's cached pages,
+    /// else found by a scan of the index.
     pub(super) fn pages_in(&self, file: FileId, first: u64, end: u64) -> Vec<(u64, u32)> {
         let Some(f) = self.files.get(&file) else { return Vec::new() };
+        let end = end.min(f.last);
         let mut out: Vec<(u64, u32)> = if end.saturating_sub(first) <= f.pages.max(64) {
             (first..end).filter_map(|p| self.index.get(&(file, p)).map(|&s| (p, s))).collect()
         } else {
@@ -649,7 +666,9 @@ impl PageCache {
         let sl = &mut self.slots[s as usize];
         *sl = Slot::fresh(file, page, state);
         self.index.insert((file, page), s);
-        self.file_mut(file).pages += 1;
+        let f = self.file_mut(file);
+        f.pages += 1;
+        f.last = f.last.max(page + 1);
         if state == PageState::Clean {
             self.relink(s);
         }
@@ -776,6 +795,12 @@ impl PageCache {
                 PageState::Writeback => wb += 1,
                 PageState::WritebackDirty => (dirty, wb, e.1) = (dirty + 1, wb + 1, e.1 + 1),
                 PageState::Locked | PageState::Clean => {}
+            }
+            if sl.doomed && !matches!(sl.state, PageState::Locked | PageState::Writeback) {
+                return Err(format!("page ({f:?}, {p}) truncated in flight is in state {:?}", sl.state));
+            }
+            if self.files.get(&f).is_some_and(|x| p >= x.last) {
+                return Err(format!("page ({f:?}, {p}) at or past its file's highest page"));
             }
             let dirty_listed = self.files.get(&f).is_some_and(|x| x.dirty.contains(&p));
             let aged = self.by_age.contains(&(sl.dirtied_at, f, p));

@@ -379,6 +379,74 @@ fn invalidate_drops_clean_pages_and_reports_the_rest() {
 }
 
 #[test]
+fn truncate_drops_clean_and_dirty_pages_and_waits_for_those_in_flight() {
+    // truncate.rs worked example. A: read 0-3 (io 1, completed: clean), write 4-5 (dirty), read
+    // 8 (io 2, locked), write 6-7 and sync them (io 3: writeback), write 7 again (writeback +
+    // dirty). Dirty: 4, 5, 7 = 3; writeback: 6, 7 = 2.
+    let mut c = cache(64);
+    c.set_file_end(A, 100);
+    let (_, r, _) = read(&mut c, secs(0), A, 0, 4, None);
+    c.read_done(secs(0), r[0].id).unwrap();
+    write(&mut c, secs(0), A, 4, 2);
+    let (_, r8, _) = read(&mut c, secs(0), A, 8, 1, None);
+    write(&mut c, secs(0), A, 6, 2);
+    let w = c.sync_range(secs(0), A, 6, 8).unwrap().issue;
+    assert_eq!((extents_w(&w), c.page_state(A, 4)), (vec![ext(A, 6, 2)], Some(S::Dirty)));
+    write(&mut c, secs(0), A, 7, 1);
+    assert_eq!((c.dirty_pages(), c.writeback_pages()), (3, 2));
+    let (read_io, write_io) = (r8[0].id, w[0].id);
+    assert_eq!((read_io, write_io), (IoId(2), IoId(3)));
+    // Truncate at 2: 2-3 clean dropped, 4-5 dirty dropped and 7's new data (3 dirty), busy: the
+    // read and the write, sorted. 0-1 stay; 6-8 wait, marked. Nothing dirty: A has left the
+    // flusher's order (no wakeup), its read-ahead end is 2.
+    let t = c.truncate(secs(1), A, 2).unwrap();
+    assert_eq!(t, truncate::Truncated { clean: 2, dirty: 3, busy: vec![IoId(2), IoId(3)] });
+    assert_eq!((c.cached_pages(), c.dirty_pages(), c.writeback_pages()), (5, 0, 2));
+    assert_eq!((c.page_state(A, 1), c.page_state(A, 2), c.page_state(A, 4)), (Some(S::Clean), None, None));
+    assert_eq!((c.page_state(A, 7), c.page_state(A, 8)), (Some(S::Writeback), Some(S::Locked)));
+    assert!((6..=8).all(|p| c.is_truncated_in_flight(A, p)) && !c.is_truncated_in_flight(A, 1));
+    assert_eq!(c.flusher_wakeup_at(), None);
+    c.check_invariants().unwrap();
+    // The read completes: page 8 dropped, not clean. Then the write: 6 and 7 dropped, 7 not
+    // dirty again. 2 + 2 at once, 1 + 2 at completion: 7 pages truncated, 3 of them dirty.
+    c.read_done(secs(2), read_io).unwrap();
+    assert_eq!((c.page_state(A, 8), c.cached_pages()), (None, 4));
+    c.write_done(secs(3), write_io).unwrap();
+    assert_eq!((c.cached_pages(), c.dirty_pages(), c.writeback_pages()), (2, 0, 0));
+    assert_eq!((c.stats().truncated_pages, c.stats().truncated_dirty), (7, 3));
+    assert_eq!(c.stats().written_back.fsync, 2, "6 and 7 were written once, 7's new data never");
+    c.check_invariants().unwrap();
+    assert_eq!(c.ends.get(&A), Some(&2), "the read-ahead end 100 became 2");
+    // An unlink of a file with nothing in flight leaves nothing; B's end (none) becomes 0: a
+    // stream's first read at 0 (a window of 4, 0-3) reads only its own page.
+    write(&mut c, secs(4), B, 0, 3);
+    let t = c.truncate(secs(4), B, 0).unwrap();
+    assert_eq!(t, truncate::Truncated { clean: 0, dirty: 3, busy: vec![] });
+    assert_eq!((c.page_state(B, 0), c.dirty_pages()), (None, 0));
+    let st = c.open_stream(B);
+    let (_, issue, _) = read(&mut c, secs(4), B, 0, 1, Some(st));
+    assert_eq!(extents_r(&issue), vec![ext(B, 0, 1)]);
+    c.check_invariants().unwrap();
+}
+
+#[test]
+fn a_truncated_page_written_again_under_writeback_is_the_files_again() {
+    // Page 0 dirty, under writeback (io 1), truncated (marked), then written again: writeback +
+    // dirty and no longer marked; when the write completes it is dirty (1 dirty page), not
+    // dropped: only the truncation's own count stands (0 dropped, 0 dirty).
+    let mut c = cache(64);
+    write(&mut c, secs(0), A, 0, 1);
+    let w = c.fsync(secs(0), A).unwrap().issue;
+    let t = c.truncate(secs(1), A, 0).unwrap();
+    assert_eq!(t, truncate::Truncated { clean: 0, dirty: 0, busy: vec![w[0].id] });
+    assert_eq!(write(&mut c, secs(2), A, 0, 1), WriteOutcome::Done { dirtied: 1 });
+    assert!(!c.is_truncated_in_flight(A, 0));
+    c.write_done(secs(3), w[0].id).unwrap();
+    assert_eq!((c.page_state(A, 0), c.dirty_pages(), c.stats().truncated_pages), (Some(S::Dirty), 1, 0));
+    c.check_invariants().unwrap();
+}
+
+#[test]
 fn bad_calls_are_errors() {
     let mut c = cache(64);
     c.read(secs(5), A, 0, 1, None).unwrap();
@@ -417,11 +485,13 @@ fn bytes_settings_override_the_ratios() {
     assert_eq!(c.thresholds(), (200, 100));
 }
 
-/// The reference model: each page's state, and the I/O in flight.
+/// The reference model: each page's state, the I/O in flight, and the pages truncated while
+/// their I/O was in flight (dropped when it completes).
 #[derive(Default)]
 struct Model {
     pages: BTreeMap<(FileId, u64), S>,
     inflight: BTreeMap<IoId, (Extent, bool)>,
+    doomed: std::collections::BTreeSet<(FileId, u64)>,
 }
 
 impl Model {
@@ -456,6 +526,9 @@ impl Model {
         assert_eq!(c.cached_pages(), self.pages.len() as u64);
         assert!(c.cached_pages() <= c.config().capacity_pages);
         assert_eq!((c.dirty_pages(), c.writeback_pages()), (self.dirty(), self.writeback()));
+        for k in self.pages.keys() {
+            assert_eq!(c.is_truncated_in_flight(k.0, k.1), self.doomed.contains(k), "{k:?} marked");
+        }
         c.check_invariants().unwrap();
     }
 }
@@ -469,6 +542,7 @@ enum Op {
     Flush(u64),
     Fsync(u32),
     Invalidate { file: u32, page: u64 },
+    Truncate { file: u32, page: u64 },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -486,6 +560,7 @@ fn op() -> impl Strategy<Value = Op> {
         (0..20_000u64).prop_map(Op::Flush),
         (0..3u32).prop_map(Op::Fsync),
         (0..3u32, 0..48u64).prop_map(|(file, page)| Op::Invalidate { file, page }),
+        (0..3u32, 0..56u64).prop_map(|(file, page)| Op::Truncate { file, page }),
     ]
 }
 
@@ -530,6 +605,8 @@ fn run_op(c: &mut PageCache, m: &mut Model, streams: &[StreamId], now: SimTime, 
                     m.sync_evictions(c);
                     let mut n = 0;
                     for p in off / PAGE_SIZE..=(off + pages * PAGE_SIZE - 1) / PAGE_SIZE {
+                        // A page truncated under writeback and written again is the file's again.
+                        m.doomed.remove(&(f, p));
                         let s = m.pages.entry((f, p)).or_insert(S::Clean);
                         n += matches!(*s, S::Clean | S::Writeback) as u64;
                         *s = if matches!(*s, S::Writeback | S::WritebackDirty) { S::WritebackDirty } else { S::Dirty };
@@ -552,6 +629,10 @@ fn run_op(c: &mut PageCache, m: &mut Model, streams: &[StreamId], now: SimTime, 
                 c.read_done(now, id).unwrap();
             }
             for p in e.first..e.end() {
+                if m.doomed.remove(&(e.file, p)) {
+                    assert_eq!(m.pages.remove(&(e.file, p)), Some(if write { S::Writeback } else { S::Locked }));
+                    continue;
+                }
                 let s = m.pages.get_mut(&(e.file, p)).unwrap();
                 *s = if *s == S::WritebackDirty { S::Dirty } else { S::Clean };
             }
@@ -580,6 +661,32 @@ fn run_op(c: &mut PageCache, m: &mut Model, streams: &[StreamId], now: SimTime, 
             let before = m.count(|s| s == S::Clean);
             m.sync_evictions(c);
             assert_eq!(before - m.count(|s| s == S::Clean), inv.dropped);
+        }
+        Op::Truncate { file, page } => {
+            let f = FileId(file);
+            let t = c.truncate(now, f, page).unwrap();
+            let past: Vec<((FileId, u64), S)> =
+                m.pages.range((f, page)..=(f, u64::MAX)).map(|(k, s)| (*k, *s)).collect();
+            let (mut clean, mut dirty) = (0, 0);
+            for (k, s) in past {
+                match s {
+                    S::Clean | S::Dirty => {
+                        m.pages.remove(&k);
+                        (clean, dirty) = (clean + (s == S::Clean) as u64, dirty + (s == S::Dirty) as u64);
+                    }
+                    S::WritebackDirty => {
+                        m.pages.insert(k, S::Writeback);
+                        m.doomed.insert(k);
+                        dirty += 1;
+                    }
+                    S::Locked | S::Writeback => {
+                        m.doomed.insert(k);
+                    }
+                }
+            }
+            let busy: Vec<IoId> =
+                m.inflight.iter().filter(|(_, (e, _))| e.file == f && e.end() > page).map(|(id, _)| *id).collect();
+            assert_eq!(t, truncate::Truncated { clean, dirty, busy });
         }
     }
 }

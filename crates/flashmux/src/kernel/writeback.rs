@@ -320,7 +320,9 @@ impl PageCache {
             let s = self.index[&(file, p)];
             let sl = self.slots[s as usize];
             self.n_writeback -= 1;
-            if sl.state == PageState::WritebackDirty {
+            if sl.doomed {
+                self.drop_doomed(s);
+            } else if sl.state == PageState::WritebackDirty {
                 self.slots[s as usize].state = PageState::Dirty;
                 self.files.get_mut(&file).expect("dirty file").wb_dirty -= 1;
                 self.add_dirty(file, p, sl.dirtied_at);
@@ -330,13 +332,18 @@ impl PageCache {
                 self.relink(s);
             }
         }
+        self.release_writers(now);
+        Ok(())
+    }
+
+    /// Ends the writers' wait at the dirty threshold if dirty + writeback pages are at most it.
+    pub(super) fn release_writers(&mut self, now: SimTime) {
         if let Some(since) = self.throttled_since {
             if self.n_dirty + self.n_writeback <= self.flusher.thresh {
                 self.stats.throttled_ns += now.since(since).ns();
                 self.throttled_since = None;
             }
         }
-        Ok(())
     }
 
     /// Whether dirty and writeback pages exceed the dirty threshold: a write now is throttled.
@@ -429,6 +436,8 @@ impl PageCache {
                 true
             }
             PageState::Writeback => {
+                // Written again after a truncation: the page is the file's again.
+                self.slots[s as usize].doomed = false;
                 self.slots[s as usize].state = PageState::WritebackDirty;
                 self.slots[s as usize].dirtied_at = now;
                 self.file_mut(sl.file).wb_dirty += 1;
