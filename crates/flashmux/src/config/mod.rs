@@ -109,6 +109,52 @@ pub enum Workload {
     /// No workload: an NBD export under `flashmux serve`, whose one job (`job`, reported with
     /// `ioengine=nbd`) issues the requests of the export's clients. `flashmux run` rejects it.
     Export { job: FioJob },
+    /// A Filebench workload on the tenant's filesystem (`[kernel] filesystem = "ext4"`): a job
+    /// per thread definition of its processes (`numjobs`: the instances), each instance one
+    /// thread making its flowops' system calls one at a time.
+    Filebench { spec: Box<FilebenchSpec>, jobs: Vec<FioJob> },
+}
+
+/// A tenant's Filebench workload: where it came from and what it is, its variables set.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FilebenchSpec {
+    /// The file, or `<personality NAME>` for a bundled one.
+    pub source: String,
+    pub workload: crate::workload::filebench::Workload,
+}
+
+impl FilebenchSpec {
+    /// Its jobs: one per thread definition, in the runner's thread order.
+    pub fn jobs(&self) -> Vec<FioJob> {
+        let w = &self.workload;
+        let runtime = match w.run {
+            Some(crate::workload::filebench::Run::Run { seconds: Some(s) })
+            | Some(crate::workload::filebench::Run::Psrun { seconds: s, .. }) => Some(s * 1_000_000_000),
+            _ => None,
+        };
+        let mut jobs = Vec::new();
+        for p in &w.processes {
+            for t in &p.threads {
+                jobs.push(FioJob {
+                    name: format!("{}.{}", p.name, t.name),
+                    file: self.source.clone(),
+                    line: t.line,
+                    iodepth: 1,
+                    numjobs: (p.instances * t.instances) as u32,
+                    runtime,
+                    time_based: true,
+                    direct: false,
+                    job_options: vec![
+                        ("filebench".into(), self.source.clone()),
+                        ("process".into(), p.name.clone()),
+                        ("thread".into(), t.name.clone()),
+                    ],
+                    ..FioJob::default()
+                });
+            }
+        }
+        jobs
+    }
 }
 
 impl Workload {
@@ -117,6 +163,7 @@ impl Workload {
         match self {
             Workload::Fio(jobs) => jobs,
             Workload::Trace { job, .. } | Workload::Export { job } => std::slice::from_ref(job),
+            Workload::Filebench { jobs, .. } => jobs,
         }
     }
 }

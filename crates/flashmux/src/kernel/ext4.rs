@@ -153,6 +153,70 @@ impl Ext4 {
         Ok(())
     }
 
+    /// A directory `name` in `parent` (the root if `None`), made before the run (not journaled).
+    pub fn setup_dir(&mut self, parent: Option<Ino>, name: &str) -> Result<Ino, String> {
+        let parent = parent.unwrap_or_else(|| self.fs.root());
+        Ok(self.fs.mkdir(parent, name).map_err(fs_err)?.0)
+    }
+
+    /// A file `name` in `dir` of `size` bytes, written before the run (allocated, not journaled).
+    pub fn setup_file(&mut self, file: FileId, dir: Ino, name: &str, size: u64) -> Result<(), String> {
+        let (ino, _) = self.fs.create(dir, name).map_err(fs_err)?;
+        self.fs.set_size(ino, size).map_err(fs_err)?;
+        let blocks = size.div_ceil(PAGE_SIZE);
+        if blocks > 0 {
+            self.fs.allocate(ino, 0, blocks, 0).map_err(|e| {
+                format!("ext4: the files made before the run do not fit in the tenant's filesystem: {e}")
+            })?;
+        }
+        self.files.insert(file, File { ino, first: 0, tid: Tid(0) });
+        Ok(())
+    }
+
+    /// Creates file `file` named `name` in `dir` at `now`: its metadata joins the journal.
+    pub fn create(&mut self, now: SimTime, file: FileId, dir: Ino, name: &str, out: &mut FsOut) -> Result<(), String> {
+        let (ino, ch) = self.fs.create(dir, name).map_err(fs_err)?;
+        self.files.insert(file, File { ino, first: 0, tid: Tid(0) });
+        for m in &ch.dirtied {
+            self.dirty(now, m.block, file)?;
+        }
+        self.drain(now, out)
+    }
+
+    /// A write made `file` `size` bytes long (if it was shorter): its i_size.
+    pub fn grow(&mut self, file: FileId, size: u64) -> Result<(), String> {
+        let ino = self.files[&file].ino;
+        if self.fs.size(ino).map_err(fs_err)? < size {
+            self.fs.set_size(ino, size).map_err(fs_err)?;
+        }
+        Ok(())
+    }
+
+    /// `file`'s size in bytes.
+    pub fn size(&self, file: FileId) -> u64 {
+        self.fs.size(self.files[&file].ino).expect("a file's inode")
+    }
+
+    /// The last close of `file` at `now`: its preallocations are released.
+    pub fn release(&mut self, now: SimTime, file: FileId, out: &mut FsOut) -> Result<(), String> {
+        let ch = self.fs.release(self.files[&file].ino).map_err(fs_err)?;
+        for m in &ch.dirtied {
+            self.dirty(now, m.block, file)?;
+        }
+        self.drain(now, out)
+    }
+
+    /// Deletes `file` at `now` (its pages are the page cache's to drop): its blocks are freed,
+    /// its metadata joins the journal.
+    pub fn unlink(&mut self, now: SimTime, file: FileId, out: &mut FsOut) -> Result<(), String> {
+        let ch = self.fs.unlink(self.files[&file].ino).map_err(fs_err)?;
+        for m in &ch.dirtied {
+            self.dirty(now, m.block, file)?;
+        }
+        self.files.remove(&file);
+        self.drain(now, out)
+    }
+
     /// The byte of `file` at device offset `offset`.
     pub fn file_offset(&self, file: FileId, offset: u64) -> u64 {
         let first = self.files[&file].first;
@@ -171,7 +235,12 @@ impl Ext4 {
     /// becomes the file's last (what its fsync commits), or waits until the journal has room.
     fn dirty(&mut self, now: SimTime, block: u64, file: FileId) -> Result<(), String> {
         match self.journal.dirty_metadata(now, block, &mut self.jout).map_err(fs_err)? {
-            Admit::Joined(tid) => self.files.get_mut(&file).expect("a file").tid = tid,
+            Admit::Joined(tid) => {
+                // A file deleted since its change waited has no fsync to remember it for.
+                if let Some(f) = self.files.get_mut(&file) {
+                    f.tid = tid;
+                }
+            }
             Admit::Wait => self.waiting.push_back((block, file)),
         }
         Ok(())

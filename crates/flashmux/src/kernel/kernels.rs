@@ -38,6 +38,7 @@
 //! hits take no thread's time. fio's `filename`/`nrfiles` are not files here (a tenant is one file).
 
 use super::ext4::{Ext4, Ext4Result, FsIoId, FsOut};
+use super::fs::Ino;
 use super::io::{AppOp, DevId, DevIo, KernelIo, KernelOut};
 use super::{CacheStats, FileId, KernelConfig, StreamId, PAGE_SIZE};
 use crate::device::IoOp;
@@ -83,6 +84,24 @@ impl KernelDeviceIo {
             IoOp::Trim => unreachable!("the kernel sends no trims"),
         }
     }
+}
+
+/// A system call on a file of a workload's (Filebench's): what it asks of the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileOp {
+    Read,
+    Write,
+    Fsync,
+    Delete,
+    /// Its effect was made when it was issued (create, open, close, stat): it returns at once.
+    Done,
+}
+
+/// A system call on a file: its operation and the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileCall {
+    pub op: FileOp,
+    pub file: FileId,
 }
 
 /// A kernel's device request, by whose it is.
@@ -132,6 +151,12 @@ pub struct Kernels {
     /// Each page-cache file's tenant: the tenants' own (their regions) first, then the jobs'
     /// files on their filesystems.
     file_tenant: Vec<TenantId>,
+    /// Files that workloads create and delete on their filesystems (Filebench's), by id from
+    /// `next_file` on: each one's tenant while it exists.
+    made_files: BTreeMap<FileId, TenantId>,
+    next_file: u32,
+    /// The read-ahead stream of each such file while it is open.
+    open_streams: BTreeMap<FileId, StreamId>,
     /// Each job's file and read-ahead stream: `Some` for buffered jobs.
     jobs: Vec<Option<(FileId, StreamId)>>,
     kout: KernelOut,
@@ -153,7 +178,14 @@ pub struct BufferedJob {
 impl Kernels {
     /// `regions`: each tenant's (offset, length) on the device. `jobs`: each job, `Some` if it
     /// is buffered.
-    pub fn new(cfg: KernelConfig, regions: &[(u64, u64)], jobs: &[Option<BufferedJob>]) -> Result<Kernels, String> {
+    /// `files_of`: per tenant, whether its workload makes files of its own on its filesystem
+    /// (a Filebench workload's), so it needs one even without buffered jobs.
+    pub fn new(
+        cfg: KernelConfig,
+        regions: &[(u64, u64)],
+        jobs: &[Option<BufferedJob>],
+        files_of: &[bool],
+    ) -> Result<Kernels, String> {
         let tenants = regions.len();
         let count = if cfg.per_tenant { tenants } else { 1 };
         let of_tenant: Vec<usize> = (0..tenants).map(|t| if cfg.per_tenant { t } else { 0 }).collect();
@@ -170,7 +202,7 @@ impl Kernels {
         let mut file_tenant: Vec<TenantId> = (0..tenants).map(|t| TenantId(t as u16)).collect();
         for (t, &(start, len)) in regions.iter().enumerate() {
             kernels[of_tenant[t]].io.cache_mut().set_file_end(FileId(t as u32), len.div_ceil(PAGE_SIZE));
-            let buffered = jobs.iter().flatten().any(|j| j.tenant.index() == t);
+            let buffered = jobs.iter().flatten().any(|j| j.tenant.index() == t) || files_of[t];
             if cfg.filesystem == Filesystem::Ext4 && buffered {
                 ext4[t] = Some(Ext4::new(start, len).map_err(|e| format!("tenant {t}: {e}"))?);
             }
@@ -201,6 +233,7 @@ impl Kernels {
             let file = ids.get(&(j.tenant, j.file.as_str())).copied().unwrap_or(FileId(t as u32));
             files.push(Some((file, kernels[of_tenant[t]].io.cache_mut().open_stream(file))));
         }
+        let next_file = file_tenant.len() as u32;
         Ok(Kernels {
             cfg,
             kernels,
@@ -208,6 +241,9 @@ impl Kernels {
             regions: regions.to_vec(),
             ext4,
             file_tenant,
+            made_files: BTreeMap::new(),
+            next_file,
+            open_streams: BTreeMap::new(),
             jobs: files,
             kout: KernelOut::default(),
             fsout: FsOut::default(),
@@ -248,6 +284,125 @@ impl Kernels {
             if let Some(fs) = &mut self.ext4[t.index()] {
                 fs.note_write(now, file, &mut self.fsout)?;
             }
+        }
+        self.settle(now, k, t, out)
+    }
+
+    fn fs(&mut self, t: TenantId) -> &mut Ext4 {
+        self.ext4[t.index()].as_mut().expect("the tenant's filesystem")
+    }
+
+    /// Tenant `t`'s filesystem and the output its calls fill.
+    fn fs_out(&mut self, t: TenantId) -> (&mut Ext4, &mut FsOut) {
+        (self.ext4[t.index()].as_mut().expect("the tenant's filesystem"), &mut self.fsout)
+    }
+
+    /// A directory `name` in `parent` (its root if `None`) of tenant `t`'s filesystem, made
+    /// before the run.
+    pub fn setup_dir(&mut self, t: TenantId, parent: Option<Ino>, name: &str) -> Result<Ino, String> {
+        self.fs(t).setup_dir(parent, name).map_err(|e| format!("tenant {}: {e}", t.index()))
+    }
+
+    fn new_file(&mut self, t: TenantId) -> FileId {
+        let f = FileId(self.next_file);
+        self.next_file = self.next_file.checked_add(1).expect("fewer than 2^32 files made in a run");
+        self.made_files.insert(f, t);
+        f
+    }
+
+    /// A file `name` of `size` bytes in `dir` of tenant `t`'s filesystem, written before the run.
+    pub fn setup_file(&mut self, t: TenantId, dir: Ino, name: &str, size: u64) -> Result<FileId, String> {
+        let f = self.new_file(t);
+        self.fs(t).setup_file(f, dir, name, size).map_err(|e| format!("tenant {}: {e}", t.index()))?;
+        let k = self.of_tenant[t.index()];
+        self.kernels[k].io.cache_mut().set_file_end(f, size.div_ceil(PAGE_SIZE));
+        Ok(f)
+    }
+
+    /// Tenant `t` creates a file `name` in `dir` at `now` (and opens it).
+    pub fn create(
+        &mut self,
+        now: SimTime,
+        t: TenantId,
+        dir: Ino,
+        name: &str,
+        out: &mut KernelsOut,
+    ) -> Result<FileId, String> {
+        let f = self.new_file(t);
+        let k = self.of_tenant[t.index()];
+        self.kernels[k].io.cache_mut().set_file_end(f, 0);
+        self.ext4[t.index()].as_mut().expect("a filesystem").create(now, f, dir, name, &mut self.fsout)?;
+        self.open(t, f);
+        self.settle(now, k, t, out)?;
+        Ok(f)
+    }
+
+    /// Tenant `t` opens `file`: its own read-ahead state (a `struct file`).
+    pub fn open(&mut self, t: TenantId, file: FileId) {
+        let k = self.of_tenant[t.index()];
+        let s = self.kernels[k].io.cache_mut().open_stream(file);
+        assert!(self.open_streams.insert(file, s).is_none(), "file {file:?} opened twice");
+    }
+
+    /// Tenant `t` closes `file` at `now`: its read-ahead state goes, and ext4 releases its
+    /// preallocations.
+    pub fn close(&mut self, now: SimTime, t: TenantId, file: FileId, out: &mut KernelsOut) -> Result<(), String> {
+        let k = self.of_tenant[t.index()];
+        let s = self.open_streams.remove(&file).expect("an open file");
+        self.kernels[k].io.cache_mut().close_stream(s).map_err(|e| e.to_string())?;
+        let (fs, fsout) = self.fs_out(t);
+        fs.release(now, file, fsout)?;
+        self.settle(now, k, t, out)
+    }
+
+    /// Tenant `t`'s application makes call `call` (its request `r`) at `now`: a read or write
+    /// of `len` bytes at `offset` of the file, its fsync, its delete; or a call whose effect was
+    /// made when it was issued ([`FileOp::Done`]: a create, open, close or stat), which
+    /// returns at once.
+    pub fn call(
+        &mut self,
+        now: SimTime,
+        t: TenantId,
+        r: ReqId,
+        call: FileCall,
+        (offset, len): (u64, u64),
+        out: &mut KernelsOut,
+    ) -> Result<(), String> {
+        let k = self.of_tenant[t.index()];
+        let file = call.file;
+        let app = match call.op {
+            FileOp::Read => AppOp::Read { file, offset, len, stream: self.open_streams.get(&file).copied() },
+            FileOp::Write => {
+                let fs = self.fs(t);
+                fs.grow(file, offset + len)?;
+                let end = fs.size(file).div_ceil(PAGE_SIZE);
+                self.kernels[k].io.cache_mut().set_file_end(file, end);
+                AppOp::Write { file, offset, len }
+            }
+            FileOp::Fsync => AppOp::Fsync { file },
+            // The file's pages go (the call returns when the I/O in flight on them is over),
+            // then its blocks.
+            FileOp::Delete => {
+                assert!(!self.open_streams.contains_key(&file), "file {file:?} deleted while open");
+                AppOp::Truncate { file, from: 0 }
+            }
+            FileOp::Done => {
+                out.done.push(r);
+                return Ok(());
+            }
+        };
+        self.kernels[k].io.submit(now, r, app, &mut self.kout).map_err(|e| e.to_string())?;
+        match call.op {
+            FileOp::Write => {
+                let (fs, fsout) = self.fs_out(t);
+                fs.note_write(now, file, fsout)?
+            }
+            FileOp::Delete => {
+                let (fs, fsout) = self.fs_out(t);
+                fs.unlink(now, file, fsout)?;
+                self.made_files.remove(&file);
+            }
+            _ => {}
         }
         self.settle(now, k, t, out)
     }
@@ -345,7 +500,7 @@ impl Kernels {
             }
             out.done.extend(&kout.done);
             for d in &kout.device {
-                let ft = self.file_tenant[d.file.0 as usize];
+                let ft = self.tenant_of(d.file);
                 match &mut self.ext4[ft.index()] {
                     Some(fs) if d.file.0 as usize >= self.regions.len() => {
                         fs.lower(now, d, &mut self.fsout)?;
@@ -358,6 +513,14 @@ impl Kernels {
                     }
                 }
             }
+        }
+    }
+
+    /// The tenant of page-cache file `file`.
+    fn tenant_of(&self, file: FileId) -> TenantId {
+        match self.file_tenant.get(file.0 as usize) {
+            Some(&t) => t,
+            None => *self.made_files.get(&file).expect("a file of a workload that exists"),
         }
     }
 

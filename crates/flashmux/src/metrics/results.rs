@@ -51,6 +51,8 @@ pub struct RunResults {
     pub virt: Option<crate::virt::VirtResult>,
     /// The kernels above the block layer (`[kernel]`): their page caches and device requests.
     pub kernel: Option<Vec<crate::kernel::kernels::KernelResult>>,
+    /// The Filebench tenants' own figures, per flowop and fileset.
+    pub filebench: Vec<crate::sim::FilebenchResult>,
     pub timeline_interval_ns: u64,
     pub timeline: Vec<TimelineRow>,
     /// Bandwidth shares against the tenants' weights (and slowdowns, with an alone baseline).

@@ -198,6 +198,9 @@ fn run_json(r: &RunResults) -> Value {
     if let Some(virt) = &r.virt {
         v["virt"] = json!(virt);
     }
+    if !r.filebench.is_empty() {
+        v["filebench"] = json!(r.filebench);
+    }
     if let Some(k) = &r.kernel {
         v["kernel"] = json!(k);
     }

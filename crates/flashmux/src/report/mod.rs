@@ -162,6 +162,7 @@ pub(crate) mod test_fixture {
         RunResults {
             virt: None,
             kernel: None,
+            filebench: Vec::new(),
             version: "0.1.0".into(),
             seed: 42,
             config_hash: "ab".repeat(32),

@@ -112,7 +112,9 @@ fn writer(t: &TenantSpec, sector: u64, seed: u64) -> TenantWriter<'static> {
             });
             TenantWriter { share, writes }
         }
-        Workload::Export { .. } => {
+        // A Filebench tenant ages its region as an export's clients would: its files are laid
+        // out on a filesystem, and where is the filesystem's to choose.
+        Workload::Export { .. } | Workload::Filebench { .. } => {
             let (start, len) = t.region;
             let blocks = len / EXPORT_WRITE;
             let mut rng = rng_for(seed, &format!("precondition/export/{}", t.name));

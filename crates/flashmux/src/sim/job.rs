@@ -18,6 +18,7 @@ use crate::device::IoOp;
 use crate::engine::derive_seed;
 use crate::metrics::{IoStats, JobResult, JobSample, Samples};
 use crate::units::{Nanos, SimTime, TenantId};
+use crate::kernel::kernels::FileCall;
 use crate::workload::fio::{Dir, FioJob, IoUnit, JobGen, ThinktimeBlocksType};
 use std::collections::VecDeque;
 
@@ -45,11 +46,13 @@ pub struct IoReq {
     pub len: u64,
     /// An export's request: the tag it was submitted with (0 for every other job).
     pub tag: u64,
+    /// A Filebench thread's system call on a file (`offset` and `len` are the file's).
+    pub call: Option<FileCall>,
 }
 
 impl IoReq {
     /// A sync: a flush of the device, no data.
-    const SYNC: IoReq = IoReq { op: IoOp::Flush, offset: 0, len: 0, tag: 0 };
+    const SYNC: IoReq = IoReq { op: IoOp::Flush, offset: 0, len: 0, tag: 0, call: None };
 }
 
 /// The sync a job has in flight, if any.
@@ -70,6 +73,8 @@ pub enum Next {
     Blocked,
     /// The generator has no more I/O.
     Exhausted,
+    /// A Filebench thread (its index in its tenant's runner) may make its next call.
+    Pull(u32),
 }
 
 /// Where a job's requests come from.
@@ -81,6 +86,8 @@ enum Source {
     Trace { src: Box<TraceSource>, held: Option<TraceIo> },
     /// An export's clients (under `serve`): the requests they sent, not yet issued.
     Export(VecDeque<IoReq>),
+    /// A Filebench thread of its tenant's runner (`sim/filebench.rs`), one call at a time.
+    Filebench { thread: u32 },
 }
 
 pub struct JobRt {
@@ -151,10 +158,12 @@ impl JobRt {
                 Source::Trace { src: Box::new(TraceSource::new(t, ts, sector).map_err(SimError::Trace)?), held: None }
             }
             Workload::Export { .. } => Source::Export(VecDeque::new()),
+            // Numbered by the simulator once every job exists (`set_filebench_thread`).
+            Workload::Filebench { .. } => Source::Filebench { thread: u32::MAX },
         };
         let start_delay = match &source {
             Source::Fio { gen, .. } => gen.start_delay(),
-            Source::Trace { .. } | Source::Export(_) => 0,
+            Source::Trace { .. } | Source::Export(_) | Source::Filebench { .. } => 0,
         };
         Ok(JobRt {
             tenant,
@@ -239,7 +248,32 @@ impl JobRt {
                 self.count_issue();
                 Next::Io(io)
             }
+            Source::Filebench { thread } => Next::Pull(*thread),
         }
+    }
+
+    /// A Filebench thread's job: its thread's index in its tenant's runner.
+    pub fn filebench_thread(&self) -> Option<u32> {
+        match self.source {
+            Source::Filebench { thread } => Some(thread),
+            _ => None,
+        }
+    }
+
+    pub fn set_filebench_thread(&mut self, t: u32) {
+        let Source::Filebench { thread } = &mut self.source else { panic!("job '{}' is not Filebench's", self.spec.name) };
+        *thread = t;
+    }
+
+    /// A pulled call leaves: one more in flight.
+    pub fn pulled(&mut self) {
+        self.count_issue();
+    }
+
+    /// A call that moves no data and is not a sync (a create, open, close, stat or delete)
+    /// returned: not in the job's I/O statistics.
+    pub fn call_returned(&mut self) {
+        self.inflight -= 1;
     }
 
     /// fio's generator's next I/O, within the job's rate limits.
@@ -274,7 +308,7 @@ impl JobRt {
         if io.dir == Dir::Write {
             self.count_write();
         }
-        Next::Io(IoReq { op: op_of(io.dir), offset: io.offset, len: io.len, tag: 0 })
+        Next::Io(IoReq { op: op_of(io.dir), offset: io.offset, len: io.len, tag: 0, call: None })
     }
 
     /// The trace's next request once it is due (open loop), or at once (closed loop).
@@ -293,7 +327,7 @@ impl JobRt {
             src.stats.record_issue(now.since(due));
         }
         self.count_issue();
-        Next::Io(IoReq { op: io.op, offset: io.offset, len: io.len, tag: 0 })
+        Next::Io(IoReq { op: io.op, offset: io.offset, len: io.len, tag: 0, call: None })
     }
 
     /// One more I/O in flight, counted in fio's iodepth distribution.
@@ -326,7 +360,7 @@ impl JobRt {
     pub fn take_replay(&mut self) -> Option<ReplayStats> {
         match &mut self.source {
             Source::Trace { src, .. } => Some(src.finish()),
-            Source::Fio { .. } | Source::Export(_) => None,
+            Source::Fio { .. } | Source::Export(_) | Source::Filebench { .. } => None,
         }
     }
 

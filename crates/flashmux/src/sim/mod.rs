@@ -13,6 +13,7 @@
 //! function of its scenario and seed.
 
 mod aging;
+mod filebench;
 pub mod external;
 mod job;
 mod overlap;
@@ -26,13 +27,14 @@ use crate::device::precondition::{PreconditionReport, PreconditionState};
 use crate::device::{Command, Device, DeviceEvent, IoOp, Outbox};
 use crate::engine::EventQueue;
 use crate::host::{BlockLayer, BlockReq};
-use crate::kernel::kernels::{BufferedJob, KernelDev, Kernels, KernelsOut};
+use crate::kernel::kernels::{BufferedJob, FileCall, FileOp, KernelDev, Kernels, KernelsOut};
 use crate::metrics::StopReason;
 use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
 use crate::virt::{Io, Machine, MachineEvent, VirtOutbox};
 use job::{IoReq, JobState};
 use workloads::Workloads;
 pub use external::{Export, ExternalDone, ExternalIo};
+pub use filebench::FilebenchResult;
 use overlap::Overlap;
 use timeline::Timeline;
 pub use timeline::{TimelineSink, KEEP_ROWS};
@@ -90,6 +92,8 @@ struct Request {
     tag: u64,
     /// A kernel's own device request (read, writeback, flush): its id there. `None` for a job's.
     kernel: Option<KernelDev>,
+    /// A Filebench thread's system call on a file.
+    call: Option<FileCall>,
 }
 
 /// How a batch of [`Simulator::run_for`] ended.
@@ -150,6 +154,8 @@ pub struct Simulator {
     check_every: Option<u64>,
     /// Exports' requests completed and not yet taken by [`Simulator::take_external_done`].
     external_done: Vec<external::ExternalDone>,
+    /// Per tenant, its Filebench runner if it has one.
+    filebench: Vec<Option<filebench::FbTenant>>,
 }
 
 impl Simulator {
@@ -202,6 +208,7 @@ impl Simulator {
             finished: None,
             check_every: None,
             external_done: Vec::new(),
+            filebench: Vec::new(),
             scenario,
         };
         if let Some(cpu) = &sim.scenario.host.cpu {
@@ -238,8 +245,15 @@ impl Simulator {
                 })
                 .collect();
             let regions: Vec<(u64, u64)> = sim.scenario.tenants.iter().map(|t| t.region).collect();
-            let kernels = Kernels::new(k, &regions, &jobs).map_err(SimError::Config)?;
+            let files_of: Vec<bool> = sim
+                .scenario
+                .tenants
+                .iter()
+                .map(|t| matches!(t.workload, crate::config::Workload::Filebench { .. }))
+                .collect();
+            let kernels = Kernels::new(k, &regions, &jobs, &files_of).map_err(SimError::Config)?;
             sim.kernels = Some(kernels);
+            sim.filebench_setup().map_err(SimError::Config)?;
         }
         sim.precondition = sim.run_precondition(stop);
         sim.start();
@@ -456,6 +470,13 @@ impl Simulator {
                     self.maybe_finish_job(j);
                     return;
                 }
+                job::Next::Pull(thread) => match self.filebench_next(j, tenant, thread) {
+                    Some(io) => {
+                        self.work.jobs[j.index()].pulled();
+                        self.issue(j, tenant, io);
+                    }
+                    None => return,
+                },
             }
         }
     }
@@ -476,11 +497,12 @@ impl Simulator {
             queued: now,
             tag: io.tag,
             kernel: None,
+            call: io.call,
         });
         self.issued += 1;
         self.overlap.issued(tenant.index());
         if let Some(k) = &mut self.kernels {
-            if k.is_buffered(j) && io.op != IoOp::Trim {
+            if (k.is_buffered(j) && io.op != IoOp::Trim) || io.call.is_some() {
                 self.events.push(now + self.scenario.host.submit_overhead, Event::KernelArrive(id));
                 return;
             }
@@ -531,10 +553,14 @@ impl Simulator {
         let now = self.now;
         let req = &mut self.reqs[r.index()];
         req.queued = now;
-        let (t, j, io) = (req.tenant, req.job, (req.op, req.offset, req.len));
+        let (t, j, io, call) = (req.tenant, req.job, (req.op, req.offset, req.len), req.call);
         let mut out = std::mem::take(&mut self.kout);
         let kernels = self.kernels_mut();
-        kernels.submit(now, t, j, r, io, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
+        let done = match call {
+            Some(c) => kernels.call(now, t, r, c, (io.1, io.2), &mut out),
+            None => kernels.submit(now, t, j, r, io, &mut out),
+        };
+        done.unwrap_or_else(|e| panic!("kernel: {e}"));
         let k = kernels.kernel_of(t);
         self.apply_kernel_out(k, out);
     }
@@ -559,6 +585,7 @@ impl Simulator {
                 queued: now,
                 tag: 0,
                 kernel: Some(d.id),
+                call: None,
             });
             self.kernel_issued += 1;
             self.send_down(id);
@@ -698,8 +725,21 @@ impl Simulator {
         if self.work.jobs[j.index()].is_external() {
             self.external_done.push(external::ExternalDone { tag: req.tag, at: self.now });
         }
-        if self.work.jobs[j.index()].complete(self.now, req.op, req.app_len, slat, clat) {
+        let job = &mut self.work.jobs[j.index()];
+        let measured = match req.call {
+            // A call that moves no data and is not a sync: the thread's, not the job's I/O.
+            Some(c) if matches!(c.op, FileOp::Done | FileOp::Delete) => {
+                job.call_returned();
+                false
+            }
+            _ => job.complete(self.now, req.op, req.app_len, slat, clat),
+        };
+        if measured {
             self.overlap.record(req.tenant.index(), self.now, req.app_len);
+        }
+        if let Some(thread) = req.call.and(self.work.jobs[j.index()].filebench_thread()) {
+            let bytes = if matches!(req.op, IoOp::Read | IoOp::Write) { req.app_len } else { 0 };
+            self.filebench_returned(req.tenant, thread, bytes);
         }
         if let Some(limit) = self.scenario.stop.requests {
             if self.completed >= limit {
@@ -794,6 +834,7 @@ impl Simulator {
         if let Some(k) = &self.kernels {
             k.check_invariants();
         }
+        self.filebench_check_invariants();
         for j in &self.work.jobs {
             j.check_invariants();
         }

@@ -32,6 +32,7 @@ impl Simulator {
         let device = self.device_result(now);
         let mut warnings = self.run_warnings(reason, &device, &tenants);
         let interval = self.timeline.interval();
+        let filebench = self.filebench_results();
         let (timeline, dropped) = self.timeline.into_rows();
         if dropped > 0 {
             warnings.push(format!(
@@ -57,6 +58,7 @@ impl Simulator {
             timeline_interval_ns: interval.0,
             virt: self.machine.as_ref().map(|m| m.result(now)),
             kernel: self.kernels.as_ref().map(|k| k.results()),
+            filebench,
             timeline,
             fairness,
             warnings,

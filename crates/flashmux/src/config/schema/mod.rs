@@ -178,7 +178,8 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
             "{file}: precondition.state has no effect on the null device (it has no flash to age)"
         ));
     }
-    let tenants = resolve_tenants(&ctx, &f.tenants, base, device.capacity_bytes(), &mut collected)?;
+    let ext4 = kernel.as_ref().is_some_and(|k| k.filesystem == crate::kernel::kernels::Filesystem::Ext4);
+    let tenants = resolve_tenants(&ctx, &f.tenants, base, device.capacity_bytes(), ext4, &mut collected)?;
     if kernel.is_none() {
         note_buffered_jobs(&tenants, &mut collected);
     }

@@ -17,6 +17,10 @@ pub(super) struct TenantSection {
     pub(super) personality: Option<String>,
     /// A block trace (`config/trace.rs`).
     pub(super) trace: Option<toml::Value>,
+    /// A Filebench workload file, or a bundled personality's name.
+    pub(super) filebench: Option<String>,
+    /// Values for the Filebench workload's variables (`set $name = value` after its own).
+    pub(super) filebench_set: Option<toml::Table>,
     /// Its NVMe priority class under weighted round robin arbitration.
     pub(super) priority: Option<Priority>,
 }
@@ -43,6 +47,7 @@ pub(super) fn resolve_tenants(
     ts: &[TenantSection],
     base: &Path,
     capacity: u64,
+    ext4: bool,
     collected: &mut Collected,
 ) -> Result<Vec<TenantSpec>, ConfigError> {
     if ts.is_empty() {
@@ -64,7 +69,7 @@ pub(super) fn resolve_tenants(
         }
         let region = resolve_region(ctx, &key, t.region.as_ref(), (i as u64, ts.len() as u64), capacity)?;
         let weight = resolve_weight(ctx, &key, t.weight.as_ref())?;
-        let workload = resolve_workload(ctx, &key, &name, t, base, collected)?;
+        let workload = resolve_workload(ctx, &key, &name, t, base, ext4, collected)?;
         out.push(TenantSpec { name, region, weight, workload, domain: i });
     }
     check_overlaps(ctx, &out, capacity)?;
@@ -113,8 +118,12 @@ fn resolve_workload(
     name: &str,
     t: &TenantSection,
     base: &Path,
+    ext4: bool,
     collected: &mut Collected,
 ) -> Result<Workload, ConfigError> {
+    if let Some(w) = resolve_filebench(ctx, key, t, base, ext4)? {
+        return Ok(w);
+    }
     let fio_given = t.fio.is_some() || t.job_file.is_some() || t.personality.is_some();
     if let Some(v) = &t.trace {
         if fio_given {
@@ -145,6 +154,82 @@ fn resolve_workload(
     }
     collect_diagnostics(&jf, collected);
     Ok(Workload::Fio(jf.jobs))
+}
+
+/// The personalities that are Filebench's: on a filesystem they run as Filebench runs them.
+const FILEBENCH_PERSONALITIES: &[&str] = &["fileserver", "varmail", "webproxy"];
+
+/// A Filebench workload: `filebench = "file.f" | "<bundled name>"`, or a Filebench personality
+/// on a filesystem; `None` if the tenant has neither.
+fn resolve_filebench(
+    ctx: &Ctx,
+    key: &str,
+    t: &TenantSection,
+    base: &Path,
+    ext4: bool,
+) -> Result<Option<Workload>, ConfigError> {
+    use crate::workload::filebench;
+    let personality = t.personality.as_deref().filter(|p| ext4 && FILEBENCH_PERSONALITIES.contains(p));
+    let (text, source, what) = match (&t.filebench, personality) {
+        (Some(f), _) => {
+            if t.fio.is_some() || t.job_file.is_some() || t.personality.is_some() || t.trace.is_some() {
+                return Err(ctx.err(format!("{key}: give only one of fio, job_file, personality, trace and filebench")));
+            }
+            if !ext4 {
+                return Err(ctx.err(format!(
+                    "{key}.filebench: a Filebench workload runs on a filesystem: add [kernel] with filesystem = \"ext4\""
+                )));
+            }
+            if f.ends_with(".f") || f.contains('/') {
+                let full = base.join(f);
+                let text = crate::fsutil::read_text(&full, crate::fsutil::MAX_INPUT_FILE_BYTES, "Filebench workload file")
+                    .map_err(|e| ctx.err(format!("{key}.filebench: cannot read '{}': {e}", full.display())))?;
+                (text, full.display().to_string(), "filebench")
+            } else {
+                let Some(text) = filebench::personality(f) else {
+                    let names: Vec<&str> = filebench::personality_names().collect();
+                    return Err(ctx.err(format!(
+                        "{key}.filebench: unknown workload '{f}': expected a file ending in .f or one of {}",
+                        names.join(", ")
+                    )));
+                };
+                (text.to_string(), format!("<personality {f}>"), "filebench")
+            }
+        }
+        (None, Some(p)) => (filebench::personality(p).expect("bundled").to_string(), format!("<personality {p}>"), "personality"),
+        (None, None) => {
+            if t.filebench_set.is_some() {
+                return Err(ctx.err(format!("{key}.filebench_set: needs a Filebench workload (filebench = \"...\")")));
+            }
+            return Ok(None);
+        }
+    };
+    let mut text = text;
+    let parsed = filebench::parse_wml(&text, &source).map_err(|e| ctx.err(format!("{key}.{what}: {e}")))?;
+    if let Some(set) = &t.filebench_set {
+        for (name, v) in set {
+            if !parsed.workload.variables.contains_key(name) {
+                return Err(ctx.err(format!("{key}.filebench_set.{name}: the workload has no variable ${name}")));
+            }
+            let value = match v {
+                toml::Value::Integer(i) if *i >= 0 => i.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                toml::Value::String(s) if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c)) => s.clone(),
+                _ => {
+                    return Err(ctx.err(format!(
+                        "{key}.filebench_set.{name}: expected a non-negative integer, true/false, or a word such as \"16k\""
+                    )))
+                }
+            };
+            text.push_str(&format!("\nset ${name}={value}\n"));
+        }
+    }
+    let parsed = filebench::parse_wml(&text, &source).map_err(|e| ctx.err(format!("{key}.{what}: {e}")))?;
+    let spec = crate::config::FilebenchSpec { source, workload: parsed.workload };
+    crate::workload::filebench::run::Runner::new(&spec.workload, crate::engine::rng_for(0, "check"))
+        .map_err(|e| ctx.err(format!("{key}.{what}: {}: {e}", spec.source)))?;
+    let jobs = spec.jobs();
+    Ok(Some(Workload::Filebench { spec: Box::new(spec), jobs }))
 }
 
 /// A tenant's jobs: from exactly one of `fio`, `job_file` and `personality`.
