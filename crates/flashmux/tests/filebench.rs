@@ -25,9 +25,14 @@ impl DispatchSink for Record {
 /// A null device answering in 100 us, ext4 and a 16 MiB page cache, a 1 GiB tenant running
 /// `wml`, for `time`.
 fn with_workload(time: &str) -> String {
+    with_options(time, "")
+}
+
+/// As [`with_workload`], with more `[kernel]` keys.
+fn with_options(time: &str, kernel: &str) -> String {
     format!(
         "[device]\npreset = \"null\"\n[device.null]\nlatency = \"100us\"\n\
-         [kernel]\nfilesystem = \"ext4\"\n[kernel.pagecache]\ncapacity = \"16MiB\"\n\
+         [kernel]\nfilesystem = \"ext4\"\n{kernel}[kernel.pagecache]\ncapacity = \"16MiB\"\n\
          [stop]\ntime = \"{time}\"\n\
          [[tenant]]\nname = \"fb\"\nregion = {{ offset = \"0\", size = \"1GiB\" }}\nfilebench = \"w.f\"\n"
     )
@@ -35,11 +40,15 @@ fn with_workload(time: &str) -> String {
 
 /// Runs `wml` (written to a scratch file) checking invariants after every event.
 fn run_wml(wml: &str, time: &str) -> (RunResults, Vec<(IoOp, u64, u64)>) {
+    run_wml_with(wml, time, "")
+}
+
+fn run_wml_with(wml: &str, time: &str, kernel: &str) -> (RunResults, Vec<(IoOp, u64, u64)>) {
     let dir =
         std::env::temp_dir().join(format!("flashmux-fb-{}-{:x}", std::process::id(), wml.len() * 31 + time.len()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("w.f"), wml).unwrap();
-    let s = flashmux::config::Scenario::from_toml(&with_workload(time), "s.toml", &dir).unwrap();
+    let s = flashmux::config::Scenario::from_toml(&with_options(time, kernel), "s.toml", &dir).unwrap();
     let sent = Sent::default();
     let mut sim = Simulator::new(s).unwrap();
     sim.record_dispatches(Box::new(Record(sent.clone())));
@@ -98,6 +107,37 @@ run 10"
     // The jobs' statistics: the appends as writes, the fsyncs as syncs.
     let io = &r.jobs[0].io;
     assert_eq!((io.write.ios, io.write.bytes, io.sync.count()), (o[1], o[1] * 4096, o[2]));
+}
+
+#[test]
+fn with_discard_a_deleted_files_blocks_are_trimmed_once_its_delete_commits() {
+    // Each loop: create, 64 KiB appended, fsync, close, delete. An fsync commits the previous
+    // loop's delete with this loop's create: after that commit, the deleted file's 16 blocks
+    // (one extent) are trimmed; without `discard` nothing is.
+    let wml = format!(
+        "{ONE_FILE}define process name=p {{ thread name=t {{
+flowop createfile name=c,filesetname=fs,fd=1
+flowop appendfile name=a,fd=1,iosize=64k
+flowop fsync name=s,fd=1
+flowop closefile name=x,fd=1
+flowop deletefile name=d,filesetname=fs }} }}
+run 10"
+    );
+    let (r, sent) = run_wml_with(&wml, "10ms", "discard = true\n");
+    let trims: Vec<u64> = sent.iter().filter(|s| s.0 == IoOp::Trim).map(|s| s.2).collect();
+    let o = ops(&r);
+    assert!(trims.len() as u64 + 2 >= o[2] && trims.len() as u64 <= o[2] && o[2] > 10, "{} trims, {o:?}", trims.len());
+    assert!(trims.iter().all(|&len| len == 65536), "{trims:?}");
+    let k = &r.kernel.as_ref().unwrap()[0];
+    let d = k.filesystems[0].discard.expect("mounted with discard");
+    assert_eq!(
+        (d.trims, d.trim_blocks, k.device.trims),
+        (trims.len() as u64, 16 * trims.len() as u64, trims.len() as u64)
+    );
+    let (plain, sent) = run_wml(&wml, "10ms");
+    assert!(
+        sent.iter().all(|s| s.0 != IoOp::Trim) && plain.kernel.as_ref().unwrap()[0].filesystems[0].discard.is_none()
+    );
 }
 
 #[test]

@@ -274,6 +274,8 @@ fn bad_kernel_settings_are_clear_errors() {
     assert!(e.contains("kernel.pagecache.dirty_ratio") && e.contains("0 to 100"), "{e}");
     let e = load_err(&format!("{dev}[kernel]\nswappiness = 60\n{job}"));
     assert!(e.contains("swappiness"), "{e}");
+    let e = load_err(&format!("{dev}[kernel]\ndiscard = true\n{job}"));
+    assert!(e.contains("kernel.discard") && e.contains("filesystem = \"ext4\""), "{e}");
     let e = load_err(&format!("{dev}[kernel]\nfilesystem = \"xfs\"\n{job}"));
     assert!(e.contains("kernel.filesystem") && e.contains("ext4"), "{e}");
     // A region smaller than one block group.

@@ -33,7 +33,7 @@
 //! and discards are not on the path yet; the device has no FUA, so the journal's FUA writes are
 //! emulated by a flush after them (as the block layer does for such a device).
 
-use super::fs::{Fs, FsOptions, FsStats, Ino};
+use super::fs::{Fs, FsOptions, FsStats, Ino, PhysExtent};
 use super::io::{DevId, DevIo};
 use super::journal::{Admit, Journal, JournalConfig, JournalIoId, JournalIoKind, JournalOut, JournalStats, Tid};
 use super::{FileId, PAGE_SIZE};
@@ -49,6 +49,8 @@ pub enum FsIoId {
     Part(u64),
     /// The journal's.
     Journal(JournalIoId),
+    /// A trim of freed blocks (`-o discard`).
+    Discard(u64),
 }
 
 /// One device request: `offset` and `len` in bytes of the device.
@@ -73,6 +75,9 @@ pub struct Ext4Result {
     pub tenant: usize,
     pub fs: FsStats,
     pub journal: JournalStats,
+    /// What `-o discard` trimmed, when mounted with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discard: Option<DiscardStats>,
 }
 
 struct File {
@@ -102,6 +107,18 @@ pub struct Ext4 {
     /// it says.
     waiting: VecDeque<(u64, FileId)>,
     jout: JournalOut,
+    /// `-o discard`: extents freed, with the transaction that frees them, to trim once it has
+    /// committed.
+    discard: Option<VecDeque<(Tid, PhysExtent)>>,
+    next_discard: u64,
+    discards: DiscardStats,
+}
+
+/// What `-o discard` trimmed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DiscardStats {
+    pub trims: u64,
+    pub trim_blocks: u64,
 }
 
 fn fs_err(e: impl std::fmt::Display) -> String {
@@ -110,7 +127,7 @@ fn fs_err(e: impl std::fmt::Display) -> String {
 
 impl Ext4 {
     /// A filesystem over the region (`start`, `len` bytes) of the device.
-    pub fn new(start: u64, len: u64) -> Result<Ext4, String> {
+    pub fn new(start: u64, len: u64, discard: bool) -> Result<Ext4, String> {
         let opts = FsOptions::default();
         let group = opts.blocks_per_group * opts.block_size;
         if len < group {
@@ -136,6 +153,9 @@ impl Ext4 {
             next_token: 0,
             waiting: VecDeque::new(),
             jout: JournalOut::default(),
+            discard: discard.then(VecDeque::new),
+            next_discard: 0,
+            discards: DiscardStats::default(),
         })
     }
 
@@ -212,6 +232,14 @@ impl Ext4 {
         let ch = self.fs.unlink(self.files[&file].ino).map_err(fs_err)?;
         for m in &ch.dirtied {
             self.dirty(now, m.block, file)?;
+        }
+        if let Some(d) = &mut self.discard {
+            // The transaction its metadata joined (or, if that waits, the next one).
+            let tid = match self.journal.running_tid() {
+                Some(t) => t,
+                None => Tid(self.journal.commit_sequence().0 + 1),
+            };
+            d.extend(ch.freed.iter().map(|&e| (tid, e)));
         }
         self.files.remove(&file);
         self.drain(now, out)
@@ -302,6 +330,7 @@ impl Ext4 {
                 self.journal.io_done(now, j, &mut self.jout).map_err(fs_err)?;
                 self.drain(now, out)
             }
+            FsIoId::Discard(_) => Ok(()),
         }
     }
 
@@ -322,12 +351,27 @@ impl Ext4 {
         self.drain(now, out)
     }
 
+    /// Trims the freed extents whose transaction has committed (`ext4_process_freed_data`).
+    fn trim_committed(&mut self, out: &mut FsOut) {
+        let Some(d) = &mut self.discard else { return };
+        let committed = self.journal.commit_sequence();
+        while d.front().is_some_and(|(tid, _)| *tid <= committed) {
+            let (_, e) = d.pop_front().expect("checked");
+            let id = FsIoId::Discard(self.next_discard);
+            self.next_discard += 1;
+            self.discards.trims += 1;
+            self.discards.trim_blocks += e.len;
+            out.device.push(FsDevIo { id, op: IoOp::Trim, offset: self.base + e.start * PAGE_SIZE, len: e.len * PAGE_SIZE });
+        }
+    }
+
     /// Hands on what the journal asked for, until it asks nothing more.
     fn drain(&mut self, now: SimTime, out: &mut FsOut) -> Result<(), String> {
         loop {
             let jout = std::mem::take(&mut self.jout);
             if jout.io.is_empty() && jout.fsyncs_done.is_empty() && !jout.retry {
                 self.jout = jout;
+                self.trim_committed(out);
                 return Ok(());
             }
             for r in jout.fsyncs_done {
@@ -363,7 +407,12 @@ impl Ext4 {
     }
 
     pub fn result(&self, tenant: usize) -> Ext4Result {
-        Ext4Result { tenant, fs: self.fs.stats(), journal: self.journal.stats().clone() }
+        Ext4Result {
+            tenant,
+            fs: self.fs.stats(),
+            journal: self.journal.stats().clone(),
+            discard: self.discard.is_some().then_some(self.discards),
+        }
     }
 
     pub fn check_invariants(&self) {

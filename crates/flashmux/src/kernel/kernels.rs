@@ -73,6 +73,9 @@ pub struct KernelDeviceIo {
     pub writes: u64,
     pub write_bytes: u64,
     pub flushes: u64,
+    /// Trims of freed blocks (ext4's `-o discard`).
+    pub trims: u64,
+    pub trim_bytes: u64,
 }
 
 impl KernelDeviceIo {
@@ -81,7 +84,7 @@ impl KernelDeviceIo {
             IoOp::Read => (self.reads, self.read_bytes) = (self.reads + 1, self.read_bytes + len),
             IoOp::Write => (self.writes, self.write_bytes) = (self.writes + 1, self.write_bytes + len),
             IoOp::Flush => self.flushes += 1,
-            IoOp::Trim => unreachable!("the kernel sends no trims"),
+            IoOp::Trim => (self.trims, self.trim_bytes) = (self.trims + 1, self.trim_bytes + len),
         }
     }
 }
@@ -204,7 +207,7 @@ impl Kernels {
             kernels[of_tenant[t]].io.cache_mut().set_file_end(FileId(t as u32), len.div_ceil(PAGE_SIZE));
             let buffered = jobs.iter().flatten().any(|j| j.tenant.index() == t) || files_of[t];
             if cfg.filesystem == Filesystem::Ext4 && buffered {
-                ext4[t] = Some(Ext4::new(start, len).map_err(|e| format!("tenant {t}: {e}"))?);
+                ext4[t] = Some(Ext4::new(start, len, cfg.discard).map_err(|e| format!("tenant {t}: {e}"))?);
             }
         }
         // On a filesystem, the files by (tenant, name), each spanning its jobs' ranges.

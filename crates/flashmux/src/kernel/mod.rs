@@ -180,6 +180,9 @@ pub struct KernelConfig {
     /// The filesystem on each tenant's region (`filesystem`, none): with ext4 each buffered job
     /// reads and writes a file of its own on it.
     pub filesystem: kernels::Filesystem,
+    /// ext4's `discard` mount option (`discard`, off as ext4's default): the blocks a
+    /// transaction freed are trimmed once it has committed.
+    pub discard: bool,
 }
 
 impl KernelConfig {

@@ -10,6 +10,7 @@ pub(super) struct KernelSection {
     pub(super) page_copy: Option<Duration>,
     pub(super) per_tenant: Option<bool>,
     pub(super) filesystem: Option<crate::kernel::kernels::Filesystem>,
+    pub(super) discard: Option<bool>,
     #[serde(default)]
     pub(super) pagecache: PageCacheSection,
 }
@@ -62,7 +63,11 @@ pub(super) fn resolve_kernel(
         page_copy: or(&k.page_copy, KernelConfig::DEFAULT_PAGE_COPY),
         per_tenant: vm || k.per_tenant.unwrap_or(false),
         filesystem: k.filesystem.unwrap_or_default(),
+        discard: k.discard.unwrap_or(false),
     };
+    if cfg.discard && cfg.filesystem == crate::kernel::kernels::Filesystem::None {
+        return Err(ctx.err("kernel.discard: true: a mount option of a filesystem: set filesystem = \"ext4\""));
+    }
     cfg.validate().map_err(|e| ctx.err(e))?;
     Ok(cfg)
 }
