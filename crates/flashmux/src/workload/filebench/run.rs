@@ -227,6 +227,35 @@ pub struct Runner {
 pub enum RunError {
     #[error("line {line}: flowop {name} ({kind}): {reason}")]
     Flowop { line: usize, name: String, kind: &'static str, reason: String },
+    #[error("line {line}: {what} {name}: {count} {unit}: at most {max} (a run holds each in memory)")]
+    Limit { line: usize, what: &'static str, name: String, count: u64, unit: &'static str, max: u64 },
+}
+
+/// Most files of all of a workload's filesets, and most threads of all its processes.
+pub const MAX_ENTRIES: u64 = 1 << 24;
+pub const MAX_THREADS: u64 = 4096;
+
+fn check_limits(w: &Workload) -> Result<(), RunError> {
+    let mut entries = 0u64;
+    for f in &w.filesets {
+        entries = entries.saturating_add(f.entries);
+        if entries > MAX_ENTRIES {
+            let (line, name, count) = (f.line, f.name.clone(), f.entries);
+            return Err(RunError::Limit { line, what: "fileset", name, count, unit: "files", max: MAX_ENTRIES });
+        }
+    }
+    let mut threads = 0u64;
+    for p in &w.processes {
+        for t in &p.threads {
+            threads = threads.saturating_add(p.instances.saturating_mul(t.instances));
+            if threads > MAX_THREADS {
+                let count = p.instances.saturating_mul(t.instances);
+                let (line, name) = (t.line, t.name.clone());
+                return Err(RunError::Limit { line, what: "thread", name, count, unit: "instances", max: MAX_THREADS });
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_flowop(op: &Flowop) -> Result<(), RunError> {
@@ -250,6 +279,7 @@ fn check_flowop(op: &Flowop) -> Result<(), RunError> {
 impl Runner {
     /// The workload ready to run, its filesets drawn with `rng`.
     pub fn new(workload: &Workload, mut rng: SimRng) -> Result<Runner, RunError> {
+        check_limits(workload)?;
         let fileset_index = |name: &Option<String>| {
             name.as_ref().map(|n| workload.filesets.iter().position(|f| &f.name == n).expect("validated") as u16)
         };
@@ -762,7 +792,9 @@ fn tree(setup: &mut Setup, top: DirId, leaves: u64, width: u64) -> Vec<DirId> {
     if leaves <= width {
         return (0..leaves).map(|i| dirs(top, i, setup)).collect();
     }
-    // Levels above the leaves, from the top: each node holds `width` of the level below.
+    // Levels above the leaves, from the top: each node holds `width` of the level below (at
+    // least 2, so that `dirwidth=1` — one file per directory — makes a tree, not a chain).
+    let width = width.max(2);
     let parents = tree(setup, top, leaves.div_ceil(width), width);
     (0..leaves).map(|i| dirs(parents[(i / width) as usize], i % width, setup)).collect()
 }

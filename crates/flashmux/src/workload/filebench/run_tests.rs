@@ -174,3 +174,34 @@ fn flowops_a_run_cannot_model_are_refused_with_their_line() {
     let e = Runner::new(&w, rng_for(1, "x")).err().unwrap().to_string();
     assert_eq!(e, "line 3: flowop h (hog): CPU work (hog) is not modelled");
 }
+
+#[test]
+fn one_file_per_directory_makes_a_binary_tree_of_directories() {
+    // dirwidth=1: five leaves of one file each, under ceil(5/2) = 3, under 2, under the
+    // fileset's directory (the levels above the leaves hold two each).
+    let r = runner(
+        "define fileset name=fs,path=/t,size=4k,entries=5,dirwidth=1,prealloc=100\n\
+         define process name=p { thread name=t { flowop statfile name=s,filesetname=fs } }\nrun 1",
+    );
+    let s = r.setup();
+    assert_eq!(s.dirs.len(), 1 + 2 + 3 + 5);
+    let leaves: std::collections::BTreeSet<u32> = s.files.iter().map(|f| f.1 .0).collect();
+    assert_eq!(leaves.len(), 5, "a file per leaf");
+}
+
+#[test]
+fn workloads_too_large_to_hold_are_refused_before_anything_is_made() {
+    let w = parse_wml(
+        "define fileset name=fs,path=/t,size=4k,entries=20000000,dirwidth=20\n\
+         define process name=p { thread name=t,instances=5000 { flowop statfile name=s,filesetname=fs } }\nrun 1",
+        "w.f",
+    )
+    .unwrap()
+    .workload;
+    let e = Runner::new(&w, rng_for(1, "x")).err().unwrap().to_string();
+    assert_eq!(e, "line 1: fileset fs: 20000000 files: at most 16777216 (a run holds each in memory)");
+    let mut w2 = w.clone();
+    w2.filesets[0].entries = 10;
+    let e = Runner::new(&w2, rng_for(1, "x")).err().unwrap().to_string();
+    assert_eq!(e, "line 2: thread t: 5000 instances: at most 4096 (a run holds each in memory)");
+}
