@@ -107,6 +107,11 @@ run 10"
     // The jobs' statistics: the appends as writes, the fsyncs as syncs.
     let io = &r.jobs[0].io;
     assert_eq!((io.write.ios, io.write.bytes, io.sync.count()), (o[1], o[1] * 4096, o[2]));
+    // Every completed request is an I/O, a sync or one of the calls that move no data (create,
+    // close, delete: three per loop).
+    let f = flowops(&r);
+    assert_eq!(r.requests_completed, io.write.ios + io.sync.count() + f.metadata_calls);
+    assert_eq!(f.metadata_calls, o[0] + o[3] + o[4]);
 }
 
 #[test]

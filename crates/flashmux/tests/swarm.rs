@@ -86,7 +86,8 @@ fn the_generator_draws_every_mechanism() {
     want("volatile_write_cache", &["true", "false"]);
     want("tenants", &["1", "2-4", "5-16", "17-64"]);
     want("region", &["auto", "whole", "range"]);
-    want("workload", &["fio", "job_file", "personality", "trace"]);
+    want("workload", &["fio", "job_file", "personality", "trace", "filebench"]);
+    want("filebench", &["fileserver", "varmail", "webproxy", "webserver", "drawn"]);
     want("personality", &["fileserver", "varmail", "webproxy", "msn", "exchange", "financial"]);
     want("trace", &["blktrace", "blkparse", "fio-iolog", "msr", "spc", "mqsim", "alibaba", "tencent", "systor"]);
     want("trace_quirk", &["gzip", "bad-line", "out-of-order"]);

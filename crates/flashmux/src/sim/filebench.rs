@@ -38,6 +38,9 @@ pub(super) struct FbTenant {
     /// Per thread: the call it has out, and when a sleep it is in ends.
     out: Vec<Option<Call>>,
     sleeping: Vec<Option<SimTime>>,
+    /// Calls returned that are not in the jobs' I/O statistics (creates, opens, closes, stats,
+    /// deletes).
+    metadata_calls: u64,
 }
 
 /// A Filebench tenant's figures, for `results.json`.
@@ -45,6 +48,9 @@ pub(super) struct FbTenant {
 pub struct FilebenchResult {
     pub tenant: usize,
     pub source: String,
+    /// Its calls that moved no data and are not syncs (creates, opens, closes, stats,
+    /// deletes): completed requests that the jobs' I/O statistics do not count.
+    pub metadata_calls: u64,
     #[serde(flatten)]
     pub stats: RunnerStats,
 }
@@ -78,7 +84,7 @@ impl Simulator {
                 self.work.jobs[j].set_filebench_thread(i as u32);
             }
             let n = runner.threads();
-            self.filebench.push(Some(FbTenant { runner, dirs, files, out: vec![None; n], sleeping: vec![None; n] }));
+            self.filebench.push(Some(FbTenant { runner, dirs, files, out: vec![None; n], sleeping: vec![None; n], metadata_calls: 0 }));
         }
         Ok(())
     }
@@ -159,6 +165,9 @@ impl Simulator {
     pub(super) fn filebench_returned(&mut self, t: TenantId, thread: u32, bytes: u64) {
         let fb = self.filebench[t.index()].as_mut().expect("a Filebench tenant");
         let call = fb.out[thread as usize].take().expect("a call out");
+        if !matches!(call.kind, CallKind::Read | CallKind::Write | CallKind::Fsync) {
+            fb.metadata_calls += 1;
+        }
         fb.runner.returned(thread, self.now.0, Some(call), bytes);
     }
 
@@ -169,7 +178,12 @@ impl Simulator {
             .filter_map(|(t, fb)| {
                 let fb = fb.as_ref()?;
                 let Workload::Filebench { spec, .. } = &self.scenario.tenants[t].workload else { return None };
-                Some(FilebenchResult { tenant: t, source: spec.source.clone(), stats: fb.runner.stats() })
+                Some(FilebenchResult {
+                    tenant: t,
+                    source: spec.source.clone(),
+                    metadata_calls: fb.metadata_calls,
+                    stats: fb.runner.stats(),
+                })
             })
             .collect()
     }

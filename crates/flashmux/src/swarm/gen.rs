@@ -114,6 +114,8 @@ struct Plan {
     stop: Stop,
     /// Allowed to be slower than usual (a few configurations are).
     large: bool,
+    /// Tenants' regions are ext4 filesystems (`[kernel] filesystem = "ext4"`).
+    ext4: bool,
 }
 
 /// Draws the case for `seed`.
@@ -154,12 +156,12 @@ pub fn generate(seed: u64) -> Case {
     let stop = g.weighted(&[(Stop::Time, 30), (Stop::Requests, 30), (Stop::Both, 25), (Stop::Neither, 15)]);
     g.tag("stop", format!("{stop:?}").to_lowercase());
     let cap = if flash { flash_device(&mut g, &mut doc, tenants, budget, large, check_every < 30) } else { null_device(&mut g, &mut doc, tenants) };
-    let plan = Plan { tenants, flash, cap, stop, large };
     interface(&mut g, &mut doc, flash);
     precondition(&mut g, &mut doc, flash);
     host(&mut g, &mut doc, sched);
     virt(&mut g, &mut doc, tenants);
-    kernel(&mut g, &mut doc, check_every);
+    let ext4 = kernel(&mut g, &mut doc, check_every);
+    let plan = Plan { tenants, flash, cap, stop, large, ext4 };
     stop_and_output(&mut g, &mut doc, &plan);
     for i in 0..tenants {
         tenant(&mut g, &mut doc, i, &plan);
@@ -175,9 +177,9 @@ pub fn generate(seed: u64) -> Case {
 /// `[kernel]` one time in four: buffered jobs (fio's default) then go through a page cache, from
 /// one that holds little beside the largest request (1 MiB) to the default 1 GiB, with the
 /// writeback thresholds and timers drawn too.
-fn kernel(g: &mut G, doc: &mut Doc, check_every: u64) {
+fn kernel(g: &mut G, doc: &mut Doc, check_every: u64) -> bool {
     if !g.chance(0.25) {
-        return;
+        return false;
     }
     g.tag("kernel", true);
     // Always one key, so that the table exists.
@@ -186,8 +188,12 @@ fn kernel(g: &mut G, doc: &mut Doc, check_every: u64) {
         // A kernel per tenant (already so in a VM mode).
         doc.set("kernel", "per_tenant", "true".into());
     }
-    if g.chance(0.3) {
+    let ext4 = g.chance(0.3);
+    if ext4 {
         doc.set("kernel", "filesystem", t::string("ext4"));
+        if g.chance(0.5) {
+            doc.set("kernel", "discard", "true".into());
+        }
     }
     // A check walks every cached page: frequent checks get a small cache.
     if check_every < 30 || g.chance(0.7) {
@@ -212,6 +218,7 @@ fn kernel(g: &mut G, doc: &mut Doc, check_every: u64) {
             doc.set("kernel.pagecache", key, g.int(0, hi).to_string());
         }
     }
+    ext4
 }
 
 /// `[stop]` and `[output]`.

@@ -336,7 +336,10 @@ fn check_accounting(s: &Scenario, r: &RunResults) -> Result<(), String> {
     let done = r.requests_completed;
     // Completions in a ramp and the syncs of end_fsync are not measured; without them the
     // counts must be equal.
-    let measured: u64 = r.tenants.iter().map(|t| t.io.ios() + t.io.sync.count()).sum();
+    // A Filebench thread's creates, opens, closes, stats and deletes are requests of its job
+    // that move no data: counted apart.
+    let metadata: u64 = r.filebench.iter().map(|f| f.metadata_calls).sum();
+    let measured: u64 = r.tenants.iter().map(|t| t.io.ios() + t.io.sync.count()).sum::<u64>() + metadata;
     let jobs = || s.tenants.iter().flat_map(|t| t.jobs().iter());
     let unmeasured = jobs().any(|j| j.ramp_time > 0 || j.end_fsync);
     if measured > done || (!unmeasured && measured != done) {
@@ -353,7 +356,7 @@ fn check_accounting(s: &Scenario, r: &RunResults) -> Result<(), String> {
             }
         }
     }
-    let job_ios: u64 = r.jobs.iter().map(|j| j.io.ios() + j.io.sync.count()).sum();
+    let job_ios: u64 = r.jobs.iter().map(|j| j.io.ios() + j.io.sync.count()).sum::<u64>() + metadata;
     if job_ios != measured {
         return Err(format!("jobs account for {job_ios} I/Os and syncs, tenants for {measured}"));
     }

@@ -96,8 +96,14 @@ fn range(g: &mut G, keys: &mut Vec<(String, String)>, i: usize, plan: &Plan) -> 
 /// personality runs until stopped), or a trace.
 fn workload(g: &mut G, keys: &mut Vec<(String, String)>, name: &str, region: u64, i: usize, plan: &Plan) {
     let stopless = plan.stop == Stop::Neither;
-    let kind =
-        g.weighted(&[("fio", 55), ("job_file", 10), ("personality", if stopless { 0 } else { 10 }), ("trace", 25)]);
+    let filebench_weight = if plan.ext4 && !stopless { 15 } else { 0 };
+    let kind = g.weighted(&[
+        ("fio", 55),
+        ("job_file", 10),
+        ("personality", if stopless { 0 } else { 10 }),
+        ("trace", 25),
+        ("filebench", filebench_weight),
+    ]);
     g.tag("workload", kind);
     match kind {
         "fio" | "job_file" => {
@@ -110,6 +116,7 @@ fn workload(g: &mut G, keys: &mut Vec<(String, String)>, name: &str, region: u64
                 keys.push(("job_file".into(), t::string(&file)));
             }
         }
+        "filebench" => filebench(g, keys, i),
         "personality" => {
             let p = g.pick(&["fileserver", "varmail", "webproxy", "msn", "exchange", "financial"]);
             g.tag("personality", p);
@@ -120,6 +127,63 @@ fn workload(g: &mut G, keys: &mut Vec<(String, String)>, name: &str, region: u64
             keys.push(("trace".into(), v));
         }
     }
+}
+
+/// A Filebench workload on the tenant's ext4: a bundled one made small, or a drawn workload file
+/// of one or two filesets and processes whose threads loop over a few flowops.
+fn filebench(g: &mut G, keys: &mut Vec<(String, String)>, i: usize) {
+    if g.chance(0.4) {
+        let name = g.pick(&["fileserver", "varmail", "webproxy", "webserver"]);
+        g.tag("filebench", name);
+        keys.push(("filebench".into(), t::string(name)));
+        let set = format!("{{ nfiles = {}, nthreads = {} }}", g.log(1, 300), g.log(1, 8));
+        keys.push(("filebench_set".into(), set));
+        return;
+    }
+    g.tag("filebench", "drawn");
+    let mut wml = String::new();
+    let filesets = g.int(1, 2);
+    for f in 0..filesets {
+        wml.push_str(&format!(
+            "define fileset name=fs{f},path=/tmp,size={}k,entries={},dirwidth={},prealloc={},filesizegamma={}\n",
+            g.log(1, 256),
+            g.log(1, 200),
+            g.log(1, 50),
+            g.int(0, 100),
+            g.pick(&["0", "1500"]),
+        ));
+    }
+    for p in 0..g.int(1, 2) {
+        wml.push_str(&format!("define process name=p{p},instances={} {{\n", g.int(1, 2)));
+        wml.push_str(&format!("  thread name=t{p},memsize=1m,instances={} {{\n", g.log(1, 6)));
+        for k in 0..g.int(1, 8) {
+            let fs = format!("fs{}", g.int(0, filesets - 1));
+            let fd = g.int(1, 2);
+            let io = format!("{}k", g.log(1, 1024));
+            let op = match g.int(0, 13) {
+                0 => format!("createfile name=o{k},filesetname={fs},fd={fd}"),
+                1 => format!("openfile name=o{k},filesetname={fs},fd={fd}"),
+                2 => format!("closefile name=o{k},fd={fd}"),
+                3 => format!("deletefile name=o{k},filesetname={fs}"),
+                4 => format!("statfile name=o{k},filesetname={fs}"),
+                5 => format!("readwholefile name=o{k},fd={fd},iosize={io}"),
+                6 => format!("writewholefile name=o{k},fd={fd},srcfd={fd},iosize={io}"),
+                7 => format!("appendfile name=o{k},fd={fd},iosize={io}"),
+                8 => format!("appendfilerand name=o{k},fd={fd},iosize={io}{}", if g.chance(0.3) { ",dsync" } else { "" }),
+                9 => format!("read name=o{k},filesetname={fs},fd={fd},iosize={io}{}", if g.chance(0.5) { ",random" } else { "" }),
+                10 => format!("write name=o{k},filesetname={fs},fd={fd},iosize={io},random"),
+                11 => format!("fsync name=o{k},fd={fd}"),
+                12 => format!("fsyncset name=o{k},filesetname={fs}"),
+                _ => format!("opslimit name=o{k}"),
+            };
+            wml.push_str(&format!("    flowop {op}\n"));
+        }
+        wml.push_str("  }\n}\n");
+    }
+    wml.push_str("run 60\n");
+    let file = format!("t{i}.f");
+    g.files.push((file.clone(), wml.into_bytes()));
+    keys.push(("filebench".into(), t::string(&file)));
 }
 
 /// A tenant's fio job file: one to four job sections, sometimes a `[global]` section and an
