@@ -161,6 +161,11 @@ fn memory_estimate_counts_tables_tenants_and_jobs() {
     let shared = part(&with_kernel(&format!("{DRIVE}{many_tenants}")), "page caches");
     assert_eq!(shared, (262_144 + 52_428) * 96);
     assert_eq!(part(&with_kernel(&paced("1m")), "page caches"), shared);
+    // A Filebench tenant's files: ~800 bytes each (varmail set to 5,000 files).
+    let fb = "[kernel]\nfilesystem = \"ext4\"\n[[tenant]]\nname = \"m\"\nfilebench = \"varmail\"\n\
+              filebench_set = { nfiles = 5000 }\n";
+    assert_eq!(part(&memory_estimate(&scenario(&format!("{DRIVE}{fb}"))), "Filebench files"), 5000 * 800);
+    assert_eq!(part(&many, "Filebench files"), 0);
 }
 
 #[test]
