@@ -83,10 +83,19 @@ pub enum Kind {
 /// A directory's blocks: free bytes of each (by logical block), and where each entry is.
 #[derive(Clone, Debug, Default)]
 pub struct Dir {
+    /// Free bytes of each block (change them only through `Dir`'s methods: `chunk_max`
+    /// follows them).
     pub free: Vec<u64>,
+    /// The most free bytes of any block in each run of [`DIR_CHUNK`] blocks: the first block
+    /// with room is found without reading every block's count (a directory of a million
+    /// entries has about 4,000 blocks).
+    chunk_max: Vec<u64>,
     /// child → (logical block, bytes).
     pub entries: BTreeMap<Ino, (u64, u64)>,
 }
+
+/// Blocks per `Dir::chunk_max` entry.
+const DIR_CHUNK: usize = 64;
 
 /// An existing inode.
 #[derive(Clone, Debug)]
@@ -107,6 +116,9 @@ pub struct Inodes {
     pub table: BTreeMap<Ino, Inode>,
     pub free: Vec<u64>,
     pub dirs: Vec<u64>,
+    /// Per group, an inode number below which every inode of the group is in use: the search
+    /// for the first free one starts there (a full group is not rescanned at every create).
+    used_below: Vec<u32>,
 }
 
 /// FNV-1a of a name: the top-level directory spread's seed.
@@ -119,7 +131,8 @@ impl Inodes {
     pub fn new(lay: &Layout) -> Inodes {
         let mut free = vec![lay.inodes_per_group; lay.groups as usize];
         free[0] -= FIRST_INO as u64 - 1;
-        Inodes { table: BTreeMap::new(), free, dirs: vec![0; lay.groups as usize] }
+        let used_below = (0..lay.groups).map(|g| Self::group_first(lay, g)).collect();
+        Inodes { table: BTreeMap::new(), free, dirs: vec![0; lay.groups as usize], used_below }
     }
 
     pub fn group_of(lay: &Layout, ino: Ino) -> u64 {
@@ -156,7 +169,7 @@ impl Inodes {
         if self.free[g as usize] == 0 {
             return None;
         }
-        let lo = (g * lay.inodes_per_group + 1).max(if g == 0 { FIRST_INO as u64 } else { 0 }) as u32;
+        let lo = self.used_below[g as usize].max(Self::group_first(lay, g));
         let hi = ((g + 1) * lay.inodes_per_group) as u32;
         let mut want = lo;
         for (&ino, _) in self.table.range(Ino(lo)..=Ino(hi)) {
@@ -166,6 +179,33 @@ impl Inodes {
             want += 1;
         }
         (want <= hi).then_some(Ino(want))
+    }
+
+    /// The first inode a new file or directory of group `g` may take.
+    fn group_first(lay: &Layout, g: u64) -> u32 {
+        (g * lay.inodes_per_group + 1).max(if g == 0 { FIRST_INO as u64 } else { 0 }) as u32
+    }
+
+    /// Inode `ino` of group `g` was taken as its group's first free one.
+    pub fn taken(&mut self, g: u64, ino: Ino) {
+        self.used_below[g as usize] = ino.0 + 1;
+    }
+
+    /// Inode `ino` of group `g` is free again.
+    pub fn released(&mut self, g: u64, ino: Ino) {
+        let u = &mut self.used_below[g as usize];
+        *u = (*u).min(ino.0);
+    }
+
+    /// Whether every inode below each group's search start is in use.
+    pub fn check_search_starts(&self, lay: &Layout) -> Result<(), String> {
+        for (g, &u) in self.used_below.iter().enumerate() {
+            let lo = Self::group_first(lay, g as u64);
+            if u > lo && self.table.range(Ino(lo)..Ino(u)).count() as u32 != u - lo {
+                return Err(format!("group {g}: an inode below {u} is free, but the search starts there"));
+            }
+        }
+        Ok(())
     }
 
     /// Free inodes, blocks and directories of flex group `f` (`get_orlov_stats`).
@@ -255,22 +295,56 @@ impl Inodes {
 impl Dir {
     /// A directory's first block: `.`, `..` and nothing else.
     pub fn new() -> Dir {
-        Dir { free: vec![DIR_BLOCK_BYTES - DOT_BYTES], entries: BTreeMap::new() }
+        let first = DIR_BLOCK_BYTES - DOT_BYTES;
+        Dir { free: vec![first], chunk_max: vec![first], entries: BTreeMap::new() }
     }
 
     /// The first block with room for `bytes`; `None` when a block must be appended.
     pub fn block_with_room(&self, bytes: u64) -> Option<u64> {
-        self.free.iter().position(|&f| f >= bytes).map(|i| i as u64)
+        let chunk = self.chunk_max.iter().position(|&m| m >= bytes)?;
+        let start = chunk * DIR_CHUNK;
+        let end = (start + DIR_CHUNK).min(self.free.len());
+        let i = self.free[start..end].iter().position(|&f| f >= bytes).expect("the chunk's most free block");
+        Some((start + i) as u64)
+    }
+
+    /// The directory grows to `blocks` blocks, the new ones empty.
+    pub fn grow_to(&mut self, blocks: u64) {
+        while (self.free.len() as u64) < blocks {
+            self.free.push(DIR_BLOCK_BYTES);
+            self.update_chunk(self.free.len() - 1);
+        }
+    }
+
+    fn update_chunk(&mut self, block: usize) {
+        let c = block / DIR_CHUNK;
+        let start = c * DIR_CHUNK;
+        let m = self.free[start..(start + DIR_CHUNK).min(self.free.len())].iter().copied().max().unwrap_or(0);
+        if c == self.chunk_max.len() {
+            self.chunk_max.push(m);
+        } else {
+            self.chunk_max[c] = m;
+        }
+    }
+
+    /// Whether `chunk_max` agrees with the blocks' counts.
+    pub fn check(&self) -> Result<(), String> {
+        let want: Vec<u64> = self.free.chunks(DIR_CHUNK).map(|c| c.iter().copied().max().unwrap_or(0)).collect();
+        if want != self.chunk_max {
+            return Err(format!("directory chunk maxima {:?}, blocks say {want:?}", self.chunk_max));
+        }
+        Ok(())
     }
 
     /// Places `child`'s entry of `bytes` in block `block` (appended when it is one past the end).
     pub fn add(&mut self, child: Ino, block: u64, bytes: u64) {
         if block as usize == self.free.len() {
-            self.free.push(DIR_BLOCK_BYTES);
+            self.grow_to(block + 1);
         }
         let f = &mut self.free[block as usize];
         assert!(*f >= bytes, "directory block {block} has {f} bytes free, not {bytes}");
         *f -= bytes;
+        self.update_chunk(block as usize);
         let old = self.entries.insert(child, (block, bytes));
         assert!(old.is_none(), "{child:?} already has an entry");
     }
@@ -279,6 +353,7 @@ impl Dir {
     pub fn remove(&mut self, child: Ino) -> Option<u64> {
         let (block, bytes) = self.entries.remove(&child)?;
         self.free[block as usize] += bytes;
+        self.update_chunk(block as usize);
         Some(block)
     }
 }

@@ -140,9 +140,7 @@ impl Fs {
         let node = self.get_mut(ino)?;
         let changed = node.extents.insert(logical, block, 1);
         if let Some(d) = node.dir.as_mut() {
-            if d.free.len() as u64 <= logical {
-                d.free.push(inode::DIR_BLOCK_BYTES);
-            }
+            d.grow_to(logical + 1);
             ch.dirty(block, MetaKind::Directory);
         }
         node.size = (logical + 1) * BLOCK_SIZE;
@@ -248,6 +246,7 @@ impl Fs {
         };
         let g = g.ok_or(FsError::NoInodes)?;
         let ino = self.inodes.first_free(&self.lay, g).ok_or(FsError::NoInodes)?;
+        self.inodes.taken(g, ino);
         if kind == Kind::Dir && self.alloc.free_blocks() == 0 {
             return Err(FsError::NoSpace);
         }
@@ -392,6 +391,7 @@ impl Fs {
     fn free_inode(&mut self, ino: Ino, ch: &mut Change) -> Result<(), FsError> {
         let node = self.inodes.table.remove(&ino).ok_or(FsError::NoInode(ino))?;
         let g = node.group;
+        self.inodes.released(g, ino);
         self.inodes.free[g as usize] += 1;
         if node.kind == Kind::Dir {
             self.inodes.dirs[g as usize] -= 1;
@@ -457,12 +457,14 @@ impl Fs {
     /// block owned twice or inside a fixed region, counts against the maps, directory entries.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.alloc.check(&self.lay, self.inodes.table.values().flat_map(|i| i.pas.iter()))?;
+        self.inodes.check_search_starts(&self.lay)?;
         let mut owned: Vec<(PhysExtent, Ino)> = Vec::new();
         for (&ino, node) in &self.inodes.table {
             node.extents.check().map_err(|e| format!("{ino:?}: {e}"))?;
             owned.extend(node.extents.iter().map(|m| (PhysExtent { start: m.physical.unwrap(), len: m.len }, ino)));
             owned.extend(node.extents.tree.iter().map(|&b| (PhysExtent { start: b, len: 1 }, ino)));
             if let Some(d) = &node.dir {
+                d.check().map_err(|e| format!("{ino:?}: {e}"))?;
                 if d.free.len() as u64 != node.extents.mapped_blocks() {
                     return Err(format!(
                         "{ino:?}: {} entry blocks, {} mapped",

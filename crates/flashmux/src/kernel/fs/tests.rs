@@ -582,3 +582,29 @@ fn a_2_gib_layout_matches_what_mke2fs_made_for_the_kernel_captures() {
     assert_eq!(fs.journal(), ext(262144, 16384));
     fs.check_invariants().unwrap();
 }
+
+proptest! {
+    /// A directory's first block with room, found through its chunk maxima, is the first block
+    /// a scan of every block finds, through adds (appending blocks as needed) and removes.
+    #[test]
+    fn a_directorys_first_block_with_room_is_the_scans(ops in proptest::collection::vec((0u8..4, 8u64..264), 1..3000)) {
+        let mut d = super::inode::Dir::new();
+        let mut live: Vec<(Ino, u64)> = Vec::new();
+        for (i, (add, bytes)) in ops.into_iter().enumerate() {
+            // Three adds to a remove: a few thousand entries span several chunks of blocks.
+            if add > 0 || live.is_empty() {
+                let want = d.free.iter().position(|&f| f >= bytes).map(|b| b as u64);
+                let got = d.block_with_room(bytes);
+                prop_assert_eq!(got, want);
+                let block = got.unwrap_or(d.free.len() as u64);
+                let ino = Ino(i as u32 + 100);
+                d.add(ino, block, bytes);
+                live.push((ino, bytes));
+            } else {
+                let (ino, _) = live.swap_remove(bytes as usize % live.len());
+                d.remove(ino);
+            }
+            prop_assert!(d.check().is_ok(), "{:?}", d.check());
+        }
+    }
+}
