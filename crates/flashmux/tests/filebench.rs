@@ -104,6 +104,17 @@ run 10"
     // Every fsync has the create's metadata to commit (the last may be out when the run stops).
     assert!((o[2]..=o[2] + 1).contains(&j.commits_fsync), "{} commits, {o:?}", j.commits_fsync);
     assert_eq!(k.filesystems[0].fs.files, o[0] - o[4], "files created and not deleted");
+    // The filesystem's requests are everything sent: per fsync the data page, and the
+    // journal's two writes and two flushes (the last commit may be under way at the stop).
+    let q = &k.filesystems[0].requests;
+    let c = j.commits_fsync;
+    let count = |op: IoOp| sent.iter().filter(|s| s.0 == op).count() as u64;
+    assert_eq!(
+        (q.data_writes + q.journal_writes, q.flushes, q.data_reads, q.trims),
+        (count(IoOp::Write), count(IoOp::Flush), 0, 0)
+    );
+    assert_eq!(q.data_writes, c);
+    assert!((2 * c - 1..=2 * c).contains(&q.journal_writes) && (2 * c - 2..=2 * c).contains(&q.flushes), "{q:?}");
     // The jobs' statistics: the appends as writes, the fsyncs as syncs.
     let io = &r.jobs[0].io;
     assert_eq!((io.write.ios, io.write.bytes, io.sync.count()), (o[1], o[1] * 4096, o[2]));

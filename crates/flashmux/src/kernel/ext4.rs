@@ -75,6 +75,9 @@ pub struct Ext4Result {
     pub tenant: usize,
     pub fs: FsStats,
     pub journal: JournalStats,
+    /// Its device requests by what they carry: the share of journal and metadata I/O is
+    /// `(journal_writes + flushes) / all`.
+    pub requests: FsRequests,
     /// What `-o discard` trimmed, when mounted with it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub discard: Option<DiscardStats>,
@@ -112,6 +115,30 @@ pub struct Ext4 {
     discard: Option<VecDeque<(Tid, PhysExtent)>>,
     next_discard: u64,
     discards: DiscardStats,
+    requests: FsRequests,
+}
+
+/// The filesystem's device requests by what they carry: the files' data, the journal (its
+/// log writes, commit blocks, flushes, home writes of metadata, its superblock), the discards.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FsRequests {
+    pub data_reads: u64,
+    pub data_writes: u64,
+    pub journal_writes: u64,
+    pub flushes: u64,
+    pub trims: u64,
+}
+
+impl FsRequests {
+    fn count(&mut self, d: &FsDevIo) {
+        match (d.id, d.op) {
+            (FsIoId::Part(_), IoOp::Read) => self.data_reads += 1,
+            (FsIoId::Part(_), _) => self.data_writes += 1,
+            (_, IoOp::Flush) => self.flushes += 1,
+            (_, IoOp::Trim) => self.trims += 1,
+            _ => self.journal_writes += 1,
+        }
+    }
 }
 
 /// What `-o discard` trimmed.
@@ -156,6 +183,7 @@ impl Ext4 {
             discard: discard.then(VecDeque::new),
             next_discard: 0,
             discards: DiscardStats::default(),
+            requests: FsRequests::default(),
         })
     }
 
@@ -302,7 +330,9 @@ impl Ext4 {
             self.next_part += 1;
             self.parts.insert(id, d.id);
             let (offset, len) = (self.base + p * PAGE_SIZE, m.len * PAGE_SIZE);
-            out.device.push(FsDevIo { id: FsIoId::Part(id), op: d.op, offset, len });
+            let io = FsDevIo { id: FsIoId::Part(id), op: d.op, offset, len };
+            self.requests.count(&io);
+            out.device.push(io);
             pieces += 1;
         }
         if pieces == 0 {
@@ -361,7 +391,9 @@ impl Ext4 {
             self.next_discard += 1;
             self.discards.trims += 1;
             self.discards.trim_blocks += e.len;
-            out.device.push(FsDevIo { id, op: IoOp::Trim, offset: self.base + e.start * PAGE_SIZE, len: e.len * PAGE_SIZE });
+            let io = FsDevIo { id, op: IoOp::Trim, offset: self.base + e.start * PAGE_SIZE, len: e.len * PAGE_SIZE };
+            self.requests.count(&io);
+            out.device.push(io);
         }
     }
 
@@ -393,7 +425,9 @@ impl Ext4 {
                     | JournalIoKind::HomeWrite { block: b }
                     | JournalIoKind::SuperblockWrite { block: b, .. } => (IoOp::Write, block(b), PAGE_SIZE),
                 };
-                out.device.push(FsDevIo { id: FsIoId::Journal(io.id), op, offset, len });
+                let io = FsDevIo { id: FsIoId::Journal(io.id), op, offset, len };
+                self.requests.count(&io);
+                out.device.push(io);
             }
             if jout.retry {
                 for (block, file) in std::mem::take(&mut self.waiting) {
@@ -412,6 +446,7 @@ impl Ext4 {
             fs: self.fs.stats(),
             journal: self.journal.stats().clone(),
             discard: self.discard.is_some().then_some(self.discards),
+            requests: self.requests,
         }
     }
 
