@@ -62,6 +62,7 @@
 use super::readahead::{self, RaDecision, RaState};
 use super::writeback::{Flusher, WriteReason};
 use super::{CacheError, Extent, FileId, IoId, PageCacheConfig, ReadIo, StreamId, PAGE_SIZE};
+use crate::engine::prefetch;
 use crate::units::SimTime;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -107,6 +108,8 @@ pub(super) struct Slot {
     /// Truncated while its I/O was in flight (locked or under writeback): dropped when that
     /// I/O completes (`truncate.rs`).
     pub doomed: bool,
+    /// While in flight: the slot of the next page of the same I/O (NIL after its last page).
+    pub chain: u32,
 }
 
 impl Slot {
@@ -126,6 +129,7 @@ impl Slot {
             marker: false,
             ra_unused: false,
             doomed: false,
+            chain: NIL,
         }
     }
 }
@@ -141,8 +145,8 @@ pub(super) struct Lru {
 #[derive(Clone, Debug, Default)]
 pub(super) struct FileState {
     pub pages: u64,
-    /// Pages in state Dirty (writable now), ascending.
-    pub dirty: BTreeSet<u64>,
+    /// Pages in state Dirty (writable now), ascending, with their slots.
+    pub dirty: BTreeMap<u64, u32>,
     /// Pages in state WritebackDirty.
     pub wb_dirty: u64,
     /// Its place in the flusher's round robin while it has dirty pages.
@@ -156,6 +160,8 @@ pub(super) struct InFlight {
     pub extent: Extent,
     /// None for a read.
     pub write: Option<WriteReason>,
+    /// The slot of the extent's first page; the others follow it in page order by `Slot::chain`.
+    pub first: u32,
 }
 
 struct Stream {
@@ -252,7 +258,8 @@ pub struct PageCache {
     /// Files with dirty pages, in the order they became dirty (b_dirty / b_io / b_more_io).
     pub(super) dirty_order: BTreeMap<u64, FileId>,
     pub(super) next_seq: u64,
-    pub(super) inflight: BTreeMap<IoId, InFlight>,
+    /// Point lookups only; `sync_range` sorts what it finds.
+    pub(super) inflight: FxHashMap<IoId, InFlight>,
     next_io: u64,
     streams: BTreeMap<StreamId, Stream>,
     next_stream: u32,
@@ -285,7 +292,7 @@ impl PageCache {
             by_age: BTreeSet::new(),
             dirty_order: BTreeMap::new(),
             next_seq: 0,
-            inflight: BTreeMap::new(),
+            inflight: FxHashMap::default(),
             next_io: 0,
             streams: BTreeMap::new(),
             next_stream: 0,
@@ -541,11 +548,13 @@ impl PageCache {
             }
         }
         for r in &out {
-            self.inflight.insert(r.id, InFlight { extent: r.extent, write: None });
-            for p in r.extent.first..r.extent.end() {
+            let mut prev = NIL;
+            for p in (r.extent.first..r.extent.end()).rev() {
                 let s = self.index[&(file, p)];
-                self.slots[s as usize].io = r.id;
+                let sl = &mut self.slots[s as usize];
+                (sl.io, sl.chain, prev) = (r.id, prev, s);
             }
+            self.inflight.insert(r.id, InFlight { extent: r.extent, write: None, first: prev });
         }
         out
     }
@@ -571,22 +580,25 @@ impl PageCache {
         let unknown = CacheError::UnknownIo { op: "read_done", id, expected: "read" };
         let io = *self.inflight.get(&id).filter(|f| f.write.is_none()).ok_or(unknown)?;
         self.inflight.remove(&id);
-        for p in io.extent.first..io.extent.end() {
-            let s = self.slot_of(io.extent.file, p).expect("a page being read stays cached");
-            debug_assert_eq!(self.slots[s as usize].state, PageState::Locked);
-            if self.slots[s as usize].doomed {
+        let mut s = io.first;
+        while s != NIL {
+            let sl = &mut self.slots[s as usize];
+            debug_assert_eq!((sl.state, sl.io), (PageState::Locked, id));
+            let next = std::mem::replace(&mut sl.chain, NIL);
+            if sl.doomed {
                 self.drop_doomed(s);
-                continue;
+            } else {
+                sl.state = PageState::Clean;
+                self.relink(s);
             }
-            self.slots[s as usize].state = PageState::Clean;
-            self.relink(s);
+            s = next;
         }
         Ok(())
     }
 
-    /// A Dirty page enters the file's dirty set and the age index.
-    pub(super) fn add_dirty(&mut self, file: FileId, page: u64, at: SimTime) {
-        self.file_mut(file).dirty.insert(page);
+    /// A Dirty page (in slot `s`) enters the file's dirty set and the age index.
+    pub(super) fn add_dirty(&mut self, file: FileId, page: u64, s: u32, at: SimTime) {
+        self.file_mut(file).dirty.insert(page, s);
         self.by_age.insert((at, file, page));
         self.enqueue_dirty(file);
     }
@@ -692,6 +704,12 @@ impl PageCache {
         self.unlink(t);
         self.drop_page(t);
         self.stats.evictions += 1;
+        // The next victim is the new tail (just written); its unlink will write the page before
+        // it, which a large cache holds far from here: start loading it now.
+        let next = self.inactive.tail;
+        if next != NIL && self.slots[next as usize].prev != NIL {
+            prefetch(&self.slots[self.slots[next as usize].prev as usize]);
+        }
         Some(())
     }
 
@@ -802,7 +820,7 @@ impl PageCache {
             if self.files.get(&f).is_some_and(|x| p >= x.last) {
                 return Err(format!("page ({f:?}, {p}) at or past its file's highest page"));
             }
-            let dirty_listed = self.files.get(&f).is_some_and(|x| x.dirty.contains(&p));
+            let dirty_listed = self.files.get(&f).is_some_and(|x| x.dirty.get(&p) == Some(&s));
             let aged = self.by_age.contains(&(sl.dirtied_at, f, p));
             if (sl.state == PageState::Dirty) != dirty_listed || dirty_listed != aged {
                 return Err(format!(
@@ -853,11 +871,16 @@ impl PageCache {
             return Err("files with pages and file states differ".into());
         }
         for (id, io) in &self.inflight {
+            let mut chained = io.first;
             for p in io.extent.first..io.extent.end() {
-                let ok = self.slot_of(io.extent.file, p).is_some_and(|s| self.slots[s as usize].io == *id);
-                if !ok {
-                    return Err(format!("{id:?}: page {p} of {:?} is not its page", io.extent));
+                let s = self.slot_of(io.extent.file, p);
+                if s.is_none_or(|s| self.slots[s as usize].io != *id || s != chained) {
+                    return Err(format!("{id:?}: page {p} of {:?} is not its page, or not chained", io.extent));
                 }
+                chained = self.slots[chained as usize].chain;
+            }
+            if chained != NIL {
+                return Err(format!("{id:?}: its chain goes past {:?}", io.extent));
             }
         }
         Ok(())

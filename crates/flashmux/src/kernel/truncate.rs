@@ -74,7 +74,7 @@ impl PageCache {
                     (res.clean, dropped) = (res.clean + 1, dropped + 1);
                 }
                 PageState::Dirty => {
-                    self.files.get_mut(&file).expect("file with pages").dirty.remove(&p);
+                    self.files.get_mut(&file).expect("file with pages").dirty.remove(&p).expect("dirty page listed");
                     self.by_age.remove(&(sl.dirtied_at, file, p));
                     self.n_dirty -= 1;
                     self.dequeue_if_clean(file);

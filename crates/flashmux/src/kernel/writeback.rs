@@ -73,14 +73,18 @@
 //! `writeback_sb_inodes`, `requeue_inode`; `MIN_WRITEBACK_PAGES` = 4 MiB), `mm/filemap.c`
 //! (`file_write_and_wait_range`, `invalidate_inode_pages2_range` in `mm/truncate.c`).
 
-use super::pagecache::{List, PageCache, PageState, WriteOutcome};
+use super::pagecache::{InFlight, List, PageCache, PageState, WriteOutcome, NIL};
 use super::{CacheError, Extent, FileId, IoId, PageCacheConfig, WriteIo, PAGE_SIZE};
+use crate::engine::prefetch;
 use crate::units::{Nanos, SimTime};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Pages written from one file before the flusher moves to the next (4 MiB).
 pub const MAX_WRITEBACK_PAGES: u64 = 1024;
+
+/// How many pages ahead `start_writes` asks the processor to load a page's slot.
+const PREFETCH_AHEAD: usize = 8;
 
 /// Why pages were written back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -220,14 +224,15 @@ impl PageCache {
     /// One flusher pass over the dirty files in round robin. `cutoff`: only pages dirtied at or
     /// before it.
     fn write_pass(&mut self, reason: WriteReason, cutoff: Option<SimTime>, stop: Stop, out: &mut Vec<WriteIo>) {
-        // The expired pages, per file, ascending (a snapshot: this pass writes all of them).
-        let mut expired: BTreeMap<FileId, Vec<u64>> = BTreeMap::new();
+        // The expired pages, per file, ascending, with their slots (a snapshot: this pass writes
+        // all of them).
+        let mut expired: BTreeMap<FileId, Vec<(u64, u32)>> = BTreeMap::new();
         if let Some(c) = cutoff {
             for &(t, f, p) in &self.by_age {
                 if t > c {
                     break;
                 }
-                expired.entry(f).or_default().push(p);
+                expired.entry(f).or_default().push((p, self.files[&f].dirty[&p]));
             }
             expired.values_mut().for_each(|v| v.sort_unstable());
         }
@@ -246,14 +251,14 @@ impl PageCache {
                 Some(_) => match expired.get_mut(&file) {
                     Some(v) => {
                         let n = (limit as usize).min(v.len());
-                        let taken: Vec<u64> = v.drain(..n).collect();
+                        let taken: Vec<(u64, u32)> = v.drain(..n).collect();
                         (taken, !v.is_empty())
                     }
                     None => continue,
                 },
                 None => {
                     let d = &self.files[&file].dirty;
-                    let taken: Vec<u64> = d.iter().take(limit as usize).copied().collect();
+                    let taken: Vec<(u64, u32)> = d.iter().take(limit as usize).map(|(&p, &s)| (p, s)).collect();
                     let more = d.len() > taken.len();
                     (taken, more)
                 }
@@ -271,14 +276,20 @@ impl PageCache {
         }
     }
 
-    /// Puts the Dirty pages `pages` (ascending) of `file` under writeback, as writes of
-    /// contiguous pages of at most `max_extent_bytes`.
-    fn start_writes(&mut self, file: FileId, pages: &[u64], reason: WriteReason, out: &mut Vec<WriteIo>) {
+    /// Puts the Dirty pages `pages` (ascending, with their slots) of `file` under writeback, as
+    /// writes of contiguous pages of at most `max_extent_bytes`.
+    fn start_writes(&mut self, file: FileId, pages: &[(u64, u32)], reason: WriteReason, out: &mut Vec<WriteIo>) {
         let max = self.cfg.max_extent_bytes / PAGE_SIZE;
         let from = out.len();
-        for &p in pages {
-            let s = self.index[&(file, p)] as usize;
-            debug_assert_eq!(self.slots[s].state, PageState::Dirty);
+        let mut firsts = Vec::new();
+        let mut last = NIL;
+        for (i, &(p, s)) in pages.iter().enumerate() {
+            // The slots are scattered over a large cache: load a few pages ahead.
+            if let Some(&(_, ahead)) = pages.get(i + PREFETCH_AHEAD) {
+                prefetch(&self.slots[ahead as usize]);
+            }
+            let s = s as usize;
+            debug_assert_eq!((self.slots[s].state, self.slots[s].index), (PageState::Dirty, p));
             self.slots[s].state = PageState::Writeback;
             self.by_age.remove(&(self.slots[s].dirtied_at, file, p));
             self.files.get_mut(&file).expect("dirty file").dirty.remove(&p);
@@ -287,14 +298,18 @@ impl PageCache {
             let joins = out.len() > from && out.last().is_some_and(|w| w.extent.end() == p && w.extent.pages < max);
             if joins {
                 out.last_mut().expect("joined").extent.pages += 1;
+                self.slots[last as usize].chain = s as u32;
             } else {
                 let id = self.new_io();
                 out.push(WriteIo { id, extent: Extent { file, first: p, pages: 1 }, reason });
+                firsts.push(s as u32);
             }
             self.slots[s].io = out.last().expect("pushed").id;
+            self.slots[s].chain = NIL;
+            last = s as u32;
         }
-        for w in &out[from..] {
-            self.inflight.insert(w.id, super::pagecache::InFlight { extent: w.extent, write: Some(reason) });
+        for (w, &first) in out[from..].iter().zip(&firsts) {
+            self.inflight.insert(w.id, InFlight { extent: w.extent, write: Some(reason), first });
         }
         let n = pages.len() as u64;
         let c = &mut self.stats.written_back;
@@ -316,21 +331,24 @@ impl PageCache {
         let io = *self.inflight.get(&id).filter(|f| f.write.is_some()).ok_or(unknown)?;
         self.inflight.remove(&id);
         let file = io.extent.file;
-        for p in io.extent.first..io.extent.end() {
-            let s = self.index[&(file, p)];
+        let mut s = io.first;
+        while s != NIL {
             let sl = self.slots[s as usize];
+            debug_assert_eq!(sl.io, id);
+            self.slots[s as usize].chain = NIL;
             self.n_writeback -= 1;
             if sl.doomed {
                 self.drop_doomed(s);
             } else if sl.state == PageState::WritebackDirty {
                 self.slots[s as usize].state = PageState::Dirty;
                 self.files.get_mut(&file).expect("dirty file").wb_dirty -= 1;
-                self.add_dirty(file, p, sl.dirtied_at);
+                self.add_dirty(file, sl.index, s, sl.dirtied_at);
             } else {
                 debug_assert_eq!(sl.state, PageState::Writeback);
                 self.slots[s as usize].state = PageState::Clean;
                 self.relink(s);
             }
+            s = sl.chain;
         }
         self.release_writers(now);
         Ok(())
@@ -431,7 +449,7 @@ impl PageCache {
                 self.unlink(s);
                 self.slots[s as usize].state = PageState::Dirty;
                 self.slots[s as usize].dirtied_at = now;
-                self.add_dirty(sl.file, sl.index, now);
+                self.add_dirty(sl.file, sl.index, s, now);
                 self.n_dirty += 1;
                 true
             }
@@ -466,7 +484,7 @@ impl PageCache {
         self.tick(now)?;
         let mut res = SyncResult::default();
         let Some(f) = self.files.get(&file) else { return Ok(res) };
-        let pages: Vec<u64> = f.dirty.range(first..end).copied().collect();
+        let pages: Vec<(u64, u32)> = f.dirty.range(first..end).map(|(&p, &s)| (p, s)).collect();
         self.start_writes(file, &pages, WriteReason::Fsync, &mut res.issue);
         for (&id, io) in &self.inflight {
             let e = io.extent;
@@ -474,6 +492,7 @@ impl PageCache {
                 res.wait_on.push(id);
             }
         }
+        res.wait_on.sort_unstable();
         if self.files.get(&file).is_some_and(|f| f.wb_dirty > 0) {
             for (_, s) in self.pages_in(file, first, end) {
                 res.held_back += (self.slots[s as usize].state == PageState::WritebackDirty) as u64;
