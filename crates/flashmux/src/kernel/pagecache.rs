@@ -59,12 +59,13 @@
 //! (`balance_dirty_pages`), `include/linux/page-flags.h` (PG_locked, PG_dirty, PG_writeback,
 //! PG_readahead).
 
+use super::inflight::InFlightSet;
+use super::pageindex::PageIndex;
 use super::readahead::{self, RaDecision, RaState};
 use super::writeback::{Flusher, WriteReason};
 use super::{CacheError, Extent, FileId, IoId, PageCacheConfig, ReadIo, StreamId, PAGE_SIZE};
 use crate::engine::prefetch;
 use crate::units::SimTime;
-use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -249,7 +250,7 @@ pub struct PageCache {
     pub(super) free: Vec<u32>,
     /// Each cached page's slot, by (file, page). Point lookups only; ranges go through
     /// [`PageCache::pages_in`], which sorts what it finds.
-    pub(super) index: FxHashMap<(FileId, u64), u32>,
+    pub(super) index: PageIndex,
     pub(super) inactive: Lru,
     pub(super) active: Lru,
     pub(super) files: BTreeMap<FileId, FileState>,
@@ -258,8 +259,7 @@ pub struct PageCache {
     /// Files with dirty pages, in the order they became dirty (b_dirty / b_io / b_more_io).
     pub(super) dirty_order: BTreeMap<u64, FileId>,
     pub(super) next_seq: u64,
-    /// Point lookups only; `sync_range` sorts what it finds.
-    pub(super) inflight: FxHashMap<IoId, InFlight>,
+    pub(super) inflight: InFlightSet,
     next_io: u64,
     streams: BTreeMap<StreamId, Stream>,
     next_stream: u32,
@@ -285,14 +285,14 @@ impl PageCache {
             cfg,
             slots: Vec::new(),
             free: Vec::new(),
-            index: FxHashMap::default(),
+            index: PageIndex::default(),
             inactive: lru,
             active: lru,
             files: BTreeMap::new(),
             by_age: BTreeSet::new(),
             dirty_order: BTreeMap::new(),
             next_seq: 0,
-            inflight: FxHashMap::default(),
+            inflight: InFlightSet::default(),
             next_io: 0,
             streams: BTreeMap::new(),
             next_stream: 0,
@@ -325,15 +325,15 @@ impl PageCache {
     }
     /// The state of a page, None if it is not in the cache.
     pub fn page_state(&self, file: FileId, page: u64) -> Option<PageState> {
-        self.index.get(&(file, page)).map(|&s| self.slots[s as usize].state)
+        self.index.get(file, page).map(|s| self.slots[s as usize].state)
     }
     /// Whether a cached page is on the active list (tests).
     pub fn is_active(&self, file: FileId, page: u64) -> bool {
-        self.index.get(&(file, page)).is_some_and(|&s| self.slots[s as usize].list == List::Active)
+        self.index.get(file, page).is_some_and(|s| self.slots[s as usize].list == List::Active)
     }
     /// Whether a cached page carries the read-ahead marker.
     pub fn has_marker(&self, file: FileId, page: u64) -> bool {
-        self.index.get(&(file, page)).is_some_and(|&s| self.slots[s as usize].marker)
+        self.index.get(file, page).is_some_and(|s| self.slots[s as usize].marker)
     }
 
     /// `file` ends before page `end`: read-ahead never reads at or past it, as Linux's stops at
@@ -375,7 +375,7 @@ impl PageCache {
     }
 
     pub(super) fn slot_of(&self, file: FileId, page: u64) -> Option<u32> {
-        self.index.get(&(file, page)).copied()
+        self.index.get(file, page)
     }
 
     /// Reads `len` bytes at `offset` of `file`, on `stream` (its read-ahead) or without
@@ -492,7 +492,7 @@ impl PageCache {
         let max = self.cfg.read_ahead_kb / 4;
         let Some(id) = stream else { return if marker { RaDecision::Nothing } else { RaDecision::Plain } };
         let mut ra = self.streams[&id].ra;
-        let next_miss = |from: u64, max: u64| (from..from + max).find(|&q| !self.index.contains_key(&(file, q)));
+        let next_miss = |from: u64, max: u64| (from..from + max).find(|&q| !self.index.contains(file, q));
         let d = readahead::ondemand(&mut ra, max, p, req, marker, next_miss);
         self.streams.get_mut(&id).expect("open stream").ra = ra;
         d
@@ -550,7 +550,7 @@ impl PageCache {
         for r in &out {
             let mut prev = NIL;
             for p in (r.extent.first..r.extent.end()).rev() {
-                let s = self.index[&(file, p)];
+                let s = self.index.get(file, p).expect("a page being read is cached");
                 let sl = &mut self.slots[s as usize];
                 (sl.io, sl.chain, prev) = (r.id, prev, s);
             }
@@ -578,8 +578,8 @@ impl PageCache {
     pub fn read_done(&mut self, now: SimTime, id: IoId) -> Result<(), CacheError> {
         self.tick(now)?;
         let unknown = CacheError::UnknownIo { op: "read_done", id, expected: "read" };
-        let io = *self.inflight.get(&id).filter(|f| f.write.is_none()).ok_or(unknown)?;
-        self.inflight.remove(&id);
+        let io = *self.inflight.get(id).filter(|f| f.write.is_none()).ok_or(unknown)?;
+        self.inflight.remove(id);
         let mut s = io.first;
         while s != NIL {
             let sl = &mut self.slots[s as usize];
@@ -650,10 +650,10 @@ impl PageCache {
         let Some(f) = self.files.get(&file) else { return Vec::new() };
         let end = end.min(f.last);
         let mut out: Vec<(u64, u32)> = if end.saturating_sub(first) <= f.pages.max(64) {
-            (first..end).filter_map(|p| self.index.get(&(file, p)).map(|&s| (p, s))).collect()
+            (first..end).filter_map(|p| self.index.get(file, p).map(|s| (p, s))).collect()
         } else {
-            let within = |&(&(fl, p), _): &(&(FileId, u64), &u32)| fl == file && (first..end).contains(&p);
-            self.index.iter().filter(within).map(|(&(_, p), &s)| (p, s)).collect()
+            let within = |&(fl, p, _): &(FileId, u64, u32)| fl == file && (first..end).contains(&p);
+            self.index.iter().filter(within).map(|(_, p, s)| (p, s)).collect()
         };
         out.sort_unstable();
         out
@@ -677,7 +677,7 @@ impl PageCache {
         let s = self.free.pop()?;
         let sl = &mut self.slots[s as usize];
         *sl = Slot::fresh(file, page, state);
-        self.index.insert((file, page), s);
+        self.index.insert(file, page, s);
         let f = self.file_mut(file);
         f.pages += 1;
         f.last = f.last.max(page + 1);
@@ -706,9 +706,14 @@ impl PageCache {
         self.stats.evictions += 1;
         // The next victim is the new tail (just written); its unlink will write the page before
         // it, which a large cache holds far from here: start loading it now.
+        // Its index entry is as far: load that too.
         let next = self.inactive.tail;
-        if next != NIL && self.slots[next as usize].prev != NIL {
-            prefetch(&self.slots[self.slots[next as usize].prev as usize]);
+        if next != NIL {
+            let sl = &self.slots[next as usize];
+            self.index.prefetch(sl.file, sl.index);
+            if sl.prev != NIL {
+                prefetch(&self.slots[sl.prev as usize]);
+            }
         }
         Some(())
     }
@@ -717,7 +722,7 @@ impl PageCache {
     pub(super) fn drop_page(&mut self, s: u32) {
         let sl = self.slots[s as usize];
         debug_assert_eq!(sl.list, List::None);
-        self.index.remove(&(sl.file, sl.index));
+        self.index.remove(sl.file, sl.index);
         let f = self.files.get_mut(&sl.file).expect("file with pages");
         f.pages -= 1;
         if f.pages == 0 {
@@ -787,8 +792,9 @@ impl PageCache {
                 self.free.len()
             ));
         }
+        self.index.check()?;
         let mut used = vec![false; grown];
-        for (&(f, p), &s) in &self.index {
+        for (f, p, s) in self.index.iter() {
             let sl = &self.slots[s as usize];
             if (sl.file, sl.index) != (f, p) || std::mem::replace(&mut used[s as usize], true) {
                 return Err(format!("index entry ({f:?}, {p}) -> slot {s} holds ({:?}, {})", sl.file, sl.index));
@@ -800,7 +806,8 @@ impl PageCache {
         self.check_lists()?;
         let (mut dirty, mut wb) = (0, 0);
         let mut files: BTreeMap<FileId, (u64, u64)> = BTreeMap::new();
-        for (&(f, p), &s) in &self.index {
+        let mut ios = BTreeSet::new();
+        for (f, p, s) in self.index.iter() {
             let sl = &self.slots[s as usize];
             let e = files.entry(f).or_default();
             e.0 += 1;
@@ -830,12 +837,16 @@ impl PageCache {
             }
             if matches!(sl.state, PageState::Locked | PageState::Writeback | PageState::WritebackDirty) {
                 let unknown = || format!("page ({f:?}, {p}) waits on unknown {:?}", sl.io);
-                let io = self.inflight.get(&sl.io).ok_or_else(unknown)?;
+                let io = self.inflight.get(sl.io).ok_or_else(unknown)?;
+                ios.insert(sl.io);
                 let covers = io.extent.file == f && (io.extent.first..io.extent.end()).contains(&p);
                 if !covers || io.write.is_some() == (sl.state == PageState::Locked) {
                     return Err(format!("page ({f:?}, {p}) in state {:?} not covered by its I/O {:?}", sl.state, io));
                 }
             }
+        }
+        if ios.len() != self.inflight.len() {
+            return Err(format!("{} I/Os in flight, {} with pages", self.inflight.len(), ios.len()));
         }
         if (dirty, wb) != (self.n_dirty, self.n_writeback) {
             return Err(format!(
@@ -870,11 +881,11 @@ impl PageCache {
         if files.len() != self.files.len() || self.dirty_order.len() > self.files.len() {
             return Err("files with pages and file states differ".into());
         }
-        for (id, io) in &self.inflight {
+        for (id, io) in self.inflight.iter() {
             let mut chained = io.first;
             for p in io.extent.first..io.extent.end() {
                 let s = self.slot_of(io.extent.file, p);
-                if s.is_none_or(|s| self.slots[s as usize].io != *id || s != chained) {
+                if s.is_none_or(|s| self.slots[s as usize].io != id || s != chained) {
                     return Err(format!("{id:?}: page {p} of {:?} is not its page, or not chained", io.extent));
                 }
                 chained = self.slots[chained as usize].chain;

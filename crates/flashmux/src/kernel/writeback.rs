@@ -86,6 +86,12 @@ pub const MAX_WRITEBACK_PAGES: u64 = 1024;
 /// How many pages ahead `start_writes` asks the processor to load a page's slot.
 const PREFETCH_AHEAD: usize = 8;
 
+/// How many I/Os ahead `write_done` asks the processor to load the slot of a write's first page.
+const COMPLETION_AHEAD: u64 = 16;
+
+/// `forget_ages` rebuilds the age index when it removes at least 1/8 of it.
+const REBUILD_FRACTION: usize = 8;
+
 /// Why pages were written back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub enum WriteReason {
@@ -236,7 +242,7 @@ impl PageCache {
             }
             expired.values_mut().for_each(|v| v.sort_unstable());
         }
-        let (mut cursor, mut written) = (0, 0);
+        let (mut cursor, mut written, mut aged) = (0, 0, Vec::new());
         while let Some((&seq, &file)) = self.dirty_order.range(cursor..).next() {
             cursor = seq + 1;
             let mut limit = MAX_WRITEBACK_PAGES;
@@ -252,19 +258,19 @@ impl PageCache {
                     Some(v) => {
                         let n = (limit as usize).min(v.len());
                         let taken: Vec<(u64, u32)> = v.drain(..n).collect();
+                        let dirty = &mut self.files.get_mut(&file).expect("dirty file").dirty;
+                        taken.iter().for_each(|(p, _)| _ = dirty.remove(p));
                         (taken, !v.is_empty())
                     }
                     None => continue,
                 },
                 None => {
-                    let d = &self.files[&file].dirty;
-                    let taken: Vec<(u64, u32)> = d.iter().take(limit as usize).map(|(&p, &s)| (p, s)).collect();
-                    let more = d.len() > taken.len();
-                    (taken, more)
+                    let taken = self.take_dirty(file, 0, u64::MAX, limit as usize);
+                    (taken, !self.files[&file].dirty.is_empty())
                 }
             };
             written += pages.len() as u64;
-            self.start_writes(file, &pages, reason, out);
+            self.start_writes(file, &pages, reason, out, &mut aged);
             if more {
                 // b_more_io: to the back of the order.
                 let f = self.files.get_mut(&file).expect("dirty file");
@@ -274,11 +280,54 @@ impl PageCache {
                 self.next_seq += 1;
             }
         }
+        self.forget_ages(aged);
     }
 
-    /// Puts the Dirty pages `pages` (ascending, with their slots) of `file` under writeback, as
-    /// writes of contiguous pages of at most `max_extent_bytes`.
-    fn start_writes(&mut self, file: FileId, pages: &[(u64, u32)], reason: WriteReason, out: &mut Vec<WriteIo>) {
+    /// Takes the first `limit` pages of `file`'s dirty set in `[first, end)` out of it: a split of
+    /// the set where they are its start, else one by one.
+    fn take_dirty(&mut self, file: FileId, first: u64, end: u64, limit: usize) -> Vec<(u64, u32)> {
+        let Some(f) = self.files.get_mut(&file) else { return Vec::new() };
+        let d = &mut f.dirty;
+        let stop = d.range(first..end).nth(limit).map_or(end, |(&p, _)| p);
+        if d.first_key_value().is_some_and(|(&p, _)| p >= first) {
+            let rest = d.split_off(&stop);
+            return std::mem::replace(d, rest).into_iter().collect();
+        }
+        let taken: Vec<(u64, u32)> = d.range(first..stop).map(|(&p, &s)| (p, s)).collect();
+        taken.iter().for_each(|(p, _)| _ = d.remove(p));
+        taken
+    }
+
+    /// Takes pages that stopped being Dirty out of the age index: one by one if they are few,
+    /// else by one ordered pass that rebuilds it.
+    fn forget_ages(&mut self, mut keys: Vec<(SimTime, FileId, u64)>) {
+        if keys.len() * REBUILD_FRACTION < self.by_age.len() {
+            keys.iter().for_each(|k| _ = self.by_age.remove(k));
+            return;
+        }
+        keys.sort_unstable();
+        let mut gone = keys.into_iter().peekable();
+        let old = std::mem::take(&mut self.by_age);
+        self.by_age = old
+            .into_iter()
+            .filter(|k| {
+                while gone.next_if(|g| g < k).is_some() {}
+                gone.next_if_eq(k).is_none()
+            })
+            .collect();
+    }
+
+    /// Puts the Dirty pages `pages` (ascending, with their slots) of `file`, already out of its
+    /// dirty set, under writeback, as writes of contiguous pages of at most `max_extent_bytes`.
+    /// Their age index keys go to `aged`, for the caller to `forget_ages`.
+    fn start_writes(
+        &mut self,
+        file: FileId,
+        pages: &[(u64, u32)],
+        reason: WriteReason,
+        out: &mut Vec<WriteIo>,
+        aged: &mut Vec<(SimTime, FileId, u64)>,
+    ) {
         let max = self.cfg.max_extent_bytes / PAGE_SIZE;
         let from = out.len();
         let mut firsts = Vec::new();
@@ -291,8 +340,7 @@ impl PageCache {
             let s = s as usize;
             debug_assert_eq!((self.slots[s].state, self.slots[s].index), (PageState::Dirty, p));
             self.slots[s].state = PageState::Writeback;
-            self.by_age.remove(&(self.slots[s].dirtied_at, file, p));
-            self.files.get_mut(&file).expect("dirty file").dirty.remove(&p);
+            aged.push((self.slots[s].dirtied_at, file, p));
             self.n_dirty -= 1;
             self.n_writeback += 1;
             let joins = out.len() > from && out.last().is_some_and(|w| w.extent.end() == p && w.extent.pages < max);
@@ -328,8 +376,13 @@ impl PageCache {
     pub fn write_done(&mut self, now: SimTime, id: IoId) -> Result<(), CacheError> {
         self.tick(now)?;
         let unknown = CacheError::UnknownIo { op: "write_done", id, expected: "write" };
-        let io = *self.inflight.get(&id).filter(|f| f.write.is_some()).ok_or(unknown)?;
-        self.inflight.remove(&id);
+        let io = *self.inflight.get(id).filter(|f| f.write.is_some()).ok_or(unknown)?;
+        self.inflight.remove(id);
+        // The device completes writes roughly in the order they were issued: start loading the
+        // first page of a write issued a little later, which is likely to complete soon.
+        if let Some(later) = self.inflight.get(IoId(id.0 + COMPLETION_AHEAD)) {
+            prefetch(&self.slots[later.first as usize]);
+        }
         let file = io.extent.file;
         let mut s = io.first;
         while s != NIL {
@@ -483,16 +536,15 @@ impl PageCache {
     pub fn sync_range(&mut self, now: SimTime, file: FileId, first: u64, end: u64) -> Result<SyncResult, CacheError> {
         self.tick(now)?;
         let mut res = SyncResult::default();
-        let Some(f) = self.files.get(&file) else { return Ok(res) };
-        let pages: Vec<(u64, u32)> = f.dirty.range(first..end).map(|(&p, &s)| (p, s)).collect();
-        self.start_writes(file, &pages, WriteReason::Fsync, &mut res.issue);
-        for (&id, io) in &self.inflight {
+        let (pages, mut aged) = (self.take_dirty(file, first, end, usize::MAX), Vec::new());
+        self.start_writes(file, &pages, WriteReason::Fsync, &mut res.issue, &mut aged);
+        self.forget_ages(aged);
+        for (id, io) in self.inflight.iter() {
             let e = io.extent;
             if io.write.is_some() && e.file == file && e.first < end && e.end() > first {
                 res.wait_on.push(id);
             }
         }
-        res.wait_on.sort_unstable();
         if self.files.get(&file).is_some_and(|f| f.wb_dirty > 0) {
             for (_, s) in self.pages_in(file, first, end) {
                 res.held_back += (self.slots[s as usize].state == PageState::WritebackDirty) as u64;
