@@ -201,6 +201,9 @@ impl KernelIo {
                 writes.push_front(r);
                 break;
             }
+            if let Some(&next) = writes.front() {
+                self.prefetch(next);
+            }
             self.attempt(now, r, out)?;
         }
         writes.append(&mut self.held_writes);
@@ -216,6 +219,13 @@ impl KernelIo {
     fn finish(&mut self, r: ReqId, out: &mut KernelOut) {
         self.apps.remove(&r).expect("a request completes once");
         out.done.push(r);
+    }
+
+    /// Asks the processor to load what `r`'s next attempt looks up first (a hint).
+    fn prefetch(&self, r: ReqId) {
+        if let Some((AppOp::Read { file, offset, .. } | AppOp::Write { file, offset, .. }, _)) = self.apps.get(&r) {
+            self.cache.prefetch(*file, *offset);
+        }
     }
 
     fn hold(&mut self, r: ReqId) {

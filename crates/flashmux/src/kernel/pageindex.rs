@@ -136,9 +136,13 @@ impl PageIndex {
         Some(slot)
     }
 
-    /// Asks the processor to load the key's home entry (a hint: no effect on results).
+    /// Asks the processor to load the key's home entry and the entries after it in the next
+    /// cache line, where its scan (or a removal's shifting) may go on (a hint: no effect on
+    /// results).
     pub fn prefetch(&self, file: FileId, page: u64) {
-        prefetch(&self.table[self.home(file, page)]);
+        let home = self.home(file, page);
+        prefetch(&self.table[home]);
+        prefetch(&self.table[(home + 4) & self.mask()]);
     }
 
     /// Every (file, page, slot), in table order.
