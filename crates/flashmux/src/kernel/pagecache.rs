@@ -48,10 +48,18 @@
 //!
 //! # Complexity and memory
 //! A slab of at most `capacity_pages` entries with intrusive LRU links, grown as pages are first
-//! cached (a large cache that a run touches little costs what it holds); a hash map (fixed hash,
-//! never iterated where order could matter) from (file, page) to slab entry; per file, the
-//! ordered set of its dirty pages; one ordered set of dirty pages by age. Every page operation is
-//! O(log n) (the index's, O(1)).
+//! cached (a large cache that a run touches little costs what it holds); a hash table
+//! (`pageindex.rs`, never iterated where order could matter) from (file, page) to slab entry;
+//! per file, the ordered map of its dirty pages to their slots; a third intrusive list through
+//! the slab, of the dirty pages in the order they became dirty (the flusher's expiry order: a
+//! page dirtied is dirtied now, so it goes at the head; a page written again under writeback
+//! joins it then and keeps its place when its write completes); the I/O in flight by id
+//! (`inflight.rs`), each with its first page's slot and its pages chained through the slab, so
+//! that completions look nothing up. Every page operation is O(log n) (the dirty map's) or O(1).
+//! The cache is memory-bound on a large cache: where it knows which slot or index entry it will
+//! touch next (the next eviction victim, writeback's next pages, the write issued after the one
+//! completing, a held write about to be retried), it asks the processor to load it early
+//! (`engine::prefetch`), a hint that changes no result.
 //!
 //! # Source
 //! Linux `mm/filemap.c` (`filemap_read`, `filemap_get_pages`, `folio_mark_accessed` in
@@ -86,6 +94,8 @@ pub(super) enum List {
     None,
     Inactive,
     Active,
+    /// The dirty pages (Dirty and WritebackDirty) in the order they became dirty.
+    Aged,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -114,6 +124,11 @@ pub(super) struct Slot {
 }
 
 impl Slot {
+    /// On an LRU list: clean, not locked or pinned by a read.
+    pub(super) fn is_evictable(&self) -> bool {
+        matches!(self.list, List::Inactive | List::Active)
+    }
+
     /// Page `index` of `file` in `state`, on no list, with no I/O, flags and links.
     fn fresh(file: FileId, index: u64, state: PageState) -> Slot {
         Slot {
@@ -254,8 +269,9 @@ pub struct PageCache {
     pub(super) inactive: Lru,
     pub(super) active: Lru,
     pub(super) files: BTreeMap<FileId, FileState>,
-    /// Dirty (writable) pages by age: (dirtied at, file, page).
-    pub(super) by_age: BTreeSet<(SimTime, FileId, u64)>,
+    /// Dirty and WritebackDirty pages in the order they became dirty: head the newest, tail the
+    /// oldest (a page dirtied is dirtied now, after every other).
+    pub(super) aged: Lru,
     /// Files with dirty pages, in the order they became dirty (b_dirty / b_io / b_more_io).
     pub(super) dirty_order: BTreeMap<u64, FileId>,
     pub(super) next_seq: u64,
@@ -289,7 +305,7 @@ impl PageCache {
             inactive: lru,
             active: lru,
             files: BTreeMap::new(),
-            by_age: BTreeSet::new(),
+            aged: lru,
             dirty_order: BTreeMap::new(),
             next_seq: 0,
             inflight: InFlightSet::default(),
@@ -406,7 +422,7 @@ impl PageCache {
         for p in first..=last {
             match self.slot_of(file, p) {
                 None => missing += 1,
-                Some(s) if self.slots[s as usize].list != List::None => on_lru += 1,
+                Some(s) if self.slots[s as usize].is_evictable() => on_lru += 1,
                 Some(_) => {}
             }
         }
@@ -457,7 +473,7 @@ impl PageCache {
                     PageState::Locked => self.stats.waits += 1,
                     _ => hits += 1,
                 }
-                if self.slots[s as usize].list != List::None {
+                if self.slots[s as usize].is_evictable() {
                     self.unlink(s);
                     pinned.push(s);
                 }
@@ -574,7 +590,7 @@ impl PageCache {
         self.stats.no_memory += 1;
         // Writeback frees memory only if there are dirty pages to write; otherwise the caller
         // waits for reads and writes in flight.
-        if !self.by_age.is_empty() {
+        if self.oldest_dirty().is_some() {
             self.flusher.pressure = self.flusher.pressure.max(short);
         }
         T::from(NoMem(short))
@@ -602,11 +618,30 @@ impl PageCache {
         Ok(())
     }
 
-    /// A Dirty page (in slot `s`) enters the file's dirty set and the age index.
-    pub(super) fn add_dirty(&mut self, file: FileId, page: u64, s: u32, at: SimTime) {
+    /// A Dirty page (in slot `s`) enters the file's dirty set.
+    pub(super) fn add_dirty(&mut self, file: FileId, page: u64, s: u32) {
         self.file_mut(file).dirty.insert(page, s);
-        self.by_age.insert((at, file, page));
         self.enqueue_dirty(file);
+    }
+
+    /// The time the oldest Dirty page became dirty: the first from the age list's tail that is
+    /// not also under writeback.
+    pub(super) fn oldest_dirty(&self) -> Option<SimTime> {
+        let mut s = self.aged.tail;
+        while s != NIL {
+            let sl = &self.slots[s as usize];
+            if sl.state == PageState::Dirty {
+                return Some(sl.dirtied_at);
+            }
+            s = sl.prev;
+        }
+        None
+    }
+
+    /// Puts a page that became dirty now at the head of the age list.
+    pub(super) fn link_aged(&mut self, s: u32) {
+        debug_assert!(matches!(self.slots[s as usize].state, PageState::Dirty | PageState::WritebackDirty));
+        self.push_head(s, List::Aged);
     }
 
     /// Puts `file` in the flusher's round robin if it is not there.
@@ -742,6 +777,7 @@ impl PageCache {
         match l {
             List::Active => &mut self.active,
             List::Inactive => &mut self.inactive,
+            List::Aged => &mut self.aged,
             List::None => unreachable!("no list"),
         }
     }
@@ -769,9 +805,13 @@ impl PageCache {
 
     /// Puts a clean page at the head of its list.
     pub(super) fn relink(&mut self, s: u32) {
-        debug_assert_eq!(self.slots[s as usize].list, List::None);
         debug_assert_eq!(self.slots[s as usize].state, PageState::Clean);
         let list = if self.slots[s as usize].active { List::Active } else { List::Inactive };
+        self.push_head(s, list);
+    }
+
+    fn push_head(&mut self, s: u32, list: List) {
+        debug_assert_eq!(self.slots[s as usize].list, List::None);
         let head = self.lru(list).head;
         if head != NIL {
             self.slots[head as usize].prev = s;
@@ -817,8 +857,12 @@ impl PageCache {
             let sl = &self.slots[s as usize];
             let e = files.entry(f).or_default();
             e.0 += 1;
-            let on_list = sl.list != List::None;
-            if on_list != (sl.state == PageState::Clean) {
+            let want = match sl.state {
+                PageState::Clean => sl.list != List::Aged && sl.list != List::None,
+                PageState::Dirty | PageState::WritebackDirty => sl.list == List::Aged,
+                PageState::Locked | PageState::Writeback => sl.list == List::None,
+            };
+            if !want {
                 return Err(format!("page ({f:?}, {p}) in state {:?} is on list {:?}", sl.state, sl.list));
             }
             match sl.state {
@@ -834,12 +878,8 @@ impl PageCache {
                 return Err(format!("page ({f:?}, {p}) at or past its file's highest page"));
             }
             let dirty_listed = self.files.get(&f).is_some_and(|x| x.dirty.get(&p) == Some(&s));
-            let aged = self.by_age.contains(&(sl.dirtied_at, f, p));
-            if (sl.state == PageState::Dirty) != dirty_listed || dirty_listed != aged {
-                return Err(format!(
-                    "page ({f:?}, {p}) in state {:?}: dirty set {dirty_listed}, age index {aged}",
-                    sl.state
-                ));
+            if (sl.state == PageState::Dirty) != dirty_listed {
+                return Err(format!("page ({f:?}, {p}) in state {:?}: dirty set {dirty_listed}", sl.state));
             }
             if matches!(sl.state, PageState::Locked | PageState::Writeback | PageState::WritebackDirty) {
                 let unknown = || format!("page ({f:?}, {p}) waits on unknown {:?}", sl.io);
@@ -860,9 +900,8 @@ impl PageCache {
                 self.n_dirty, self.n_writeback
             ));
         }
-        let total_dirty: usize = self.files.values().map(|f| f.dirty.len()).sum();
-        if total_dirty != self.by_age.len() {
-            return Err(format!("{total_dirty} pages in dirty sets, {} in the age index", self.by_age.len()));
+        if self.aged.len != self.n_dirty {
+            return Err(format!("{} pages on the age list, {} dirty", self.aged.len, self.n_dirty));
         }
         self.check_files(&files)?;
         if self.n_dirty > self.stats.peak_dirty {
@@ -903,12 +942,15 @@ impl PageCache {
         Ok(())
     }
 
+    /// Each list's links and count; the LRU lists' pages' active flags; the age list newest first.
     fn check_lists(&self) -> Result<(), String> {
-        for (l, lru) in [(List::Inactive, &self.inactive), (List::Active, &self.active)] {
+        for (l, lru) in [(List::Inactive, &self.inactive), (List::Active, &self.active), (List::Aged, &self.aged)] {
             let (mut n, mut prev, mut s) = (0, NIL, lru.head);
             while s != NIL {
                 let sl = &self.slots[s as usize];
-                if sl.list != l || sl.prev != prev || sl.active != (l == List::Active) || n > lru.len {
+                let flag = l == List::Aged || sl.active == (l == List::Active);
+                let aged = l != List::Aged || prev == NIL || self.slots[prev as usize].dirtied_at >= sl.dirtied_at;
+                if sl.list != l || sl.prev != prev || !flag || !aged || n > lru.len {
                     return Err(format!("list {l:?} broken at slot {s}"));
                 }
                 (n, prev, s) = (n + 1, s, sl.next);

@@ -73,7 +73,7 @@
 //! `writeback_sb_inodes`, `requeue_inode`; `MIN_WRITEBACK_PAGES` = 4 MiB), `mm/filemap.c`
 //! (`file_write_and_wait_range`, `invalidate_inode_pages2_range` in `mm/truncate.c`).
 
-use super::pagecache::{InFlight, List, PageCache, PageState, WriteOutcome, NIL};
+use super::pagecache::{InFlight, PageCache, PageState, WriteOutcome, NIL};
 use super::{CacheError, Extent, FileId, IoId, PageCacheConfig, WriteIo, PAGE_SIZE};
 use crate::engine::prefetch;
 use crate::units::{Nanos, SimTime};
@@ -88,9 +88,6 @@ const PREFETCH_AHEAD: usize = 8;
 
 /// How many I/Os ahead `write_done` asks the processor to load the slot of a write's first page.
 const COMPLETION_AHEAD: u64 = 16;
-
-/// `forget_ages` rebuilds the age index when it removes at least 1/8 of it.
-const REBUILD_FRACTION: usize = 8;
 
 /// Why pages were written back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -193,7 +190,7 @@ impl PageCache {
     /// pressure or the background threshold calls for writeback, else the first periodic wakeup
     /// at which a page will have expired; None if nothing is dirty.
     pub fn flusher_wakeup_at(&self) -> Option<SimTime> {
-        let (oldest, _, _) = *self.by_age.first()?;
+        let oldest = self.oldest_dirty()?;
         if self.flusher.pressure > 0 || self.n_dirty > self.flusher.bg_thresh {
             return Some(self.clock);
         }
@@ -234,15 +231,17 @@ impl PageCache {
         // all of them).
         let mut expired: BTreeMap<FileId, Vec<(u64, u32)>> = BTreeMap::new();
         if let Some(c) = cutoff {
-            for &(t, f, p) in &self.by_age {
-                if t > c {
-                    break;
+            let mut s = self.aged.tail;
+            while s != NIL && self.slots[s as usize].dirtied_at <= c {
+                let sl = &self.slots[s as usize];
+                if sl.state == PageState::Dirty {
+                    expired.entry(sl.file).or_default().push((sl.index, s));
                 }
-                expired.entry(f).or_default().push((p, self.files[&f].dirty[&p]));
+                s = sl.prev;
             }
             expired.values_mut().for_each(|v| v.sort_unstable());
         }
-        let (mut cursor, mut written, mut aged) = (0, 0, Vec::new());
+        let (mut cursor, mut written) = (0, 0);
         while let Some((&seq, &file)) = self.dirty_order.range(cursor..).next() {
             cursor = seq + 1;
             let mut limit = MAX_WRITEBACK_PAGES;
@@ -270,7 +269,7 @@ impl PageCache {
                 }
             };
             written += pages.len() as u64;
-            self.start_writes(file, &pages, reason, out, &mut aged);
+            self.start_writes(file, &pages, reason, out);
             if more {
                 // b_more_io: to the back of the order.
                 let f = self.files.get_mut(&file).expect("dirty file");
@@ -280,7 +279,6 @@ impl PageCache {
                 self.next_seq += 1;
             }
         }
-        self.forget_ages(aged);
     }
 
     /// Takes the first `limit` pages of `file`'s dirty set in `[first, end)` out of it: a split of
@@ -298,49 +296,29 @@ impl PageCache {
         taken
     }
 
-    /// Takes pages that stopped being Dirty out of the age index: one by one if they are few,
-    /// else by one ordered pass that rebuilds it.
-    fn forget_ages(&mut self, mut keys: Vec<(SimTime, FileId, u64)>) {
-        if keys.len() * REBUILD_FRACTION < self.by_age.len() {
-            keys.iter().for_each(|k| _ = self.by_age.remove(k));
-            return;
-        }
-        keys.sort_unstable();
-        let mut gone = keys.into_iter().peekable();
-        let old = std::mem::take(&mut self.by_age);
-        self.by_age = old
-            .into_iter()
-            .filter(|k| {
-                while gone.next_if(|g| g < k).is_some() {}
-                gone.next_if_eq(k).is_none()
-            })
-            .collect();
-    }
-
     /// Puts the Dirty pages `pages` (ascending, with their slots) of `file`, already out of its
     /// dirty set, under writeback, as writes of contiguous pages of at most `max_extent_bytes`.
-    /// Their age index keys go to `aged`, for the caller to `forget_ages`.
-    fn start_writes(
-        &mut self,
-        file: FileId,
-        pages: &[(u64, u32)],
-        reason: WriteReason,
-        out: &mut Vec<WriteIo>,
-        aged: &mut Vec<(SimTime, FileId, u64)>,
-    ) {
+    fn start_writes(&mut self, file: FileId, pages: &[(u64, u32)], reason: WriteReason, out: &mut Vec<WriteIo>) {
         let max = self.cfg.max_extent_bytes / PAGE_SIZE;
         let from = out.len();
         let mut firsts = Vec::new();
         let mut last = NIL;
         for (i, &(p, s)) in pages.iter().enumerate() {
-            // The slots are scattered over a large cache: load a few pages ahead.
+            // The slots are scattered over a large cache: load a few pages ahead, and, for pages
+            // nearer (loaded by now), their neighbours on the age list, which leaving it writes.
             if let Some(&(_, ahead)) = pages.get(i + PREFETCH_AHEAD) {
                 prefetch(&self.slots[ahead as usize]);
             }
+            if let Some(&(_, near)) = pages.get(i + PREFETCH_AHEAD / 2) {
+                let sl = &self.slots[near as usize];
+                for n in [sl.prev, sl.next].into_iter().filter(|&n| n != NIL) {
+                    prefetch(&self.slots[n as usize]);
+                }
+            }
+            debug_assert_eq!((self.slots[s as usize].state, self.slots[s as usize].index), (PageState::Dirty, p));
+            self.unlink(s);
             let s = s as usize;
-            debug_assert_eq!((self.slots[s].state, self.slots[s].index), (PageState::Dirty, p));
             self.slots[s].state = PageState::Writeback;
-            aged.push((self.slots[s].dirtied_at, file, p));
             self.n_dirty -= 1;
             self.n_writeback += 1;
             let joins = out.len() > from && out.last().is_some_and(|w| w.extent.end() == p && w.extent.pages < max);
@@ -395,7 +373,8 @@ impl PageCache {
             } else if sl.state == PageState::WritebackDirty {
                 self.slots[s as usize].state = PageState::Dirty;
                 self.files.get_mut(&file).expect("dirty file").wb_dirty -= 1;
-                self.add_dirty(file, sl.index, s, sl.dirtied_at);
+                // On the age list since it was written again, in its place.
+                self.add_dirty(file, sl.index, s);
             } else {
                 debug_assert_eq!(sl.state, PageState::Writeback);
                 self.slots[s as usize].state = PageState::Clean;
@@ -456,7 +435,7 @@ impl PageCache {
                 None if !beyond_eof && partial.contains(&p) => to_read.push(p),
                 None => missing += 1,
                 Some(s) if self.slots[s as usize].state == PageState::Locked => wait_on.push(self.slots[s as usize].io),
-                Some(s) if self.slots[s as usize].list != List::None => on_lru += 1,
+                Some(s) if self.slots[s as usize].is_evictable() => on_lru += 1,
                 Some(_) => {}
             }
         }
@@ -502,7 +481,8 @@ impl PageCache {
                 self.unlink(s);
                 self.slots[s as usize].state = PageState::Dirty;
                 self.slots[s as usize].dirtied_at = now;
-                self.add_dirty(sl.file, sl.index, s, now);
+                self.link_aged(s);
+                self.add_dirty(sl.file, sl.index, s);
                 self.n_dirty += 1;
                 true
             }
@@ -511,6 +491,7 @@ impl PageCache {
                 self.slots[s as usize].doomed = false;
                 self.slots[s as usize].state = PageState::WritebackDirty;
                 self.slots[s as usize].dirtied_at = now;
+                self.link_aged(s);
                 self.file_mut(sl.file).wb_dirty += 1;
                 self.enqueue_dirty(sl.file);
                 self.n_dirty += 1;
@@ -536,9 +517,8 @@ impl PageCache {
     pub fn sync_range(&mut self, now: SimTime, file: FileId, first: u64, end: u64) -> Result<SyncResult, CacheError> {
         self.tick(now)?;
         let mut res = SyncResult::default();
-        let (pages, mut aged) = (self.take_dirty(file, first, end, usize::MAX), Vec::new());
-        self.start_writes(file, &pages, WriteReason::Fsync, &mut res.issue, &mut aged);
-        self.forget_ages(aged);
+        let pages = self.take_dirty(file, first, end, usize::MAX);
+        self.start_writes(file, &pages, WriteReason::Fsync, &mut res.issue);
         for (id, io) in self.inflight.iter() {
             let e = io.extent;
             if io.write.is_some() && e.file == file && e.first < end && e.end() > first {
