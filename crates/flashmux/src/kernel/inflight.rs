@@ -18,6 +18,7 @@
 
 use super::pagecache::InFlight;
 use super::IoId;
+use crate::engine::prefetch;
 use std::collections::VecDeque;
 
 /// The I/O in flight (see the header).
@@ -37,6 +38,13 @@ impl InFlightSet {
     pub fn get(&self, id: IoId) -> Option<&InFlight> {
         let i = id.0.checked_sub(self.base)?;
         self.ring.get(usize::try_from(i).ok()?)?.as_ref()
+    }
+
+    /// Asks the processor to load `id`'s entry, if the window holds it (a hint).
+    pub fn prefetch(&self, id: IoId) {
+        if let Some(e) = id.0.checked_sub(self.base).and_then(|i| self.ring.get(usize::try_from(i).ok()?)) {
+            prefetch(e);
+        }
     }
 
     /// Starts `id`: it must be newer than every id started before.

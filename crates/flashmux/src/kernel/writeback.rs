@@ -361,6 +361,7 @@ impl PageCache {
         if let Some(later) = self.inflight.get(IoId(id.0 + COMPLETION_AHEAD)) {
             prefetch(&self.slots[later.first as usize]);
         }
+        self.inflight.prefetch(IoId(id.0 + 2 * COMPLETION_AHEAD));
         let file = io.extent.file;
         let mut s = io.first;
         while s != NIL {
