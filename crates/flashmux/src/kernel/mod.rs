@@ -18,6 +18,7 @@
 pub mod ext4;
 pub mod fs;
 mod inflight;
+mod invariants;
 pub mod io;
 pub mod journal;
 pub mod kernels;
