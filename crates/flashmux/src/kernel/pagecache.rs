@@ -55,7 +55,9 @@
 //! page dirtied is dirtied now, so it goes at the head; a page written again under writeback
 //! joins it then and keeps its place when its write completes); the I/O in flight by id
 //! (`inflight.rs`), each with its first page's slot and its pages chained through the slab, so
-//! that completions look nothing up. Every page operation is O(log n) (the dirty map's) or O(1).
+//! that completions look nothing up. Every page operation is O(log n) (the dirty map's) or O(1),
+//! but for the oldest dirty page (`flusher_wakeup_at`), a walk from the age list's tail past the
+//! pages written again under writeback that are older than it (at most those under writeback).
 //! The cache is memory-bound on a large cache: where it knows which slot or index entry it will
 //! touch next (the next eviction victim, writeback's next pages, the write issued after the one
 //! completing, a held write about to be retried), it asks the processor to load it early
