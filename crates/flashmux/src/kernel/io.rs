@@ -38,7 +38,8 @@
 use super::{CacheError, FileId, IoId, PageCache, PageCacheConfig, ReadOutcome, StreamId, WriteOutcome};
 use crate::device::IoOp;
 use crate::units::{ReqId, SimTime};
-use std::collections::{BTreeMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 
 /// What an application asks of the kernel. `Truncate` drops the file's pages from page `from`
 /// on (a truncate; `from` = 0, an unlink).
@@ -51,7 +52,7 @@ pub enum AppOp {
 }
 
 /// A device request the kernel sends: its id for [`KernelIo::device_done`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DevId {
     /// A read or write the page cache asked for.
     Cache(IoId),
@@ -96,10 +97,10 @@ enum Then {
 /// The kernel's I/O path over one page cache (see the header).
 pub struct KernelIo {
     cache: PageCache,
-    /// Application requests in the kernel, with what they asked.
-    apps: BTreeMap<ReqId, (AppOp, Wait)>,
-    /// Per device request, the application requests waiting for it.
-    waiters: BTreeMap<DevId, Vec<ReqId>>,
+    /// Application requests in the kernel, with what they asked (point lookups only).
+    apps: FxHashMap<ReqId, (AppOp, Wait)>,
+    /// Per device request, the application requests waiting for it (point lookups only).
+    waiters: FxHashMap<DevId, Vec<ReqId>>,
     /// Held writes, in arrival order: retried while the cache is under its dirty threshold.
     held_writes: VecDeque<ReqId>,
     /// Other held requests (reads short of memory), in arrival order.
@@ -111,8 +112,8 @@ impl KernelIo {
     pub fn new(cfg: PageCacheConfig) -> Result<KernelIo, CacheError> {
         Ok(KernelIo {
             cache: PageCache::new(cfg)?,
-            apps: BTreeMap::new(),
-            waiters: BTreeMap::new(),
+            apps: FxHashMap::default(),
+            waiters: FxHashMap::default(),
             held_writes: VecDeque::new(),
             held_reads: VecDeque::new(),
             next_flush: 0,
@@ -200,6 +201,9 @@ impl KernelIo {
                 writes.push_front(r);
                 break;
             }
+            if let Some(&next) = writes.front() {
+                self.prefetch(next);
+            }
             self.attempt(now, r, out)?;
         }
         writes.append(&mut self.held_writes);
@@ -215,6 +219,13 @@ impl KernelIo {
     fn finish(&mut self, r: ReqId, out: &mut KernelOut) {
         self.apps.remove(&r).expect("a request completes once");
         out.done.push(r);
+    }
+
+    /// Asks the processor to load what `r`'s next attempt looks up first (a hint).
+    fn prefetch(&self, r: ReqId) {
+        if let Some((AppOp::Read { file, offset, .. } | AppOp::Write { file, offset, .. }, _)) = self.apps.get(&r) {
+            self.cache.prefetch(*file, *offset);
+        }
     }
 
     fn hold(&mut self, r: ReqId) {

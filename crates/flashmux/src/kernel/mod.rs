@@ -17,10 +17,13 @@
 
 pub mod ext4;
 pub mod fs;
+mod inflight;
+mod invariants;
 pub mod io;
 pub mod journal;
 pub mod kernels;
 pub mod pagecache;
+mod pageindex;
 pub mod readahead;
 pub mod truncate;
 pub mod writeback;

@@ -48,10 +48,20 @@
 //!
 //! # Complexity and memory
 //! A slab of at most `capacity_pages` entries with intrusive LRU links, grown as pages are first
-//! cached (a large cache that a run touches little costs what it holds); a hash map (fixed hash,
-//! never iterated where order could matter) from (file, page) to slab entry; per file, the
-//! ordered set of its dirty pages; one ordered set of dirty pages by age. Every page operation is
-//! O(log n) (the index's, O(1)).
+//! cached (a large cache that a run touches little costs what it holds); a hash table
+//! (`pageindex.rs`, never iterated where order could matter) from (file, page) to slab entry;
+//! per file, the ordered map of its dirty pages to their slots; a third intrusive list through
+//! the slab, of the dirty pages in the order they became dirty (the flusher's expiry order: a
+//! page dirtied is dirtied now, so it goes at the head; a page written again under writeback
+//! joins it then and keeps its place when its write completes); the I/O in flight by id
+//! (`inflight.rs`), each with its first page's slot and its pages chained through the slab, so
+//! that completions look nothing up. Every page operation is O(log n) (the dirty map's) or O(1),
+//! but for the oldest dirty page (`flusher_wakeup_at`), a walk from the age list's tail past the
+//! pages written again under writeback that are older than it (at most those under writeback).
+//! The cache is memory-bound on a large cache: where it knows which slot or index entry it will
+//! touch next (the next eviction victim, writeback's next pages, the write issued after the one
+//! completing, a held write about to be retried), it asks the processor to load it early
+//! (`engine::prefetch`), a hint that changes no result.
 //!
 //! # Source
 //! Linux `mm/filemap.c` (`filemap_read`, `filemap_get_pages`, `folio_mark_accessed` in
@@ -59,13 +69,15 @@
 //! (`balance_dirty_pages`), `include/linux/page-flags.h` (PG_locked, PG_dirty, PG_writeback,
 //! PG_readahead).
 
+use super::inflight::InFlightSet;
+use super::pageindex::PageIndex;
 use super::readahead::{self, RaDecision, RaState};
 use super::writeback::{Flusher, WriteReason};
 use super::{CacheError, Extent, FileId, IoId, PageCacheConfig, ReadIo, StreamId, PAGE_SIZE};
+use crate::engine::prefetch;
 use crate::units::SimTime;
-use rustc_hash::FxHashMap;
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 pub(super) const NIL: u32 = u32::MAX;
 
@@ -84,6 +96,8 @@ pub(super) enum List {
     None,
     Inactive,
     Active,
+    /// The dirty pages (Dirty and WritebackDirty) in the order they became dirty.
+    Aged,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -107,9 +121,16 @@ pub(super) struct Slot {
     /// Truncated while its I/O was in flight (locked or under writeback): dropped when that
     /// I/O completes (`truncate.rs`).
     pub doomed: bool,
+    /// While in flight: the slot of the next page of the same I/O (NIL after its last page).
+    pub chain: u32,
 }
 
 impl Slot {
+    /// On an LRU list: clean, not locked or pinned by a read.
+    pub(super) fn is_evictable(&self) -> bool {
+        matches!(self.list, List::Inactive | List::Active)
+    }
+
     /// Page `index` of `file` in `state`, on no list, with no I/O, flags and links.
     fn fresh(file: FileId, index: u64, state: PageState) -> Slot {
         Slot {
@@ -126,6 +147,7 @@ impl Slot {
             marker: false,
             ra_unused: false,
             doomed: false,
+            chain: NIL,
         }
     }
 }
@@ -141,8 +163,8 @@ pub(super) struct Lru {
 #[derive(Clone, Debug, Default)]
 pub(super) struct FileState {
     pub pages: u64,
-    /// Pages in state Dirty (writable now), ascending.
-    pub dirty: BTreeSet<u64>,
+    /// Pages in state Dirty (writable now), ascending, with their slots.
+    pub dirty: BTreeMap<u64, u32>,
     /// Pages in state WritebackDirty.
     pub wb_dirty: u64,
     /// Its place in the flusher's round robin while it has dirty pages.
@@ -156,6 +178,8 @@ pub(super) struct InFlight {
     pub extent: Extent,
     /// None for a read.
     pub write: Option<WriteReason>,
+    /// The slot of the extent's first page; the others follow it in page order by `Slot::chain`.
+    pub first: u32,
 }
 
 struct Stream {
@@ -243,16 +267,17 @@ pub struct PageCache {
     pub(super) free: Vec<u32>,
     /// Each cached page's slot, by (file, page). Point lookups only; ranges go through
     /// [`PageCache::pages_in`], which sorts what it finds.
-    pub(super) index: FxHashMap<(FileId, u64), u32>,
+    pub(super) index: PageIndex,
     pub(super) inactive: Lru,
     pub(super) active: Lru,
     pub(super) files: BTreeMap<FileId, FileState>,
-    /// Dirty (writable) pages by age: (dirtied at, file, page).
-    pub(super) by_age: BTreeSet<(SimTime, FileId, u64)>,
+    /// Dirty and WritebackDirty pages in the order they became dirty: head the newest, tail the
+    /// oldest (a page dirtied is dirtied now, after every other).
+    pub(super) aged: Lru,
     /// Files with dirty pages, in the order they became dirty (b_dirty / b_io / b_more_io).
     pub(super) dirty_order: BTreeMap<u64, FileId>,
     pub(super) next_seq: u64,
-    pub(super) inflight: BTreeMap<IoId, InFlight>,
+    pub(super) inflight: InFlightSet,
     next_io: u64,
     streams: BTreeMap<StreamId, Stream>,
     next_stream: u32,
@@ -278,14 +303,14 @@ impl PageCache {
             cfg,
             slots: Vec::new(),
             free: Vec::new(),
-            index: FxHashMap::default(),
+            index: PageIndex::default(),
             inactive: lru,
             active: lru,
             files: BTreeMap::new(),
-            by_age: BTreeSet::new(),
+            aged: lru,
             dirty_order: BTreeMap::new(),
             next_seq: 0,
-            inflight: BTreeMap::new(),
+            inflight: InFlightSet::default(),
             next_io: 0,
             streams: BTreeMap::new(),
             next_stream: 0,
@@ -318,15 +343,15 @@ impl PageCache {
     }
     /// The state of a page, None if it is not in the cache.
     pub fn page_state(&self, file: FileId, page: u64) -> Option<PageState> {
-        self.index.get(&(file, page)).map(|&s| self.slots[s as usize].state)
+        self.index.get(file, page).map(|s| self.slots[s as usize].state)
     }
     /// Whether a cached page is on the active list (tests).
     pub fn is_active(&self, file: FileId, page: u64) -> bool {
-        self.index.get(&(file, page)).is_some_and(|&s| self.slots[s as usize].list == List::Active)
+        self.index.get(file, page).is_some_and(|s| self.slots[s as usize].list == List::Active)
     }
     /// Whether a cached page carries the read-ahead marker.
     pub fn has_marker(&self, file: FileId, page: u64) -> bool {
-        self.index.get(&(file, page)).is_some_and(|&s| self.slots[s as usize].marker)
+        self.index.get(file, page).is_some_and(|s| self.slots[s as usize].marker)
     }
 
     /// `file` ends before page `end`: read-ahead never reads at or past it, as Linux's stops at
@@ -367,8 +392,14 @@ impl PageCache {
         Ok((first, last))
     }
 
+    /// Asks the processor to load what a read or write of the page at byte `offset` of `file`
+    /// looks up first, its index entry (a hint for a call about to come: no effect on results).
+    pub fn prefetch(&self, file: FileId, offset: u64) {
+        self.index.prefetch(file, offset / PAGE_SIZE);
+    }
+
     pub(super) fn slot_of(&self, file: FileId, page: u64) -> Option<u32> {
-        self.index.get(&(file, page)).copied()
+        self.index.get(file, page)
     }
 
     /// Reads `len` bytes at `offset` of `file`, on `stream` (its read-ahead) or without
@@ -393,7 +424,7 @@ impl PageCache {
         for p in first..=last {
             match self.slot_of(file, p) {
                 None => missing += 1,
-                Some(s) if self.slots[s as usize].list != List::None => on_lru += 1,
+                Some(s) if self.slots[s as usize].is_evictable() => on_lru += 1,
                 Some(_) => {}
             }
         }
@@ -444,7 +475,7 @@ impl PageCache {
                     PageState::Locked => self.stats.waits += 1,
                     _ => hits += 1,
                 }
-                if self.slots[s as usize].list != List::None {
+                if self.slots[s as usize].is_evictable() {
                     self.unlink(s);
                     pinned.push(s);
                 }
@@ -485,7 +516,7 @@ impl PageCache {
         let max = self.cfg.read_ahead_kb / 4;
         let Some(id) = stream else { return if marker { RaDecision::Nothing } else { RaDecision::Plain } };
         let mut ra = self.streams[&id].ra;
-        let next_miss = |from: u64, max: u64| (from..from + max).find(|&q| !self.index.contains_key(&(file, q)));
+        let next_miss = |from: u64, max: u64| (from..from + max).find(|&q| !self.index.contains(file, q));
         let d = readahead::ondemand(&mut ra, max, p, req, marker, next_miss);
         self.streams.get_mut(&id).expect("open stream").ra = ra;
         d
@@ -541,11 +572,13 @@ impl PageCache {
             }
         }
         for r in &out {
-            self.inflight.insert(r.id, InFlight { extent: r.extent, write: None });
-            for p in r.extent.first..r.extent.end() {
-                let s = self.index[&(file, p)];
-                self.slots[s as usize].io = r.id;
+            let mut prev = NIL;
+            for p in (r.extent.first..r.extent.end()).rev() {
+                let s = self.index.get(file, p).expect("a page being read is cached");
+                let sl = &mut self.slots[s as usize];
+                (sl.io, sl.chain, prev) = (r.id, prev, s);
             }
+            self.inflight.insert(r.id, InFlight { extent: r.extent, write: None, first: prev });
         }
         out
     }
@@ -559,7 +592,7 @@ impl PageCache {
         self.stats.no_memory += 1;
         // Writeback frees memory only if there are dirty pages to write; otherwise the caller
         // waits for reads and writes in flight.
-        if !self.by_age.is_empty() {
+        if self.oldest_dirty().is_some() {
             self.flusher.pressure = self.flusher.pressure.max(short);
         }
         T::from(NoMem(short))
@@ -569,26 +602,48 @@ impl PageCache {
     pub fn read_done(&mut self, now: SimTime, id: IoId) -> Result<(), CacheError> {
         self.tick(now)?;
         let unknown = CacheError::UnknownIo { op: "read_done", id, expected: "read" };
-        let io = *self.inflight.get(&id).filter(|f| f.write.is_none()).ok_or(unknown)?;
-        self.inflight.remove(&id);
-        for p in io.extent.first..io.extent.end() {
-            let s = self.slot_of(io.extent.file, p).expect("a page being read stays cached");
-            debug_assert_eq!(self.slots[s as usize].state, PageState::Locked);
-            if self.slots[s as usize].doomed {
+        let io = *self.inflight.get(id).filter(|f| f.write.is_none()).ok_or(unknown)?;
+        self.inflight.remove(id);
+        let mut s = io.first;
+        while s != NIL {
+            let sl = &mut self.slots[s as usize];
+            debug_assert_eq!((sl.state, sl.io), (PageState::Locked, id));
+            let next = std::mem::replace(&mut sl.chain, NIL);
+            if sl.doomed {
                 self.drop_doomed(s);
-                continue;
+            } else {
+                sl.state = PageState::Clean;
+                self.relink(s);
             }
-            self.slots[s as usize].state = PageState::Clean;
-            self.relink(s);
+            s = next;
         }
         Ok(())
     }
 
-    /// A Dirty page enters the file's dirty set and the age index.
-    pub(super) fn add_dirty(&mut self, file: FileId, page: u64, at: SimTime) {
-        self.file_mut(file).dirty.insert(page);
-        self.by_age.insert((at, file, page));
+    /// A Dirty page (in slot `s`) enters the file's dirty set.
+    pub(super) fn add_dirty(&mut self, file: FileId, page: u64, s: u32) {
+        self.file_mut(file).dirty.insert(page, s);
         self.enqueue_dirty(file);
+    }
+
+    /// The time the oldest Dirty page became dirty: the first from the age list's tail that is
+    /// not also under writeback.
+    pub(super) fn oldest_dirty(&self) -> Option<SimTime> {
+        let mut s = self.aged.tail;
+        while s != NIL {
+            let sl = &self.slots[s as usize];
+            if sl.state == PageState::Dirty {
+                return Some(sl.dirtied_at);
+            }
+            s = sl.prev;
+        }
+        None
+    }
+
+    /// Puts a page that became dirty now at the head of the age list.
+    pub(super) fn link_aged(&mut self, s: u32) {
+        debug_assert!(matches!(self.slots[s as usize].state, PageState::Dirty | PageState::WritebackDirty));
+        self.push_head(s, List::Aged);
     }
 
     /// Puts `file` in the flusher's round robin if it is not there.
@@ -638,10 +693,10 @@ impl PageCache {
         let Some(f) = self.files.get(&file) else { return Vec::new() };
         let end = end.min(f.last);
         let mut out: Vec<(u64, u32)> = if end.saturating_sub(first) <= f.pages.max(64) {
-            (first..end).filter_map(|p| self.index.get(&(file, p)).map(|&s| (p, s))).collect()
+            (first..end).filter_map(|p| self.index.get(file, p).map(|s| (p, s))).collect()
         } else {
-            let within = |&(&(fl, p), _): &(&(FileId, u64), &u32)| fl == file && (first..end).contains(&p);
-            self.index.iter().filter(within).map(|(&(_, p), &s)| (p, s)).collect()
+            let within = |&(fl, p, _): &(FileId, u64, u32)| fl == file && (first..end).contains(&p);
+            self.index.iter().filter(within).map(|(_, p, s)| (p, s)).collect()
         };
         out.sort_unstable();
         out
@@ -665,7 +720,7 @@ impl PageCache {
         let s = self.free.pop()?;
         let sl = &mut self.slots[s as usize];
         *sl = Slot::fresh(file, page, state);
-        self.index.insert((file, page), s);
+        self.index.insert(file, page, s);
         let f = self.file_mut(file);
         f.pages += 1;
         f.last = f.last.max(page + 1);
@@ -692,6 +747,17 @@ impl PageCache {
         self.unlink(t);
         self.drop_page(t);
         self.stats.evictions += 1;
+        // The next victim is the new tail (just written); its unlink will write the page before
+        // it, which a large cache holds far from here: start loading it now.
+        // Its index entry is as far: load that too.
+        let next = self.inactive.tail;
+        if next != NIL {
+            let sl = &self.slots[next as usize];
+            self.index.prefetch(sl.file, sl.index);
+            if sl.prev != NIL {
+                prefetch(&self.slots[sl.prev as usize]);
+            }
+        }
         Some(())
     }
 
@@ -699,7 +765,7 @@ impl PageCache {
     pub(super) fn drop_page(&mut self, s: u32) {
         let sl = self.slots[s as usize];
         debug_assert_eq!(sl.list, List::None);
-        self.index.remove(&(sl.file, sl.index));
+        self.index.remove(sl.file, sl.index);
         let f = self.files.get_mut(&sl.file).expect("file with pages");
         f.pages -= 1;
         if f.pages == 0 {
@@ -713,6 +779,7 @@ impl PageCache {
         match l {
             List::Active => &mut self.active,
             List::Inactive => &mut self.inactive,
+            List::Aged => &mut self.aged,
             List::None => unreachable!("no list"),
         }
     }
@@ -740,9 +807,13 @@ impl PageCache {
 
     /// Puts a clean page at the head of its list.
     pub(super) fn relink(&mut self, s: u32) {
-        debug_assert_eq!(self.slots[s as usize].list, List::None);
         debug_assert_eq!(self.slots[s as usize].state, PageState::Clean);
         let list = if self.slots[s as usize].active { List::Active } else { List::Inactive };
+        self.push_head(s, list);
+    }
+
+    fn push_head(&mut self, s: u32, list: List) {
+        debug_assert_eq!(self.slots[s as usize].list, List::None);
         let head = self.lru(list).head;
         if head != NIL {
             self.slots[head as usize].prev = s;
@@ -754,130 +825,6 @@ impl PageCache {
         l.len += 1;
         let sl = &mut self.slots[s as usize];
         (sl.prev, sl.next, sl.list) = (NIL, head, list);
-    }
-}
-
-impl PageCache {
-    /// Checks every structure against the others: the slab, the index, the lists, the counts,
-    /// the dirty sets and the I/O in flight.
-    pub fn check_invariants(&self) -> Result<(), String> {
-        let (cap, grown) = (self.cfg.capacity_pages as usize, self.slots.len());
-        if self.index.len() + self.free.len() != grown || grown > cap {
-            return Err(format!(
-                "{} cached + {} free != {grown} slots, or more than the capacity {cap}",
-                self.index.len(),
-                self.free.len()
-            ));
-        }
-        let mut used = vec![false; grown];
-        for (&(f, p), &s) in &self.index {
-            let sl = &self.slots[s as usize];
-            if (sl.file, sl.index) != (f, p) || std::mem::replace(&mut used[s as usize], true) {
-                return Err(format!("index entry ({f:?}, {p}) -> slot {s} holds ({:?}, {})", sl.file, sl.index));
-            }
-        }
-        if self.free.iter().any(|&s| used[s as usize]) {
-            return Err("a free slot is in the index".into());
-        }
-        self.check_lists()?;
-        let (mut dirty, mut wb) = (0, 0);
-        let mut files: BTreeMap<FileId, (u64, u64)> = BTreeMap::new();
-        for (&(f, p), &s) in &self.index {
-            let sl = &self.slots[s as usize];
-            let e = files.entry(f).or_default();
-            e.0 += 1;
-            let on_list = sl.list != List::None;
-            if on_list != (sl.state == PageState::Clean) {
-                return Err(format!("page ({f:?}, {p}) in state {:?} is on list {:?}", sl.state, sl.list));
-            }
-            match sl.state {
-                PageState::Dirty => dirty += 1,
-                PageState::Writeback => wb += 1,
-                PageState::WritebackDirty => (dirty, wb, e.1) = (dirty + 1, wb + 1, e.1 + 1),
-                PageState::Locked | PageState::Clean => {}
-            }
-            if sl.doomed && !matches!(sl.state, PageState::Locked | PageState::Writeback) {
-                return Err(format!("page ({f:?}, {p}) truncated in flight is in state {:?}", sl.state));
-            }
-            if self.files.get(&f).is_some_and(|x| p >= x.last) {
-                return Err(format!("page ({f:?}, {p}) at or past its file's highest page"));
-            }
-            let dirty_listed = self.files.get(&f).is_some_and(|x| x.dirty.contains(&p));
-            let aged = self.by_age.contains(&(sl.dirtied_at, f, p));
-            if (sl.state == PageState::Dirty) != dirty_listed || dirty_listed != aged {
-                return Err(format!(
-                    "page ({f:?}, {p}) in state {:?}: dirty set {dirty_listed}, age index {aged}",
-                    sl.state
-                ));
-            }
-            if matches!(sl.state, PageState::Locked | PageState::Writeback | PageState::WritebackDirty) {
-                let unknown = || format!("page ({f:?}, {p}) waits on unknown {:?}", sl.io);
-                let io = self.inflight.get(&sl.io).ok_or_else(unknown)?;
-                let covers = io.extent.file == f && (io.extent.first..io.extent.end()).contains(&p);
-                if !covers || io.write.is_some() == (sl.state == PageState::Locked) {
-                    return Err(format!("page ({f:?}, {p}) in state {:?} not covered by its I/O {:?}", sl.state, io));
-                }
-            }
-        }
-        if (dirty, wb) != (self.n_dirty, self.n_writeback) {
-            return Err(format!(
-                "counted {dirty} dirty / {wb} writeback, kept {} / {}",
-                self.n_dirty, self.n_writeback
-            ));
-        }
-        let total_dirty: usize = self.files.values().map(|f| f.dirty.len()).sum();
-        if total_dirty != self.by_age.len() {
-            return Err(format!("{total_dirty} pages in dirty sets, {} in the age index", self.by_age.len()));
-        }
-        self.check_files(&files)?;
-        if self.n_dirty > self.stats.peak_dirty {
-            return Err(format!("{} dirty pages above the peak {}", self.n_dirty, self.stats.peak_dirty));
-        }
-        Ok(())
-    }
-
-    /// Each file's counts and place in the round robin against the pages counted per file
-    /// (pages, writeback+dirty pages); each I/O in flight against its pages.
-    fn check_files(&self, files: &BTreeMap<FileId, (u64, u64)>) -> Result<(), String> {
-        for (f, st) in &self.files {
-            let &(pages, wbd) = files.get(f).ok_or_else(|| format!("{f:?} has state but no pages"))?;
-            let queued = st.dirty_seq.is_some_and(|q| self.dirty_order.get(&q) == Some(f));
-            if st.pages != pages || st.wb_dirty != wbd || queued != (!st.dirty.is_empty() || wbd > 0) {
-                return Err(format!(
-                    "{f:?}: {} pages / {} wb-dirty kept, {pages} / {wbd} counted; queued {queued}",
-                    st.pages, st.wb_dirty
-                ));
-            }
-        }
-        if files.len() != self.files.len() || self.dirty_order.len() > self.files.len() {
-            return Err("files with pages and file states differ".into());
-        }
-        for (id, io) in &self.inflight {
-            for p in io.extent.first..io.extent.end() {
-                let ok = self.slot_of(io.extent.file, p).is_some_and(|s| self.slots[s as usize].io == *id);
-                if !ok {
-                    return Err(format!("{id:?}: page {p} of {:?} is not its page", io.extent));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn check_lists(&self) -> Result<(), String> {
-        for (l, lru) in [(List::Inactive, &self.inactive), (List::Active, &self.active)] {
-            let (mut n, mut prev, mut s) = (0, NIL, lru.head);
-            while s != NIL {
-                let sl = &self.slots[s as usize];
-                if sl.list != l || sl.prev != prev || sl.active != (l == List::Active) || n > lru.len {
-                    return Err(format!("list {l:?} broken at slot {s}"));
-                }
-                (n, prev, s) = (n + 1, s, sl.next);
-            }
-            if n != lru.len || lru.tail != prev {
-                return Err(format!("list {l:?}: {n} linked, {} counted", lru.len));
-            }
-        }
-        Ok(())
     }
 }
 

@@ -74,8 +74,8 @@ impl PageCache {
                     (res.clean, dropped) = (res.clean + 1, dropped + 1);
                 }
                 PageState::Dirty => {
-                    self.files.get_mut(&file).expect("file with pages").dirty.remove(&p);
-                    self.by_age.remove(&(sl.dirtied_at, file, p));
+                    self.files.get_mut(&file).expect("file with pages").dirty.remove(&p).expect("dirty page listed");
+                    self.unlink(s);
                     self.n_dirty -= 1;
                     self.dequeue_if_clean(file);
                     self.drop_page(s);
@@ -83,6 +83,7 @@ impl PageCache {
                 }
                 PageState::WritebackDirty => {
                     self.files.get_mut(&file).expect("file with pages").wb_dirty -= 1;
+                    self.unlink(s);
                     self.n_dirty -= 1;
                     self.dequeue_if_clean(file);
                     let sl = &mut self.slots[s as usize];

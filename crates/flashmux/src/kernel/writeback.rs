@@ -73,14 +73,21 @@
 //! `writeback_sb_inodes`, `requeue_inode`; `MIN_WRITEBACK_PAGES` = 4 MiB), `mm/filemap.c`
 //! (`file_write_and_wait_range`, `invalidate_inode_pages2_range` in `mm/truncate.c`).
 
-use super::pagecache::{List, PageCache, PageState, WriteOutcome};
+use super::pagecache::{InFlight, PageCache, PageState, WriteOutcome, NIL};
 use super::{CacheError, Extent, FileId, IoId, PageCacheConfig, WriteIo, PAGE_SIZE};
+use crate::engine::prefetch;
 use crate::units::{Nanos, SimTime};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Pages written from one file before the flusher moves to the next (4 MiB).
 pub const MAX_WRITEBACK_PAGES: u64 = 1024;
+
+/// How many pages ahead `start_writes` asks the processor to load a page's slot.
+const PREFETCH_AHEAD: usize = 8;
+
+/// How many I/Os ahead `write_done` asks the processor to load the slot of a write's first page.
+const COMPLETION_AHEAD: u64 = 16;
 
 /// Why pages were written back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -183,7 +190,7 @@ impl PageCache {
     /// pressure or the background threshold calls for writeback, else the first periodic wakeup
     /// at which a page will have expired; None if nothing is dirty.
     pub fn flusher_wakeup_at(&self) -> Option<SimTime> {
-        let (oldest, _, _) = *self.by_age.first()?;
+        let oldest = self.oldest_dirty()?;
         if self.flusher.pressure > 0 || self.n_dirty > self.flusher.bg_thresh {
             return Some(self.clock);
         }
@@ -220,14 +227,17 @@ impl PageCache {
     /// One flusher pass over the dirty files in round robin. `cutoff`: only pages dirtied at or
     /// before it.
     fn write_pass(&mut self, reason: WriteReason, cutoff: Option<SimTime>, stop: Stop, out: &mut Vec<WriteIo>) {
-        // The expired pages, per file, ascending (a snapshot: this pass writes all of them).
-        let mut expired: BTreeMap<FileId, Vec<u64>> = BTreeMap::new();
+        // The expired pages, per file, ascending, with their slots (a snapshot: this pass writes
+        // all of them).
+        let mut expired: BTreeMap<FileId, Vec<(u64, u32)>> = BTreeMap::new();
         if let Some(c) = cutoff {
-            for &(t, f, p) in &self.by_age {
-                if t > c {
-                    break;
+            let mut s = self.aged.tail;
+            while s != NIL && self.slots[s as usize].dirtied_at <= c {
+                let sl = &self.slots[s as usize];
+                if sl.state == PageState::Dirty {
+                    expired.entry(sl.file).or_default().push((sl.index, s));
                 }
-                expired.entry(f).or_default().push(p);
+                s = sl.prev;
             }
             expired.values_mut().for_each(|v| v.sort_unstable());
         }
@@ -246,16 +256,16 @@ impl PageCache {
                 Some(_) => match expired.get_mut(&file) {
                     Some(v) => {
                         let n = (limit as usize).min(v.len());
-                        let taken: Vec<u64> = v.drain(..n).collect();
+                        let taken: Vec<(u64, u32)> = v.drain(..n).collect();
+                        let dirty = &mut self.files.get_mut(&file).expect("dirty file").dirty;
+                        taken.iter().for_each(|(p, _)| _ = dirty.remove(p));
                         (taken, !v.is_empty())
                     }
                     None => continue,
                 },
                 None => {
-                    let d = &self.files[&file].dirty;
-                    let taken: Vec<u64> = d.iter().take(limit as usize).copied().collect();
-                    let more = d.len() > taken.len();
-                    (taken, more)
+                    let taken = self.take_dirty(file, 0, u64::MAX, limit as usize);
+                    (taken, !self.files[&file].dirty.is_empty())
                 }
             };
             written += pages.len() as u64;
@@ -271,30 +281,61 @@ impl PageCache {
         }
     }
 
-    /// Puts the Dirty pages `pages` (ascending) of `file` under writeback, as writes of
-    /// contiguous pages of at most `max_extent_bytes`.
-    fn start_writes(&mut self, file: FileId, pages: &[u64], reason: WriteReason, out: &mut Vec<WriteIo>) {
+    /// Takes the first `limit` pages of `file`'s dirty set in `[first, end)` out of it: a split of
+    /// the set where they are its start, else one by one.
+    fn take_dirty(&mut self, file: FileId, first: u64, end: u64, limit: usize) -> Vec<(u64, u32)> {
+        let Some(f) = self.files.get_mut(&file) else { return Vec::new() };
+        let d = &mut f.dirty;
+        let stop = d.range(first..end).nth(limit).map_or(end, |(&p, _)| p);
+        if d.first_key_value().is_some_and(|(&p, _)| p >= first) {
+            let rest = d.split_off(&stop);
+            return std::mem::replace(d, rest).into_iter().collect();
+        }
+        let taken: Vec<(u64, u32)> = d.range(first..stop).map(|(&p, &s)| (p, s)).collect();
+        taken.iter().for_each(|(p, _)| _ = d.remove(p));
+        taken
+    }
+
+    /// Puts the Dirty pages `pages` (ascending, with their slots) of `file`, already out of its
+    /// dirty set, under writeback, as writes of contiguous pages of at most `max_extent_bytes`.
+    fn start_writes(&mut self, file: FileId, pages: &[(u64, u32)], reason: WriteReason, out: &mut Vec<WriteIo>) {
         let max = self.cfg.max_extent_bytes / PAGE_SIZE;
         let from = out.len();
-        for &p in pages {
-            let s = self.index[&(file, p)] as usize;
-            debug_assert_eq!(self.slots[s].state, PageState::Dirty);
+        let mut firsts = Vec::new();
+        let mut last = NIL;
+        for (i, &(p, s)) in pages.iter().enumerate() {
+            // The slots are scattered over a large cache: load a few pages ahead, and, for pages
+            // nearer (loaded by now), their neighbours on the age list, which leaving it writes.
+            if let Some(&(_, ahead)) = pages.get(i + PREFETCH_AHEAD) {
+                prefetch(&self.slots[ahead as usize]);
+            }
+            if let Some(&(_, near)) = pages.get(i + PREFETCH_AHEAD / 2) {
+                let sl = &self.slots[near as usize];
+                for n in [sl.prev, sl.next].into_iter().filter(|&n| n != NIL) {
+                    prefetch(&self.slots[n as usize]);
+                }
+            }
+            debug_assert_eq!((self.slots[s as usize].state, self.slots[s as usize].index), (PageState::Dirty, p));
+            self.unlink(s);
+            let s = s as usize;
             self.slots[s].state = PageState::Writeback;
-            self.by_age.remove(&(self.slots[s].dirtied_at, file, p));
-            self.files.get_mut(&file).expect("dirty file").dirty.remove(&p);
             self.n_dirty -= 1;
             self.n_writeback += 1;
             let joins = out.len() > from && out.last().is_some_and(|w| w.extent.end() == p && w.extent.pages < max);
             if joins {
                 out.last_mut().expect("joined").extent.pages += 1;
+                self.slots[last as usize].chain = s as u32;
             } else {
                 let id = self.new_io();
                 out.push(WriteIo { id, extent: Extent { file, first: p, pages: 1 }, reason });
+                firsts.push(s as u32);
             }
             self.slots[s].io = out.last().expect("pushed").id;
+            self.slots[s].chain = NIL;
+            last = s as u32;
         }
-        for w in &out[from..] {
-            self.inflight.insert(w.id, super::pagecache::InFlight { extent: w.extent, write: Some(reason) });
+        for (w, &first) in out[from..].iter().zip(&firsts) {
+            self.inflight.insert(w.id, InFlight { extent: w.extent, write: Some(reason), first });
         }
         let n = pages.len() as u64;
         let c = &mut self.stats.written_back;
@@ -313,24 +354,34 @@ impl PageCache {
     pub fn write_done(&mut self, now: SimTime, id: IoId) -> Result<(), CacheError> {
         self.tick(now)?;
         let unknown = CacheError::UnknownIo { op: "write_done", id, expected: "write" };
-        let io = *self.inflight.get(&id).filter(|f| f.write.is_some()).ok_or(unknown)?;
-        self.inflight.remove(&id);
+        let io = *self.inflight.get(id).filter(|f| f.write.is_some()).ok_or(unknown)?;
+        self.inflight.remove(id);
+        // The device completes writes roughly in the order they were issued: start loading the
+        // first page of a write issued a little later, which is likely to complete soon.
+        if let Some(later) = self.inflight.get(IoId(id.0 + COMPLETION_AHEAD)) {
+            prefetch(&self.slots[later.first as usize]);
+        }
+        self.inflight.prefetch(IoId(id.0 + 2 * COMPLETION_AHEAD));
         let file = io.extent.file;
-        for p in io.extent.first..io.extent.end() {
-            let s = self.index[&(file, p)];
+        let mut s = io.first;
+        while s != NIL {
             let sl = self.slots[s as usize];
+            debug_assert_eq!(sl.io, id);
+            self.slots[s as usize].chain = NIL;
             self.n_writeback -= 1;
             if sl.doomed {
                 self.drop_doomed(s);
             } else if sl.state == PageState::WritebackDirty {
                 self.slots[s as usize].state = PageState::Dirty;
                 self.files.get_mut(&file).expect("dirty file").wb_dirty -= 1;
-                self.add_dirty(file, p, sl.dirtied_at);
+                // On the age list since it was written again, in its place.
+                self.add_dirty(file, sl.index, s);
             } else {
                 debug_assert_eq!(sl.state, PageState::Writeback);
                 self.slots[s as usize].state = PageState::Clean;
                 self.relink(s);
             }
+            s = sl.chain;
         }
         self.release_writers(now);
         Ok(())
@@ -385,7 +436,7 @@ impl PageCache {
                 None if !beyond_eof && partial.contains(&p) => to_read.push(p),
                 None => missing += 1,
                 Some(s) if self.slots[s as usize].state == PageState::Locked => wait_on.push(self.slots[s as usize].io),
-                Some(s) if self.slots[s as usize].list != List::None => on_lru += 1,
+                Some(s) if self.slots[s as usize].is_evictable() => on_lru += 1,
                 Some(_) => {}
             }
         }
@@ -431,7 +482,8 @@ impl PageCache {
                 self.unlink(s);
                 self.slots[s as usize].state = PageState::Dirty;
                 self.slots[s as usize].dirtied_at = now;
-                self.add_dirty(sl.file, sl.index, now);
+                self.link_aged(s);
+                self.add_dirty(sl.file, sl.index, s);
                 self.n_dirty += 1;
                 true
             }
@@ -440,6 +492,7 @@ impl PageCache {
                 self.slots[s as usize].doomed = false;
                 self.slots[s as usize].state = PageState::WritebackDirty;
                 self.slots[s as usize].dirtied_at = now;
+                self.link_aged(s);
                 self.file_mut(sl.file).wb_dirty += 1;
                 self.enqueue_dirty(sl.file);
                 self.n_dirty += 1;
@@ -465,10 +518,9 @@ impl PageCache {
     pub fn sync_range(&mut self, now: SimTime, file: FileId, first: u64, end: u64) -> Result<SyncResult, CacheError> {
         self.tick(now)?;
         let mut res = SyncResult::default();
-        let Some(f) = self.files.get(&file) else { return Ok(res) };
-        let pages: Vec<u64> = f.dirty.range(first..end).copied().collect();
+        let pages = self.take_dirty(file, first, end, usize::MAX);
         self.start_writes(file, &pages, WriteReason::Fsync, &mut res.issue);
-        for (&id, io) in &self.inflight {
+        for (id, io) in self.inflight.iter() {
             let e = io.extent;
             if io.write.is_some() && e.file == file && e.first < end && e.end() > first {
                 res.wait_on.push(id);
