@@ -404,6 +404,7 @@ impl Kernels {
                 let (fs, fsout) = self.fs_out(t);
                 fs.unlink(now, file, fsout)?;
                 self.made_files.remove(&file);
+                self.kernels[k].io.cache_mut().forget_file(file);
             }
             _ => {}
         }

@@ -360,6 +360,12 @@ impl PageCache {
         self.ends.insert(file, end);
     }
 
+    /// `file` is gone (deleted, its pages truncated): its end is forgotten, so that a run
+    /// creating and deleting files keeps nothing of those gone.
+    pub fn forget_file(&mut self, file: FileId) {
+        self.ends.remove(&file);
+    }
+
     /// Opens a stream of reads on `file` (its read-ahead state lives until `close_stream`).
     pub fn open_stream(&mut self, file: FileId) -> StreamId {
         let id = StreamId(self.next_stream);
