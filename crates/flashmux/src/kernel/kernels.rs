@@ -411,6 +411,14 @@ impl Kernels {
         self.settle(now, k, t, out)
     }
 
+    /// Buffered job `j` of tenant `t` will ask of its kernel at device offset `offset` one event
+    /// from now: the page's index entry is loaded ahead (a hint; nothing changes).
+    pub fn prefetch(&self, t: TenantId, j: JobId, offset: u64) {
+        let Some((file, _)) = self.jobs[j.index()] else { return };
+        let k = self.of_tenant[t.index()];
+        self.kernels[k].io.cache().prefetch(file, self.file_offset(t, file, offset));
+    }
+
     /// A direct write or trim of tenant `t` over `[offset, offset + len)`: the clean cached pages
     /// of its region it overwrites are dropped (not those of its files on a filesystem: a direct
     /// job writes the raw device under it).

@@ -503,6 +503,9 @@ impl Simulator {
         self.overlap.issued(tenant.index());
         if let Some(k) = &mut self.kernels {
             if (k.is_buffered(j) && io.op != IoOp::Trim) || io.call.is_some() {
+                if io.call.is_none() && io.op != IoOp::Flush {
+                    k.prefetch(tenant, j, io.offset);
+                }
                 self.events.push(now + self.scenario.host.submit_overhead, Event::KernelArrive(id));
                 return;
             }
