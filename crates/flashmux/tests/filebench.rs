@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::{run_checked, scenario};
-use flashmux::config::{ConfigError, Workload};
+use common::{load_err, run_checked, scenario};
+use flashmux::config::Workload;
 use flashmux::device::IoOp;
 use flashmux::metrics::RunResults;
 use flashmux::report::fio_json;
@@ -71,20 +71,26 @@ fn ops(r: &RunResults) -> Vec<u64> {
 
 const ONE_FILE: &str = "define fileset name=fs,path=/t,size=4k,entries=1,dirwidth=1,prealloc=0,filesizegamma=0\n";
 
+/// One thread's loop on [`ONE_FILE`]: create the file, append `append` bytes, fsync it (if
+/// `fsync`), close and delete it.
+fn create_append_delete(append: &str, fsync: bool) -> String {
+    let sync = if fsync { "flowop fsync name=s,fd=1\n" } else { "" };
+    format!(
+        "{ONE_FILE}define process name=p {{ thread name=t {{
+flowop createfile name=c,filesetname=fs,fd=1
+flowop appendfile name=a,fd=1,iosize={append}
+{sync}flowop closefile name=x,fd=1
+flowop deletefile name=d,filesetname=fs }} }}
+run 10"
+    )
+}
+
 #[test]
 fn a_create_append_fsync_loop_commits_the_create_with_the_data() {
     // Each loop creates the file, appends 4 KiB, fsyncs, closes and deletes it. Each fsync
     // writes the page, then commits the transaction holding the create's (and the previous
     // delete's) metadata: the journal's blocks, a flush, the commit block, a flush.
-    let wml = format!(
-        "{ONE_FILE}define process name=p {{ thread name=t {{
-flowop createfile name=c,filesetname=fs,fd=1
-flowop appendfile name=a,fd=1,iosize=4k
-flowop fsync name=s,fd=1
-flowop closefile name=x,fd=1
-flowop deletefile name=d,filesetname=fs }} }}
-run 10"
-    );
+    let wml = create_append_delete("4k", true);
     let (r, sent) = run_wml(&wml, "20ms");
     let o = ops(&r);
     assert!(o[0] >= 10, "{o:?}");
@@ -130,15 +136,7 @@ fn with_discard_a_deleted_files_blocks_are_trimmed_once_its_delete_commits() {
     // Each loop: create, 64 KiB appended, fsync, close, delete. An fsync commits the previous
     // loop's delete with this loop's create: after that commit, the deleted file's 16 blocks
     // (one extent) are trimmed; without `discard` nothing is.
-    let wml = format!(
-        "{ONE_FILE}define process name=p {{ thread name=t {{
-flowop createfile name=c,filesetname=fs,fd=1
-flowop appendfile name=a,fd=1,iosize=64k
-flowop fsync name=s,fd=1
-flowop closefile name=x,fd=1
-flowop deletefile name=d,filesetname=fs }} }}
-run 10"
-    );
+    let wml = create_append_delete("64k", true);
     let (r, sent) = run_wml_with(&wml, "10ms", "discard = true\n");
     let trims: Vec<u64> = sent.iter().filter(|s| s.0 == IoOp::Trim).map(|s| s.2).collect();
     let o = ops(&r);
@@ -160,14 +158,7 @@ run 10"
 fn deleting_a_file_drops_its_dirty_pages_unwritten() {
     // 64 KiB appended, the file closed and deleted, with no fsync: before the flusher's first
     // expiry (30 s) and the journal's first commit (5 s), nothing reaches the device.
-    let wml = format!(
-        "{ONE_FILE}define process name=p {{ thread name=t {{
-flowop createfile name=c,filesetname=fs,fd=1
-flowop appendfile name=a,fd=1,iosize=64k
-flowop closefile name=x,fd=1
-flowop deletefile name=d,filesetname=fs }} }}
-run 10"
-    );
+    let wml = create_append_delete("64k", false);
     let (r, sent) = run_wml(&wml, "5ms");
     assert!(sent.is_empty(), "{sent:?}");
     let o = ops(&r);
@@ -234,13 +225,6 @@ fn the_standard_personalities_run_on_ext4_and_are_deterministic() {
 fn without_a_filesystem_a_personality_is_its_block_level_imitation() {
     let s = scenario("[device]\npreset = \"null\"\n[[tenant]]\nname = \"m\"\npersonality = \"varmail\"\n");
     assert!(matches!(s.tenants[0].workload, Workload::Fio(_)));
-}
-
-fn load_err(text: &str) -> String {
-    match flashmux::config::Scenario::from_toml(text, "k.toml", std::path::Path::new(".")) {
-        Err(e @ ConfigError::Invalid { .. }) => e.to_string(),
-        other => panic!("expected a configuration error, got {:?}", other.map(|s| s.name)),
-    }
 }
 
 #[test]

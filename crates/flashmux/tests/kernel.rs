@@ -3,8 +3,7 @@
 
 mod common;
 
-use common::{run_checked, scenario};
-use flashmux::config::ConfigError;
+use common::{load_err, run_checked, scenario};
 use flashmux::device::IoOp;
 use flashmux::kernel::kernels::KernelResult;
 use flashmux::metrics::RunResults;
@@ -253,13 +252,6 @@ fn a_run_with_a_kernel_is_deterministic() {
         serde_json::to_string(&fio_json(&sim.finish(), false)).unwrap()
     };
     assert_eq!(run(), run());
-}
-
-fn load_err(text: &str) -> String {
-    match flashmux::config::Scenario::from_toml(text, "k.toml", std::path::Path::new(".")) {
-        Err(e @ ConfigError::Invalid { .. }) => e.to_string(),
-        other => panic!("expected a configuration error, got {:?}", other.map(|s| s.name)),
-    }
 }
 
 #[test]
