@@ -25,6 +25,9 @@
 //! - With `filesystem = "ext4"` a tenant's region is a filesystem (`ext4.rs`): each buffered job
 //!   reads and writes a file on it, the page cache's requests are lowered to the file's blocks
 //!   there, and fsyncs and the commit timer go through its journal.
+//! - A Filebench tenant's files (`sim/filebench.rs`) are made and deleted as its threads ask
+//!   ([`Kernels::create`], [`Kernels::call`] with [`FileOp::Delete`]), each a file of its own
+//!   with an id from past the jobs' files; its reads, writes and fsyncs are [`FileCall`]s.
 //! - The flusher runs when its kernel asks ([`KernelIo::wake_at`]); the simulator keeps one
 //!   wake-up scheduled per kernel ([`Kernels::arm`]) and a stale one does nothing.
 //!
@@ -35,7 +38,7 @@
 //!
 //! # Simplifications
 //! The system call's CPU time is the copy alone: with a CPU model (`[host.cpu]`, VMs), the cache's
-//! hits take no thread's time. fio's `filename`/`nrfiles` are not files here (a tenant is one file).
+//! hits take no thread's time. fio's `nrfiles` does not make files here (a job is one file).
 
 use super::ext4::{Ext4, Ext4Result, FsIoId, FsOut};
 use super::fs::Ino;
