@@ -16,6 +16,8 @@ const WINDOW: &str = include_str!("../../../../experiments/paper-d-mcfq/window.t
 const QUICK: &str = include_str!("../../../../experiments/paper-d-mcfq/quick.toml");
 const QUICK_MOTIVATION: &str = include_str!("../../../../experiments/paper-d-mcfq/quick-motivation.toml");
 const QUICK_WINDOW: &str = include_str!("../../../../experiments/paper-d-mcfq/quick-window.toml");
+const GUEST: &str = include_str!("../../../../experiments/paper-d-mcfq/guest.toml");
+const QUICK_GUEST: &str = include_str!("../../../../experiments/paper-d-mcfq/quick-guest.toml");
 
 pub const BUNDLED: Bundled = Bundled {
     name: "paper-d-mcfq",
@@ -31,9 +33,14 @@ const PAPER_TABLE1: [(&str, [f64; 4]); 3] =
 
 fn parts(quick: bool) -> Result<Vec<Experiment>, ExperimentError> {
     let files = if quick {
-        [(QUICK, "quick.toml"), (QUICK_MOTIVATION, "quick-motivation.toml"), (QUICK_WINDOW, "quick-window.toml")]
+        [
+            (QUICK, "quick.toml"),
+            (QUICK_MOTIVATION, "quick-motivation.toml"),
+            (QUICK_WINDOW, "quick-window.toml"),
+            (QUICK_GUEST, "quick-guest.toml"),
+        ]
     } else {
-        [(MAIN, "experiment.toml"), (MOTIVATION, "motivation.toml"), (WINDOW, "window.toml")]
+        [(MAIN, "experiment.toml"), (MOTIVATION, "motivation.toml"), (WINDOW, "window.toml"), (GUEST, "guest.toml")]
     };
     files.iter().map(|(text, file)| embedded(text, &format!("{DIR}/{file}"), BASE, &format!("{DIR}/base.toml"))).collect()
 }
@@ -76,8 +83,19 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
+/// The main part's runs (the guest part's carry a `kernel` parameter).
 fn main_runs<'a>(points: &'a [Point], results: &'a [RunResults]) -> impl Iterator<Item = (&'a Point, &'a RunResults)> {
-    points.iter().zip(results).filter(|(p, _)| param(p, "workload").is_some())
+    points.iter().zip(results).filter(|(p, _)| param(p, "workload").is_some() && param(p, "kernel").is_none())
+}
+
+/// The guest part's run for (workload, scheduler): Filebench on ext4 in each VM, aged drive.
+fn find_guest<'a>(points: &'a [Point], results: &'a [RunResults], w: &str, sched: &str) -> Option<&'a RunResults> {
+    points.iter().zip(results).find_map(|(p, r)| {
+        let hit = param(p, "kernel").is_some()
+            && param(p, "workload").as_deref() == Some(w)
+            && param(p, "scheduler").as_deref() == Some(sched);
+        hit.then_some(r)
+    })
 }
 
 /// The main part's run for (workload, drive, scheduler).
@@ -117,7 +135,26 @@ fn evaluate(points: &[Point], results: &[RunResults]) -> Vec<Check> {
     let mut checks = motivation_checks(points, results);
     checks.extend(main_checks(points, results));
     checks.push(window_check(points, results));
+    checks.push(guest_check(points, results));
     checks
+}
+
+/// Figs. 6-7 again with each VM's kernel: Filebench's own fileserver and varmail on ext4 in a
+/// 1 GiB page cache per VM (docs/EXPERIMENTS.md §7, "With the guest kernel").
+fn guest_check(points: &[Point], results: &[RunResults]) -> Check {
+    let claim = "with the guest kernel (Filebench on ext4, 1 GiB page cache per VM), aged drive: MCFQ's mean share \
+                 error below CFQ's and ≤ 10% on fileserver and varmail (paper: 8%, 2%)";
+    let mut measured = Vec::new();
+    let mut pass = true;
+    for w in ["fileserver", "varmail"] {
+        let (Some(c), Some(m)) = (find_guest(points, results, w, "cfq"), find_guest(points, results, w, "mcfq")) else {
+            return missing(claim);
+        };
+        let (ec, em) = (mean_error(c), mean_error(m));
+        pass &= matches!((ec, em), (Some(ec), Some(em)) if em < ec && em <= 0.10);
+        measured.push(format!("{w} CFQ {} → MCFQ {}", err_text(ec), err_text(em)));
+    }
+    Check { claim: claim.into(), measured: measured.join("; "), pass }
 }
 
 fn motivation_checks(points: &[Point], results: &[RunResults]) -> Vec<Check> {
@@ -263,7 +300,7 @@ mod tests {
 
     #[test]
     fn the_bundled_experiments_resolve() {
-        for (quick, sizes) in [(false, [20, 16, 3]), (true, [4, 4, 2])] {
+        for (quick, sizes) in [(false, [20, 16, 3, 4]), (true, [4, 4, 2, 4])] {
             let parts = parts(quick).unwrap();
             let got: Vec<usize> = parts.iter().map(|p| p.points().unwrap().len()).collect();
             assert_eq!(got, sizes);
