@@ -231,18 +231,15 @@ impl Ext4 {
         self.drain(now, out)
     }
 
-    /// A write made `file` `size` bytes long (if it was shorter): its i_size.
-    pub fn grow(&mut self, file: FileId, size: u64) -> Result<(), String> {
+    /// A write made `file` `size` bytes long (if it was shorter): its i_size. Returns the file's
+    /// size after it.
+    pub fn grow(&mut self, file: FileId, size: u64) -> Result<u64, String> {
         let ino = self.files[&file].ino;
-        if self.fs.size(ino).map_err(fs_err)? < size {
+        let old = self.fs.size(ino).map_err(fs_err)?;
+        if old < size {
             self.fs.set_size(ino, size).map_err(fs_err)?;
         }
-        Ok(())
-    }
-
-    /// `file`'s size in bytes.
-    pub fn size(&self, file: FileId) -> u64 {
-        self.fs.size(self.files[&file].ino).expect("a file's inode")
+        Ok(old.max(size))
     }
 
     /// The last close of `file` at `now`: its preallocations are released.

@@ -379,9 +379,7 @@ impl Kernels {
         let app = match call.op {
             FileOp::Read => AppOp::Read { file, offset, len, stream: self.open_streams.get(&file).copied() },
             FileOp::Write => {
-                let fs = self.fs(t);
-                fs.grow(file, offset + len)?;
-                let end = fs.size(file).div_ceil(PAGE_SIZE);
+                let end = self.fs(t).grow(file, offset + len)?.div_ceil(PAGE_SIZE);
                 self.kernels[k].io.cache_mut().set_file_end(file, end);
                 AppOp::Write { file, offset, len }
             }

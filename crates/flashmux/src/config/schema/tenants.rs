@@ -205,7 +205,7 @@ fn resolve_filebench(
         }
     };
     let mut text = text;
-    let parsed = filebench::parse_wml(&text, &source).map_err(|e| ctx.err(format!("{key}.{what}: {e}")))?;
+    let mut parsed = filebench::parse_wml(&text, &source).map_err(|e| ctx.err(format!("{key}.{what}: {e}")))?;
     if let Some(set) = &t.filebench_set {
         for (name, v) in set {
             if !parsed.workload.variables.contains_key(name) {
@@ -223,10 +223,11 @@ fn resolve_filebench(
             };
             text.push_str(&format!("\nset ${name}={value}\n"));
         }
+        // Read again: the values set resolve every reference to them, wherever it is.
+        parsed = filebench::parse_wml(&text, &source).map_err(|e| ctx.err(format!("{key}.{what}: {e}")))?;
     }
-    let parsed = filebench::parse_wml(&text, &source).map_err(|e| ctx.err(format!("{key}.{what}: {e}")))?;
     let spec = crate::config::FilebenchSpec { source, workload: parsed.workload };
-    crate::workload::filebench::run::Runner::new(&spec.workload, crate::engine::rng_for(0, "check"))
+    crate::workload::filebench::run::Runner::check(&spec.workload)
         .map_err(|e| ctx.err(format!("{key}.{what}: {}: {e}", spec.source)))?;
     let jobs = spec.jobs();
     Ok(Some(Workload::Filebench { spec: Box::new(spec), jobs }))

@@ -208,14 +208,11 @@ struct ThreadRt {
 
 /// A Filebench workload running (see the header).
 pub struct Runner {
-    workload: Workload,
     /// Per thread definition, per flowop.
     ops: Vec<Vec<Vec<OpRt>>>,
     entries: Vec<Entry>,
     filesets: Vec<FilesetRt>,
     threads: Vec<ThreadRt>,
-    /// Per thread definition (process, thread): its first thread's index.
-    bases: BTreeMap<(usize, usize), u32>,
     /// Per thread definition, per flowop.
     stats: Vec<Vec<Vec<FlowopStats>>>,
     rng: SimRng,
@@ -277,22 +274,27 @@ fn check_flowop(op: &Flowop) -> Result<(), RunError> {
 }
 
 impl Runner {
+    /// Whether `workload` can run: every flowop modelled, its files and threads within bounds.
+    /// What [`Runner::new`] checks first, without drawing anything.
+    pub fn check(workload: &Workload) -> Result<(), RunError> {
+        check_limits(workload)?;
+        workload.flowops().try_for_each(check_flowop)
+    }
+
     /// The workload ready to run, its filesets drawn with `rng`.
     pub fn new(workload: &Workload, mut rng: SimRng) -> Result<Runner, RunError> {
-        check_limits(workload)?;
+        Runner::check(workload)?;
         let fileset_index = |name: &Option<String>| {
             name.as_ref().map(|n| workload.filesets.iter().position(|f| &f.name == n).expect("validated") as u16)
         };
         let mut ops = Vec::new();
         let mut stats = Vec::new();
         let mut threads = Vec::new();
-        let mut bases = BTreeMap::new();
         for (pi, p) in workload.processes.iter().enumerate() {
             let (mut p_ops, mut p_stats) = (Vec::new(), Vec::new());
             for (ti, t) in p.threads.iter().enumerate() {
                 let mut t_ops = Vec::new();
                 for op in &t.flowops {
-                    check_flowop(op)?;
                     let a = &op.attrs;
                     t_ops.push(OpRt {
                         kind: op.kind,
@@ -314,7 +316,6 @@ impl Runner {
                         .collect(),
                 );
                 p_ops.push(t_ops);
-                bases.insert((pi, ti), threads.len() as u32);
                 for _ in 0..p.instances * t.instances {
                     threads.push(ThreadRt {
                         def: (pi, ti),
@@ -334,7 +335,7 @@ impl Runner {
             stats.push(p_stats);
         }
         let (entries, filesets, setup) = populate(workload, &mut rng);
-        Ok(Runner { workload: workload.clone(), ops, entries, filesets, threads, bases, stats, rng, setup })
+        Ok(Runner { ops, entries, filesets, threads, stats, rng, setup })
     }
 
     /// The directories and files to make before the run.
@@ -344,15 +345,6 @@ impl Runner {
 
     pub fn threads(&self) -> usize {
         self.threads.len()
-    }
-
-    /// The index of instance `clone` of thread `thread` of process `process`.
-    pub fn thread_index(&self, process: usize, thread: usize, clone: u32) -> u32 {
-        self.bases[&(process, thread)] + clone
-    }
-
-    pub fn workload(&self) -> &Workload {
-        &self.workload
     }
 
     fn op(&self, t: u32) -> OpRt {
