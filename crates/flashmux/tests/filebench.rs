@@ -271,3 +271,36 @@ fn a_workload_file_with_a_bad_or_unmodelled_line_names_it() {
     assert!(e.contains("w.f:4"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_full_filesystem_fails_the_write_and_stops_its_thread() {
+    // One file appended 1 MiB at a time, never deleted, on a 128 MiB region: once the free
+    // blocks less those kept for metadata (2%: 655 blocks) cannot cover the next append, it fails
+    // with ENOSPC, its thread stops, and the run ends with every job done and a warning.
+    let wml = "define fileset name=fs,path=/t,size=4k,entries=1,dirwidth=1,prealloc=100
+define process name=p { thread name=t {
+flowop openfile name=o,filesetname=fs,fd=1
+flowop appendfile name=a,fd=1,iosize=1m
+flowop fsync name=s,fd=1
+flowop closefile name=c,fd=1 } }
+run 10";
+    let dir = std::env::temp_dir().join(format!("flashmux-fb-full-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("w.f"), wml).unwrap();
+    let text = with_workload("5s").replace("size = \"1GiB\"", "size = \"128MiB\"");
+    let s = flashmux::config::Scenario::from_toml(&text, "s.toml", &dir).unwrap();
+    let mut sim = Simulator::new(s).unwrap();
+    sim.check_invariants_every(1);
+    sim.run();
+    let r = sim.finish();
+    std::fs::remove_dir_all(&dir).ok();
+    let f = flowops(&r);
+    assert_eq!(f.enospc, 1);
+    let a = &f.stats.flowops[1];
+    assert_eq!(a.failed, 1);
+    assert!(a.ops > 90 && a.ops < 128, "{} MiB appended in a 128 MiB filesystem", a.ops);
+    assert_eq!(r.stop_reason, flashmux::metrics::StopReason::AllJobsDone);
+    assert!(r.warnings.iter().any(|w| w.contains("filled up (ENOSPC)")), "{:?}", r.warnings);
+    let fs = &r.kernel.as_ref().unwrap()[0].filesystems[0].fs;
+    assert!(fs.free_blocks < 1024 + 655, "free {}", fs.free_blocks);
+}

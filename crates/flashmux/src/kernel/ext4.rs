@@ -89,6 +89,8 @@ struct File {
     first: u64,
     /// The transaction of the inode's last change.
     tid: Tid,
+    /// Its pages written but not yet given blocks (delayed allocation's reservation).
+    reserved: u64,
 }
 
 /// One tenant's filesystem (see the header).
@@ -116,7 +118,16 @@ pub struct Ext4 {
     next_discard: u64,
     discards: DiscardStats,
     requests: FsRequests,
+    /// Blocks reserved for pages written and not yet allocated, over all files
+    /// (`s_dirtyclusters_counter`), and those kept for metadata (`s_resv_clusters`: 2% of the
+    /// filesystem, at most 4,096): a write that would need more than the rest fails (ENOSPC).
+    reserved: u64,
+    resv_metadata: u64,
 }
+
+/// A file's write or create the filesystem has no room for (ENOSPC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoSpace;
 
 /// The filesystem's device requests by what they carry: the files' data, the journal (its
 /// log writes, commit blocks, flushes, home writes of metadata, its superblock), the discards.
@@ -184,6 +195,8 @@ impl Ext4 {
             next_discard: 0,
             discards: DiscardStats::default(),
             requests: FsRequests::default(),
+            reserved: 0,
+            resv_metadata: (len / PAGE_SIZE / 50).min(4096),
         })
     }
 
@@ -197,7 +210,7 @@ impl Ext4 {
                 .allocate(ino, 0, blocks, 0)
                 .map_err(|e| format!("ext4: a file of {len} bytes does not fit in the tenant's filesystem: {e}"))?;
         }
-        self.files.insert(file, File { ino, first, tid: Tid(0) });
+        self.files.insert(file, File { ino, first, tid: Tid(0), reserved: 0 });
         Ok(())
     }
 
@@ -217,29 +230,53 @@ impl Ext4 {
                 format!("ext4: the files made before the run do not fit in the tenant's filesystem: {e}")
             })?;
         }
-        self.files.insert(file, File { ino, first: 0, tid: Tid(0) });
+        self.files.insert(file, File { ino, first: 0, tid: Tid(0), reserved: 0 });
         Ok(())
     }
 
-    /// Creates file `file` named `name` in `dir` at `now`: its metadata joins the journal.
-    pub fn create(&mut self, now: SimTime, file: FileId, dir: Ino, name: &str, out: &mut FsOut) -> Result<(), String> {
-        let (ino, ch) = self.fs.create(dir, name).map_err(fs_err)?;
-        self.files.insert(file, File { ino, first: 0, tid: Tid(0) });
+    /// Creates file `file` named `name` in `dir` at `now`: its metadata joins the journal. No
+    /// free inode, or no block beyond those kept: ENOSPC, nothing changed.
+    pub fn create(
+        &mut self,
+        now: SimTime,
+        file: FileId,
+        dir: Ino,
+        name: &str,
+        out: &mut FsOut,
+    ) -> Result<Result<(), NoSpace>, String> {
+        if self.fs.free_blocks() <= self.reserved + self.resv_metadata {
+            return Ok(Err(NoSpace));
+        }
+        let (ino, ch) = match self.fs.create(dir, name) {
+            Ok(c) => c,
+            Err(super::fs::FsError::NoInodes | super::fs::FsError::NoSpace) => return Ok(Err(NoSpace)),
+            Err(e) => return Err(fs_err(e)),
+        };
+        self.files.insert(file, File { ino, first: 0, tid: Tid(0), reserved: 0 });
         for m in &ch.dirtied {
             self.dirty(now, m.block, file)?;
         }
-        self.drain(now, out)
+        self.drain(now, out).map(Ok)
     }
 
-    /// A write made `file` `size` bytes long (if it was shorter): its i_size. Returns the file's
-    /// size after it.
-    pub fn grow(&mut self, file: FileId, size: u64) -> Result<u64, String> {
+    /// A write makes `file` `size` bytes long (if it was shorter): its i_size, and a block
+    /// reserved for each page past the old end (`ext4_da_reserve_space`). Returns the file's
+    /// size after it, or ENOSPC (nothing changed) if the free blocks, less those reserved and
+    /// those kept for metadata, cannot cover the new pages.
+    pub fn grow(&mut self, file: FileId, size: u64) -> Result<Result<u64, NoSpace>, String> {
         let ino = self.files[&file].ino;
         let old = self.fs.size(ino).map_err(fs_err)?;
-        if old < size {
-            self.fs.set_size(ino, size).map_err(fs_err)?;
+        if old >= size {
+            return Ok(Ok(old));
         }
-        Ok(old.max(size))
+        let new_pages = size.div_ceil(PAGE_SIZE) - old.div_ceil(PAGE_SIZE);
+        if self.fs.free_blocks() < self.reserved + self.resv_metadata + new_pages {
+            return Ok(Err(NoSpace));
+        }
+        self.fs.set_size(ino, size).map_err(fs_err)?;
+        self.reserved += new_pages;
+        self.files.get_mut(&file).expect("checked").reserved += new_pages;
+        Ok(Ok(size))
     }
 
     /// The last close of `file` at `now`: its preallocations are released.
@@ -255,6 +292,8 @@ impl Ext4 {
     /// its metadata joins the journal.
     pub fn unlink(&mut self, now: SimTime, file: FileId, out: &mut FsOut) -> Result<(), String> {
         let ch = self.fs.unlink(self.files[&file].ino).map_err(fs_err)?;
+        // Its pages were dropped unwritten: their reservation goes.
+        self.reserved -= self.files[&file].reserved;
         for m in &ch.dirtied {
             self.dirty(now, m.block, file)?;
         }
@@ -314,11 +353,17 @@ impl Ext4 {
         let mut map = self.fs.map(ino, first, count).map_err(fs_err)?;
         if d.op == IoOp::Write && map.iter().any(|m| m.physical.is_none()) {
             // Past the laid-out size: allocated now (delayed allocation), its metadata journaled.
+            let holes: u64 = map.iter().filter(|m| m.physical.is_none()).map(|m| m.len).sum();
             let ch = self.fs.allocate(ino, first, count, 0).map_err(fs_err)?;
             for m in &ch.dirtied {
                 self.dirty(now, m.block, d.file)?;
             }
             map = ch.mapped;
+            // The reservation becomes blocks.
+            let f = self.files.get_mut(&d.file).expect("a file");
+            let used = holes.min(f.reserved);
+            f.reserved -= used;
+            self.reserved -= used;
         }
         let mut pieces = 0;
         for m in map {

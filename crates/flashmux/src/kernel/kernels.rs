@@ -325,7 +325,8 @@ impl Kernels {
         Ok(f)
     }
 
-    /// Tenant `t` creates a file `name` in `dir` at `now` (and opens it).
+    /// Tenant `t` creates a file `name` in `dir` at `now` (and opens it); `None` if its
+    /// filesystem has no room (ENOSPC).
     pub fn create(
         &mut self,
         now: SimTime,
@@ -333,14 +334,28 @@ impl Kernels {
         dir: Ino,
         name: &str,
         out: &mut KernelsOut,
-    ) -> Result<FileId, String> {
-        let f = self.new_file(t);
+    ) -> Result<Option<FileId>, String> {
+        let f = FileId(self.next_file);
         let k = self.of_tenant[t.index()];
+        let (fs, fsout) = self.fs_out(t);
+        if fs.create(now, f, dir, name, fsout)?.is_err() {
+            return Ok(None);
+        }
+        assert_eq!(self.new_file(t), f);
         self.kernels[k].io.cache_mut().set_file_end(f, 0);
-        self.ext4[t.index()].as_mut().expect("a filesystem").create(now, f, dir, name, &mut self.fsout)?;
         self.open(t, f);
         self.settle(now, k, t, out)?;
-        Ok(f)
+        Ok(Some(f))
+    }
+
+    /// Tenant `t`'s application is about to write `file` up to byte `end`: the file grows and
+    /// its new pages are reserved (`ext4_da_reserve_space`). `false`: no room (ENOSPC), the
+    /// write must fail.
+    pub fn reserve(&mut self, t: TenantId, file: FileId, end: u64) -> Result<bool, String> {
+        let Ok(size) = self.fs(t).grow(file, end)? else { return Ok(false) };
+        let k = self.of_tenant[t.index()];
+        self.kernels[k].io.cache_mut().set_file_end(file, size.div_ceil(PAGE_SIZE));
+        Ok(true)
     }
 
     /// Tenant `t` opens `file`: its own read-ahead state (a `struct file`).
@@ -378,11 +393,8 @@ impl Kernels {
         let file = call.file;
         let app = match call.op {
             FileOp::Read => AppOp::Read { file, offset, len, stream: self.open_streams.get(&file).copied() },
-            FileOp::Write => {
-                let end = self.fs(t).grow(file, offset + len)?.div_ceil(PAGE_SIZE);
-                self.kernels[k].io.cache_mut().set_file_end(file, end);
-                AppOp::Write { file, offset, len }
-            }
+            // Its pages were reserved when it was issued (`reserve`).
+            FileOp::Write => AppOp::Write { file, offset, len },
             FileOp::Fsync => AppOp::Fsync { file },
             // The file's pages go (the call returns when the I/O in flight on them is over),
             // then its blocks.

@@ -41,6 +41,18 @@ pub(super) struct FbTenant {
     /// Calls returned that are not in the jobs' I/O statistics (creates, opens, closes, stats,
     /// deletes).
     metadata_calls: u64,
+    /// Per thread: stopped by a failed call. Calls that failed (ENOSPC).
+    stopped: Vec<bool>,
+    enospc: u64,
+}
+
+/// What a Filebench thread does next.
+pub(super) enum FbNext {
+    Issue(IoReq),
+    /// Sleeps (its job's wake-up is set).
+    Wait,
+    /// Stopped: a call failed.
+    Stopped,
 }
 
 /// A Filebench tenant's figures, for `results.json`.
@@ -51,6 +63,8 @@ pub struct FilebenchResult {
     /// Its calls that moved no data and are not syncs (creates, opens, closes, stats,
     /// deletes): completed requests that the jobs' I/O statistics do not count.
     pub metadata_calls: u64,
+    /// Calls that failed because the filesystem was full (ENOSPC); each stopped its thread.
+    pub enospc: u64,
     #[serde(flatten)]
     pub stats: RunnerStats,
 }
@@ -84,14 +98,33 @@ impl Simulator {
                 self.work.jobs[j].set_filebench_thread(i as u32);
             }
             let n = runner.threads();
-            self.filebench.push(Some(FbTenant { runner, dirs, files, out: vec![None; n], sleeping: vec![None; n], metadata_calls: 0 }));
+            self.filebench.push(Some(FbTenant {
+                runner,
+                dirs,
+                files,
+                out: vec![None; n],
+                sleeping: vec![None; n],
+                metadata_calls: 0,
+                stopped: vec![false; n],
+                enospc: 0,
+            }));
         }
         Ok(())
     }
 
     /// Filebench thread `thread` (job `j`) may make its next call at `now`: the request to
-    /// issue, or `None` if it sleeps (the job's wake-up is then set).
-    pub(super) fn filebench_next(&mut self, j: JobId, tenant: TenantId, thread: u32) -> Option<IoReq> {
+    /// issue, or what it does instead.
+    pub(super) fn filebench_next(&mut self, j: JobId, tenant: TenantId, thread: u32) -> FbNext {
+        match self.filebench_step(j, tenant, thread) {
+            Some(io) => FbNext::Issue(io),
+            None if self.filebench[tenant.index()].as_ref().expect("checked").stopped[thread as usize] => {
+                FbNext::Stopped
+            }
+            None => FbNext::Wait,
+        }
+    }
+
+    fn filebench_step(&mut self, j: JobId, tenant: TenantId, thread: u32) -> Option<IoReq> {
         let now = self.now;
         let fb = self.filebench[tenant.index()].as_mut().expect("a Filebench tenant");
         let th = thread as usize;
@@ -123,8 +156,24 @@ impl Simulator {
         };
         let file = match call.kind {
             CallKind::Create => self.filebench_create(tenant, call.entry),
-            CallKind::Delete => fb.files[entry].take().expect("a file deleted exists"),
-            _ => fb.files[entry].expect("a file used exists"),
+            CallKind::Delete => fb.files[entry].take(),
+            _ => fb.files[entry],
+        };
+        let kernels = self.kernels.as_mut().expect("kernels");
+        let end = call.offset + call.len;
+        let fits = match (call.kind, file) {
+            (CallKind::Write, Some(f)) => kernels.reserve(tenant, f, end).unwrap_or_else(|e| panic!("kernel: {e}")),
+            (_, f) => f.is_some(),
+        };
+        let fb = self.filebench[tenant.index()].as_mut().expect("a Filebench tenant");
+        let Some(file) = file.filter(|_| fits) else {
+            // ENOSPC (a file every other call finds exists): the thread stops.
+            assert!(matches!(call.kind, CallKind::Create | CallKind::Write), "{call:?} on a missing file");
+            fb.out[th] = None;
+            fb.runner.failed(thread, call);
+            fb.stopped[th] = true;
+            fb.enospc += 1;
+            return None;
         };
         let kernels = self.kernels.as_mut().expect("kernels");
         let mut out = std::mem::take(&mut self.kout);
@@ -138,8 +187,8 @@ impl Simulator {
         Some(IoReq { op, offset: call.offset, len: call.len, tag: 0, call: Some(FileCall { op: fop, file }) })
     }
 
-    /// Creates entry `e`'s file on tenant `t`'s filesystem now.
-    fn filebench_create(&mut self, t: TenantId, e: EntryId) -> FileId {
+    /// Creates entry `e`'s file on tenant `t`'s filesystem now; `None` if it has no room.
+    fn filebench_create(&mut self, t: TenantId, e: EntryId) -> Option<FileId> {
         let fb = self.filebench[t.index()].as_mut().expect("a Filebench tenant");
         let (_, dir, name, _) = &fb.runner.setup().files[e.0 as usize];
         let dir = fb.dirs[dir.0 as usize];
@@ -149,7 +198,7 @@ impl Simulator {
         let file = kernels.create(self.now, t, dir, &name, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
         let k = kernels.kernel_of(t);
         self.apply_kernel_out(k, out);
-        self.filebench[t.index()].as_mut().expect("checked").files[e.0 as usize] = Some(file);
+        self.filebench[t.index()].as_mut().expect("checked").files[e.0 as usize] = file;
         file
     }
 
@@ -182,6 +231,7 @@ impl Simulator {
                     tenant: t,
                     source: spec.source.clone(),
                     metadata_calls: fb.metadata_calls,
+                    enospc: fb.enospc,
                     stats: fb.runner.stats(),
                 })
             })

@@ -265,6 +265,11 @@ impl JobRt {
         *thread = t;
     }
 
+    /// Its source has nothing more (a Filebench thread stopped by a failed call).
+    pub fn source_ended(&mut self) {
+        self.exhausted = true;
+    }
+
     /// A pulled call leaves: one more in flight.
     pub fn pulled(&mut self) {
         self.count_issue();

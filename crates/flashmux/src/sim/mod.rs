@@ -471,11 +471,16 @@ impl Simulator {
                     return;
                 }
                 job::Next::Pull(thread) => match self.filebench_next(j, tenant, thread) {
-                    Some(io) => {
+                    filebench::FbNext::Issue(io) => {
                         self.work.jobs[j.index()].pulled();
                         self.issue(j, tenant, io);
                     }
-                    None => return,
+                    filebench::FbNext::Wait => return,
+                    filebench::FbNext::Stopped => {
+                        self.work.jobs[j.index()].source_ended();
+                        self.maybe_finish_job(j);
+                        return;
+                    }
                 },
             }
         }

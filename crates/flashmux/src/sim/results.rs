@@ -33,6 +33,13 @@ impl Simulator {
         let mut warnings = self.run_warnings(reason, &device, &tenants);
         let interval = self.timeline.interval();
         let filebench = self.filebench_results();
+        for f in filebench.iter().filter(|f| f.enospc > 0) {
+            warnings.push(format!(
+                "tenant '{}': its filesystem filled up (ENOSPC): {} Filebench thread(s) stopped, as Filebench stops a \
+                 thread whose flowop fails; a larger region or fewer or smaller files keeps them running",
+                self.scenario.tenants[f.tenant].name, f.enospc
+            ));
+        }
         let (timeline, dropped) = self.timeline.into_rows();
         if dropped > 0 {
             warnings.push(format!(

@@ -118,6 +118,9 @@ pub struct FlowopStats {
     pub latency_ns: u64,
     /// Executions that did nothing: no file to pick, or a file too small.
     pub skipped: u64,
+    /// Executions whose call failed (ENOSPC): its thread stopped, as Filebench stops a thread
+    /// whose flowop fails.
+    pub failed: u64,
 }
 
 /// A fileset's files at the end of a run.
@@ -378,6 +381,23 @@ impl Runner {
         // thread looks again a millisecond later.
         self.threads[t as usize].waiting = true;
         Step::Sleep(1_000_000)
+    }
+
+    /// Thread `t`'s call `call` failed (the filesystem is full): the flowop counts as failed and
+    /// the thread stops (Filebench's `FILEBENCH_ERROR`); a file it was creating stays missing.
+    pub fn failed(&mut self, t: u32, call: Call) {
+        let th = &mut self.threads[t as usize];
+        assert!(th.waiting, "thread {t} had nothing out");
+        th.waiting = false;
+        th.work = None;
+        th.sync_due = None;
+        th.started = None;
+        if call.kind == CallKind::Create {
+            th.open_fd = None;
+            self.entries[call.entry.0 as usize].current = None;
+            self.release(call.entry);
+        }
+        self.stats_mut(t).failed += 1;
     }
 
     /// Thread `t`'s call (`None`: its sleep) returned at `now` (ns), having moved `bytes`.
