@@ -246,12 +246,13 @@ impl Fs {
         };
         let g = g.ok_or(FsError::NoInodes)?;
         let ino = self.inodes.first_free(&self.lay, g).ok_or(FsError::NoInodes)?;
-        self.inodes.taken(g, ino);
         if kind == Kind::Dir && self.alloc.free_blocks() == 0 {
             return Err(FsError::NoSpace);
         }
         let mut ch = Change::default();
         self.new_inode(ino, kind, parent, g, &mut ch)?;
+        // Only once it is in the table: a create that fails before leaves the search start.
+        self.inodes.taken(g, ino);
         if let Err(e) = self.add_entry(parent, ino, name.len(), &mut ch) {
             // Out of space for the parent's new block: undo the inode.
             let mut undo = Change::default();
