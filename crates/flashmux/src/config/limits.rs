@@ -7,6 +7,7 @@
 //! | tenants | [`MAX_TENANTS`] = 4,096 | every per-tenant table (ledger, map cache, scheduler, timeline) is sized by it; the largest tested |
 //! | jobs in one job file, `numjobs` counted | [`crate::workload::fio::MAX_JOBS`] = 4,096 | fio's own `REAL_MAX_JOBS` |
 //! | jobs in a run, `numjobs` counted | [`MAX_RUN_JOBS`] = 65,536 | about 100 KiB each while running (latency histograms): 6 GiB at the bound |
+//! | files of fio jobs (`nrfiles` × `numjobs`) | [`MAX_RUN_FIO_FILES`] = 16,777,216 | ~1.5 KiB each (generator and the filesystem's file): 24 GiB at the bound; the estimate warns first |
 //! | timeline intervals (stop time ÷ `timeline_interval`) | [`MAX_TIMELINE_INTERVALS`] = 10,000,000 | a row per tenant per interval: about 1 GB of CSV for one tenant |
 //!
 //! [`memory_estimate`] adds up the model's large tables from the geometry, the kernels' page
@@ -80,9 +81,25 @@ pub fn memory_estimate(s: &Scenario) -> MemoryEstimate {
     if files > 0 {
         parts.push(("Filebench files", files * 800));
     }
+    // A fio job's several files: each one's generator (704 B), and the kernel's inode, extents,
+    // directory entry and read-ahead state.
+    let fio_files = fio_files(s);
+    if fio_files > 0 {
+        parts.push(("fio files (nrfiles)", fio_files * FIO_FILE_BYTES));
+    }
     parts.push(("tenants", s.tenants.len() as u64 * TENANT_BYTES));
     parts.push(("jobs (latency histograms)", jobs(s) * JOB_BYTES));
     MemoryEstimate { parts }
+}
+
+/// Per file of a fio job with several (`nrfiles`): its generator and the kernel's file.
+const FIO_FILE_BYTES: u64 = 1536;
+/// Files of fio jobs with several (`nrfiles`, `numjobs` counted) in one run.
+pub const MAX_RUN_FIO_FILES: u64 = 1 << 24;
+
+/// Files of fio jobs with several, `numjobs` counted.
+fn fio_files(s: &Scenario) -> u64 {
+    s.tenants.iter().flat_map(|t| t.jobs()).filter(|j| j.nrfiles > 1).map(|j| u64::from(j.numjobs) * u64::from(j.nrfiles)).sum()
 }
 
 /// Job clones the run will have.
@@ -103,6 +120,12 @@ pub fn check(s: &Scenario, file: &str) -> Result<Vec<String>, ConfigError> {
             "{n} jobs in all (numjobs counted, over {} tenants): at most {MAX_RUN_JOBS} in one run; \
              fewer clones (numjobs) or tenants, or several runs",
             s.tenants.len()
+        )));
+    }
+    let files = fio_files(s);
+    if files > MAX_RUN_FIO_FILES {
+        return Err(err(format!(
+            "{files} files of fio jobs in all (nrfiles times numjobs): at most {MAX_RUN_FIO_FILES} in one run"
         )));
     }
     let interval = s.output.timeline_interval;

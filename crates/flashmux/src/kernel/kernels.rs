@@ -23,8 +23,9 @@
 //! - The kernel's device requests (misses, read-ahead, writeback, flushes) are the tenant's own:
 //!   they go down the same path as its direct requests, from its first job's thread.
 //! - With `filesystem = "ext4"` a tenant's region is a filesystem (`ext4.rs`): each buffered job
-//!   reads and writes a file on it, the page cache's requests are lowered to the file's blocks
-//!   there, and fsyncs and the commit timer go through its journal.
+//!   reads and writes a file on it (a job with `nrfiles` several: its request's offset says
+//!   which, a sync carrying its file's first byte), the page cache's requests are lowered to
+//!   the file's blocks there, and fsyncs and the commit timer go through its journal.
 //! - A Filebench tenant's files (`sim/filebench.rs`) are made and deleted as its threads ask
 //!   ([`Kernels::create`], [`Kernels::call`] with [`FileOp::Delete`]), each a file of its own
 //!   with an id from past the jobs' files; its reads, writes and fsyncs are [`FileCall`]s.
@@ -38,7 +39,7 @@
 //!
 //! # Simplifications
 //! The system call's CPU time is the copy alone: with a CPU model (`[host.cpu]`, VMs), the cache's
-//! hits take no thread's time. fio's `nrfiles` does not make files here (a job is one file).
+//! hits take no thread's time.
 
 use super::ext4::{Ext4, Ext4Result, FsIoId, FsOut};
 use super::fs::Ino;
@@ -163,23 +164,27 @@ pub struct Kernels {
     next_file: u32,
     /// The read-ahead stream of each such file while it is open.
     open_streams: BTreeMap<FileId, StreamId>,
-    /// Each job's file and read-ahead stream: `Some` for buffered jobs.
-    jobs: Vec<Option<(FileId, StreamId)>>,
+    /// Each buffered job's files (`None` for a direct job).
+    jobs: Vec<Option<JobFiles>>,
     kout: KernelOut,
     fsout: FsOut,
     /// Page-cache I/O the filesystem completed, to report to the cache.
     cache_done: Vec<(DevId, IoOp)>,
 }
 
-/// A buffered job of the run: its tenant, its range of the device (first byte, length), and
-/// its file's name (fio's `filename`, else `jobname.clone.0`): jobs of a tenant naming the same
-/// file share it, on a filesystem.
+/// A buffered job of the run: its tenant, and its files: each one's name (fio's `filename`,
+/// else `jobname.instance.filenum`) and range of the device (first byte, length), in the order
+/// of their ranges. Jobs of a tenant naming the same file share it, on a filesystem; without
+/// one, a job has one file, its tenant's region.
 #[derive(Clone, Debug)]
 pub struct BufferedJob {
     pub tenant: TenantId,
-    pub range: (u64, u64),
-    pub file: String,
+    pub files: Vec<(String, (u64, u64))>,
 }
+
+/// A buffered job's files in the kernel: each one's id, read-ahead stream (its own `struct
+/// file`) and first byte on the device, in order.
+type JobFiles = Vec<(FileId, StreamId, u64)>;
 
 impl Kernels {
     /// `regions`: each tenant's (offset, length) on the device. `jobs`: each job, `Some` if it
@@ -216,9 +221,11 @@ impl Kernels {
         // On a filesystem, the files by (tenant, name), each spanning its jobs' ranges.
         let mut named: BTreeMap<(TenantId, &str), (u64, u64)> = BTreeMap::new();
         for j in jobs.iter().flatten().filter(|j| ext4[j.tenant.index()].is_some()) {
-            let (first, end) = (j.range.0, j.range.0 + j.range.1);
-            let e = named.entry((j.tenant, j.file.as_str())).or_insert((first, end));
-            *e = (e.0.min(first), e.1.max(end));
+            for (name, range) in &j.files {
+                let (first, end) = (range.0, range.0 + range.1);
+                let e = named.entry((j.tenant, name.as_str())).or_insert((first, end));
+                *e = (e.0.min(first), e.1.max(end));
+            }
         }
         let mut ids: BTreeMap<(TenantId, &str), FileId> = BTreeMap::new();
         for (&(t, name), &(first, end)) in &named {
@@ -236,8 +243,13 @@ impl Kernels {
                 continue;
             };
             let t = j.tenant.index();
-            let file = ids.get(&(j.tenant, j.file.as_str())).copied().unwrap_or(FileId(t as u32));
-            files.push(Some((file, kernels[of_tenant[t]].io.cache_mut().open_stream(file))));
+            let mut own = Vec::with_capacity(j.files.len());
+            for (name, range) in &j.files {
+                let file = ids.get(&(j.tenant, name.as_str())).copied().unwrap_or(FileId(t as u32));
+                own.push((file, kernels[of_tenant[t]].io.cache_mut().open_stream(file), range.0));
+            }
+            assert!(own.windows(2).all(|w| w[0].2 < w[1].2), "a job's files in the order of their ranges");
+            files.push(Some(own));
         }
         let next_file = file_tenant.len() as u32;
         Ok(Kernels {
@@ -277,7 +289,7 @@ impl Kernels {
         (op, offset, len): (IoOp, u64, u64),
         out: &mut KernelsOut,
     ) -> Result<(), String> {
-        let (file, stream) = self.jobs[j.index()].expect("a buffered job");
+        let (file, stream) = self.job_file(j, offset);
         let app = match op {
             IoOp::Read => AppOp::Read { file, offset: self.file_offset(t, file, offset), len, stream: Some(stream) },
             IoOp::Write => AppOp::Write { file, offset: self.file_offset(t, file, offset), len },
@@ -292,6 +304,14 @@ impl Kernels {
             }
         }
         self.settle(now, k, t, out)
+    }
+
+    /// Job `j`'s file whose range holds device offset `offset` (a sync carries its file's
+    /// first byte), and its read-ahead stream.
+    fn job_file(&self, j: JobId, offset: u64) -> (FileId, StreamId) {
+        let files = self.jobs[j.index()].as_ref().expect("a buffered job");
+        let i = if files.len() == 1 { 0 } else { files.partition_point(|f| f.2 <= offset).saturating_sub(1) };
+        (files[i].0, files[i].1)
     }
 
     fn fs(&mut self, t: TenantId) -> &mut Ext4 {
@@ -427,7 +447,10 @@ impl Kernels {
     /// Buffered job `j` of tenant `t` will ask of its kernel at device offset `offset` one event
     /// from now: the page's index entry is loaded ahead (a hint; nothing changes).
     pub fn prefetch(&self, t: TenantId, j: JobId, offset: u64) {
-        let Some((file, _)) = self.jobs[j.index()] else { return };
+        if self.jobs[j.index()].is_none() {
+            return;
+        }
+        let (file, _) = self.job_file(j, offset);
         let k = self.of_tenant[t.index()];
         self.kernels[k].io.cache().prefetch(file, self.file_offset(t, file, offset));
     }

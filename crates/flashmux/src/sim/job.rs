@@ -121,6 +121,8 @@ pub struct JobRt {
     /// The last I/O issued was a sync (fio's `should_fsync` then skips `end_fsync`).
     last_was_sync: bool,
     end_sync_done: bool,
+    /// With several files (`nrfiles`), `end_fsync` syncs each in turn: the next one's index.
+    end_sync_file: usize,
     stats: IoStats,
     samples: Samples,
     /// What the current sample window has completed so far.
@@ -190,6 +192,7 @@ impl JobRt {
             sync: SyncState::None,
             last_was_sync: false,
             end_sync_done: false,
+            end_sync_file: 0,
             stats: IoStats::default(),
             samples: Samples::default(),
             cur_sample: JobSample::default(),
@@ -342,15 +345,16 @@ impl JobRt {
         self.depth_counts[bucket] += 1;
     }
 
-    /// Whether this is an export's job, fed by [`JobRt::push_external`].
-    /// A fio job's range of the device: (first byte, length).
-    pub fn fio_range(&self) -> Option<(u64, u64)> {
+    /// A fio job's files' ranges of the device, (first byte, length) each, in order: one, its
+    /// range, unless it has several (`nrfiles`).
+    pub fn fio_files(&self) -> Option<Vec<(u64, u64)>> {
         match &self.source {
-            Source::Fio { gen, .. } => Some(gen.region()),
+            Source::Fio { gen, .. } => Some((0..gen.file_count()).map(|i| gen.file_range(i)).collect()),
             _ => None,
         }
     }
 
+    /// Whether this is an export's job, fed by [`JobRt::push_external`].
     pub fn is_external(&self) -> bool {
         matches!(self.source, Source::Export(_))
     }
@@ -392,7 +396,15 @@ impl JobRt {
             }
         }
         self.sync_due = false;
-        Next::Io(self.start_sync(SyncState::Periodic))
+        let mut sync = self.start_sync(SyncState::Periodic);
+        // fio picks the file of an I/O before it decides the I/O is a sync: with several files
+        // it syncs the file of the I/O that would have come next.
+        if let Source::Fio { gen, held: Some(next) } = &self.source {
+            if gen.file_count() > 1 {
+                sync.offset = gen.file_range(gen.file_of(next.offset)).0;
+            }
+        }
+        Next::Io(sync)
     }
 
     fn start_sync(&mut self, kind: SyncState) -> IoReq {
@@ -403,15 +415,26 @@ impl JobRt {
     }
 
     /// fio's `end_fsync`: once a writing job has stopped issuing and drained, one last sync.
+    /// With several files, one sync per file (fio's `for_each_file` ... `fio_file_fsync`), each
+    /// a sync of the file at its offset.
     pub fn end_sync(&mut self) -> Option<IoReq> {
-        self.end_sync_pending().then(|| self.start_sync(SyncState::End))
+        if !self.end_sync_pending() {
+            return None;
+        }
+        let mut sync = self.start_sync(SyncState::End);
+        if let Source::Fio { gen, .. } = &self.source {
+            if gen.file_count() > 1 {
+                sync.offset = gen.file_range(self.end_sync_file).0;
+            }
+        }
+        Some(sync)
     }
 
     fn end_sync_pending(&self) -> bool {
         self.spec.end_fsync
             && self.spec.rw.does(Dir::Write)
             && !self.end_sync_done
-            && !self.last_was_sync
+            && (!self.last_was_sync || self.end_sync_file > 0)
             && self.stopping()
             && self.inflight == 0
     }
@@ -456,7 +479,12 @@ impl JobRt {
     fn sync_complete(&mut self, now: SimTime, clat_ns: u64) {
         let kind = std::mem::replace(&mut self.sync, SyncState::None);
         if kind == SyncState::End {
-            self.end_sync_done = true;
+            self.end_sync_file += 1;
+            let files = match &self.source {
+                Source::Fio { gen, .. } => gen.file_count(),
+                _ => 1,
+            };
+            self.end_sync_done = self.end_sync_file >= files;
         } else if now >= self.measure_from {
             self.stats.sync.record(clat_ns);
         }

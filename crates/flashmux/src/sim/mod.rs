@@ -238,10 +238,13 @@ impl Simulator {
                 .map(|j| {
                     let workload = &sim.scenario.tenants[j.tenant.index()].workload;
                     let fio = matches!(workload, crate::config::Workload::Fio(_));
-                    let range = j.fio_range().filter(|_| fio && !j.spec.direct)?;
+                    let ranges = j.fio_files().filter(|_| fio && !j.spec.direct)?;
                     let named = j.spec.all_options().filter(|(k, _)| k == "filename").last().map(|(_, v)| v.clone());
-                    let file = named.unwrap_or_else(|| format!("{}.{}.0", j.spec.name, j.clone));
-                    Some(BufferedJob { tenant: j.tenant, range, file })
+                    let files = match named {
+                        Some(name) if ranges.len() == 1 => vec![(name, ranges[0])],
+                        _ => ranges.into_iter().enumerate().map(|(i, r)| (format!("{}.{}.{i}", j.spec.name, j.clone), r)).collect(),
+                    };
+                    Some(BufferedJob { tenant: j.tenant, files })
                 })
                 .collect();
             let regions: Vec<(u64, u64)> = sim.scenario.tenants.iter().map(|t| t.region).collect();

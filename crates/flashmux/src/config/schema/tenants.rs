@@ -153,6 +153,17 @@ fn resolve_workload(
         return Err(ctx.err(format!("{key}: the fio job has no job sections")));
     }
     collect_diagnostics(&jf, collected);
+    // Several files per job are files of a filesystem, reached through its page cache.
+    if let Some(j) = jf.jobs.iter().find(|j| j.nrfiles > 1 && (!ext4 || j.direct)) {
+        let need = if ext4 { "buffered I/O (direct=0): a direct job addresses the raw device" } else { "a filesystem: add [kernel] with filesystem = \"ext4\"" };
+        return Err(ctx.err(format!("{key}: job '{}' ({}:{}) has nrfiles={}, which needs {need}", j.name, j.file, j.line, j.nrfiles)));
+    }
+    if let Some(j) = jf.jobs.iter().find(|j| j.nrfiles > 1 && j.all_options().any(|(k, _)| k == "filename")) {
+        return Err(ctx.err(format!(
+            "{key}: job '{}' ({}:{}) names its file (filename) and asks for nrfiles={}: several named files are not modelled; drop filename to let fio name them",
+            j.name, j.file, j.line, j.nrfiles
+        )));
+    }
     Ok(Workload::Fio(jf.jobs))
 }
 

@@ -8,6 +8,7 @@
 //! the direction, offset and size draws, the ends of passes); setting an instance up from its
 //! job — checks, region, block sizes, the random-offset scheme, limits — is in gen/setup.rs.
 
+mod files;
 mod setup;
 
 use super::dist::{self, JobRng, RandomMap, SkewSampler, ZoneTable};
@@ -123,6 +124,12 @@ pub struct JobGen {
     bytes: u64,
     ios: u64,
     done: bool,
+    /// With `nrfiles > 1`, the files (each with its own generator) this one serves I/O from;
+    /// its own state then only describes the whole range and counts.
+    files: Option<Box<files::FileSet>>,
+    /// It is one of those files: it ends when its range is used up, and restarts when the job
+    /// starts a pass (`restart_in_set`).
+    in_set: bool,
 }
 
 impl JobGen {
@@ -139,6 +146,25 @@ impl JobGen {
     /// The job's region on the device: (first byte, length).
     pub fn region(&self) -> (u64, u64) {
         (self.space_offset + self.region_start, self.region_len)
+    }
+
+    /// How many files it has (`nrfiles`; 1 for most jobs).
+    pub fn file_count(&self) -> usize {
+        self.files.as_ref().map_or(1, |f| f.len())
+    }
+
+    /// File `i`'s range of the device, (first byte, length): the job's files lie one after
+    /// another from its region's start; a job with one file has the region.
+    pub fn file_range(&self, i: usize) -> (u64, u64) {
+        match &self.files {
+            Some(f) => f.range(i),
+            None => self.region(),
+        }
+    }
+
+    /// The index of the file whose range holds device offset `offset`.
+    pub fn file_of(&self, offset: u64) -> usize {
+        self.files.as_ref().map_or(0, |f| f.file_of(offset))
     }
 
     /// This instance's `startdelay` in nanoseconds (drawn from the range, if one was given).
@@ -168,6 +194,9 @@ impl JobGen {
     /// check made between loops, or toward the issue counts that steer `rwmixread`. They do
     /// count toward the `io_size` limit within a loop, whose issue-side counter fio leaves alone.
     pub fn end_ramp(&mut self) {
+        if let Some(f) = &mut self.files {
+            f.end_ramp();
+        }
         self.stat_bytes = 0;
         self.stat_ios = 0;
         self.issues = [0; 3];
@@ -185,6 +214,30 @@ impl JobGen {
         self.rwmix_issues = 0;
         self.pass_bytes = 0;
         self.pass_ios = 0;
+        if let Some(files) = &mut self.files {
+            files.restart();
+        }
+    }
+
+    /// One file of a job's several: its next I/O until its range (or random map) is used up,
+    /// whatever the volume (the job counts that); then done until the job's next pass.
+    fn next_in_set(&mut self) -> Option<IoUnit> {
+        if self.done {
+            return None;
+        }
+        let io = self.fill();
+        match io {
+            Some(io) => self.account(io),
+            None => self.done = true,
+        }
+        io
+    }
+
+    /// A file of a job's several starts the job's next pass.
+    fn restart_in_set(&mut self) {
+        debug_assert!(self.in_set, "only a job's file restarts with the job");
+        self.done = false;
+        self.begin_pass();
     }
 
     /// fio's `fio_file_reset`: positions to the start, a fresh random-map order.
@@ -459,6 +512,9 @@ impl Iterator for JobGen {
     /// by volume; the caller stops it.
     #[inline]
     fn next(&mut self) -> Option<IoUnit> {
+        if self.in_set {
+            return self.next_in_set();
+        }
         loop {
             if self.done {
                 return None;
@@ -473,11 +529,15 @@ impl Iterator for JobGen {
                     continue;
                 }
             }
-            if let Some(io) = self.fill() {
+            let io = match &mut self.files {
+                Some(files) => files.next(),
+                None => self.fill(),
+            };
+            if let Some(io) = io {
                 self.account(io);
                 return Some(io);
             }
-            // The region (or the random map) is used up.
+            // The region (or the random map, or every file) is used up.
             self.end_pass(true);
         }
     }

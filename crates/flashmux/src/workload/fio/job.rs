@@ -197,6 +197,20 @@ pub enum RandomDistribution {
     ZonedAbs(PerDir<Vec<AbsZone>>),
 }
 
+/// `file_service_type` (HOWTO, "file_service_type"): how a job with several files picks the
+/// file of its next I/O.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FileService {
+    /// In turn, this many I/Os to each (`roundrobin[:N]`, the default).
+    RoundRobin(u64),
+    /// Each file to its end before the next (`sequential`).
+    Sequential,
+    /// A file drawn uniformly, this many I/Os to each (`random[:N]`).
+    Random(u64),
+    /// A file drawn from `zipf`, `pareto` or `normal` (`gauss`) over the job's files.
+    Skewed(RandomDistribution),
+}
+
 /// One job section of a job file, with the `[global]` sections above it applied.
 ///
 /// Sizes are bytes, durations nanoseconds, rates bytes (or I/Os) per second. Fields hold fio's
@@ -233,6 +247,10 @@ pub struct FioJob {
     pub offset_align: Option<u64>,
     /// `filesize` as (low, high); a range picks a size at random per job instance.
     pub filesize: Option<(u64, u64)>,
+    /// `nrfiles`: the files each instance spreads its I/O over (on a filesystem). Default 1.
+    pub nrfiles: u32,
+    /// `file_service_type`: which file the next I/O goes to. Default round robin, one I/O each.
+    pub file_service: FileService,
     /// `io_size`/`io_limit`; `None` means `size`.
     pub io_size: Option<u64>,
     pub number_ios: Option<u64>,
@@ -331,6 +349,8 @@ impl Default for FioJob {
             offset_increment: SizeSpec::Bytes(0),
             offset_align: None,
             filesize: None,
+            nrfiles: 1,
+            file_service: FileService::RoundRobin(1),
             io_size: None,
             number_ios: None,
             iodepth: 1,
@@ -925,12 +945,14 @@ mod tests {
     #[test]
     fn unsupported_and_unmodelled_options() {
         assert!(err("zonemode=strided").contains("not supported"));
-        assert!(err("nrfiles=2").contains("not supported"));
+        assert!(err("ioengine=filecreate").contains("not supported"));
+        assert!(err("ioengine=dirstat").contains("metadata system calls"));
         assert!(err("bs_unaligned").contains("not supported"));
         assert!(err("size=(1+2)*1g").contains("arithmetic"));
         assert!(err("size=8*$mb_memory").contains("host-dependent"));
-        let file = parse("nrfiles=1\nlatency_target=10ms\nzonemode=none");
-        assert_eq!(file.jobs[0].noted_unmodelled, vec!["nrfiles", "zonemode"]);
+        let file = parse("nrfiles=3\nfile_service_type=random:2\nioengine=libaio\nlatency_target=10ms\nzonemode=none");
+        assert_eq!(file.jobs[0].noted_unmodelled, vec!["ioengine", "zonemode"]);
+        assert_eq!((file.jobs[0].nrfiles, &file.jobs[0].file_service), (3, &FileService::Random(2)));
         assert!(file.warnings[0]
             .message
             .contains("'latency_target' is not modelled"));

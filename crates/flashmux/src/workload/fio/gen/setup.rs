@@ -96,6 +96,9 @@ impl JobGen {
         seed: u64,
     ) -> Result<JobGen, FioError> {
         check_space(job, clone_index, space_offset, space_len, min_align)?;
+        if job.nrfiles > 1 {
+            return JobGen::with_files(job, clone_index, space_offset, space_len, min_align, seed);
+        }
         let random = job.rw.is_random();
         let mut blocks = Blocks::of(job, random);
         let mut setup_rng = JobRng::seed_from_u64(stream_seed(seed, clone_index, SEED_SETUP));
@@ -135,6 +138,29 @@ impl JobGen {
         let mut gen = JobGen::assemble(job, parts, rng);
         debug_assert!(gen.region_end <= gen.space_len, "the region is inside the space");
         gen.begin_pass();
+        Ok(gen)
+    }
+
+    /// A job with several files: a generator over the range they cover, for the job's own
+    /// figures (`region`, `start_delay`, `writes`), that serves I/O from its files'.
+    fn with_files(
+        job: &FioJob,
+        clone_index: u32,
+        space_offset: u64,
+        space_len: u64,
+        min_align: u64,
+        seed: u64,
+    ) -> Result<JobGen, FioError> {
+        let (files, span, volume) = super::files::FileSet::new(job, clone_index, space_offset, space_len, min_align, seed)?;
+        // The job's own limits as fio keeps them: a pass is every file once (`size` is the sum
+        // of the files' sizes), `io_size` and `number_ios` count over all of them.
+        let mut whole = job.clone();
+        whole.nrfiles = 1;
+        whole.filesize = Some((span, span));
+        whole.size = Some(SizeSpec::Bytes(files.total_size()));
+        whole.io_size = volume;
+        let mut gen = JobGen::new(&whole, clone_index, space_offset, space_len, min_align, seed)?;
+        gen.files = Some(Box::new(files));
         Ok(gen)
     }
 
@@ -197,6 +223,8 @@ impl JobGen {
             bytes: 0,
             ios: 0,
             done: false,
+            files: None,
+            in_set: false,
         }
     }
 }
@@ -440,11 +468,11 @@ fn resolve_region(
 }
 
 /// Independent generator seeds per (seed, instance, purpose).
-fn stream_seed(seed: u64, clone_index: u32, purpose: u64) -> u64 {
+pub(super) fn stream_seed(seed: u64, clone_index: u32, purpose: u64) -> u64 {
     splitmix64(seed ^ splitmix64(u64::from(clone_index) << 8 | purpose))
 }
 
-fn splitmix64(x: u64) -> u64 {
+pub(super) fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -145,6 +145,18 @@ impl FioJob {
             "stonewall" => self.stonewall = o.flag()?,
             "new_group" => self.new_group = o.flag()?,
             "group_reporting" => self.group_reporting = o.flag()?,
+            "ioengine" => {
+                // The engines whose "I/O" is a system call on a file or directory, timed
+                // (fio's engines/fileoperations.c): their figures are the CPU cost of metadata
+                // calls, which the model does not time. Any other engine issues block I/O.
+                let engine = o.text("an I/O engine")?;
+                return match engine {
+                    "filecreate" | "filestat" | "filedelete" | "dircreate" | "dirstat" | "dirdelete" => {
+                        Err(o.unsupported("file and directory operation engines time metadata system calls, whose CPU cost is not modelled"))
+                    }
+                    _ => Ok(Outcome::Noted),
+                };
+            }
             "zonemode" => {
                 return match o.text("none")? {
                     "none" => Ok(Outcome::Noted),
@@ -154,12 +166,8 @@ impl FioJob {
             "zonesize" | "zonerange" | "zoneskip" | "zonecapacity" => {
                 return Err(o.unsupported("zone modes are not modelled"))
             }
-            "nrfiles" => {
-                return match o.int()? {
-                    1 => Ok(Outcome::Noted),
-                    _ => Err(o.unsupported("a job addresses one file (its tenant's space)")),
-                }
-            }
+            "nrfiles" => self.nrfiles = o.int_in(1, MAX_NRFILES)? as u32,
+            "file_service_type" => self.file_service = parse_file_service(&o)?,
             "read_iolog" => return Err(o.unsupported("I/O log replay is not modelled")),
             "bs_unaligned" => {
                 return Err(o.unsupported("the simulated device needs sector-aligned I/O sizes"))
@@ -337,13 +345,47 @@ pub(crate) fn priority(canonical: &str) -> i32 {
     }
 }
 
+/// The most files a job may have (`nrfiles`): each is a file of its tenant's filesystem.
+pub const MAX_NRFILES: u64 = 1 << 20;
+
+/// fio's `file_service_type` (`str_fst_cb`): `random`, `roundrobin` and `sequential` take an
+/// I/O count after a colon (ignored by `sequential`, which stays with a file until it is done),
+/// the skewed ones their distribution's parameter and center; `gauss` is `normal`.
+fn parse_file_service(o: &Opt<'_>) -> Result<FileService, FioError> {
+    const EXPECTED: &str = "roundrobin[:N], sequential, random[:N], zipf[:theta], pareto[:h] or normal[:deviation]";
+    let text = o.text(EXPECTED)?;
+    let (kind, params) = match text.split_once(':') {
+        Some((k, p)) => (k, Some(p)),
+        None => (text, None),
+    };
+    let count = || -> Result<u64, FioError> {
+        match params {
+            None => Ok(1),
+            Some(n) => n.trim().parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| o.invalid(EXPECTED)),
+        }
+    };
+    let kind = if kind == "gauss" { "normal" } else { kind };
+    Ok(match kind {
+        "roundrobin" => FileService::RoundRobin(count()?),
+        "sequential" => {
+            count()?;
+            FileService::Sequential
+        }
+        "random" => FileService::Random(count()?),
+        _ => match parse_skewed(o, kind, params)? {
+            Some(d) => FileService::Skewed(d),
+            None => return Err(o.invalid(EXPECTED)),
+        },
+    })
+}
+
 /// fio options flashmux accepts without modelling them: they concern the host, the I/O engine,
 /// buffers, logging or reporting, or (`fsync_on_close`, `sync`, `verify` and their families) they
 /// make fio send extra commands (flushes, verification reads) or open files in modes the
 /// simulator does not model. Jobs list them in `noted_unmodelled` so the caller can say so once.
 #[rustfmt::skip]
 pub(super) const NOTED: &[&str] = &[
-    "description", "ioengine", "filename", "filename_format", "directory",
+    "description", "filename", "filename_format", "directory",
     "unique_filename", "opendir", "lockfile", "thread", "nice", "prio", "prioclass", "cpumask",
     "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "cgroup",
     "cgroup_weight", "cgroup_nodelete", "uid", "gid", "exec_prerun", "exec_postrun", "invalidate",
@@ -368,7 +410,7 @@ pub(super) const NOTED: &[&str] = &[
     "disable_clat", "disable_slat", "disable_bw_measurement", "slat_percentiles",
     "clat_percentiles", "lat_percentiles", "percentile_list", "significant_figures", "stats",
     "unified_rw_reporting", "unit_base", "continue_on_error", "ignore_error", "error_dump",
-    "exitall_on_error", "ioscheduler", "openfiles", "file_service_type", "hipri", "fixedbufs",
+    "exitall_on_error", "ioscheduler", "openfiles", "hipri", "fixedbufs",
     "registerfiles", "sqthread_poll", "sqthread_poll_cpu", "userspace_reap", "nowait",
     "cmdprio_percentage", "cmdprio_class", "cmdprio", "cmdprio_bssplit", "replay_no_stall",
     "replay_redirect", "replay_align", "replay_scale", "replay_time_scale", "replay_skip",

@@ -134,52 +134,11 @@ pub(super) fn parse_distribution(o: &Opt<'_>) -> Result<RandomDistribution, FioE
         Some((k, p)) => (k, Some(p)),
         None => (text, None),
     };
-    // fio's defaults: FIO_DEF_ZIPF 1.1, FIO_DEF_PARETO 0.2, normal 0.
-    let value_and_center = |default: f64, expected: &str| -> Result<(f64, Option<f64>), FioError> {
-        let Some(params) = params else {
-            return Ok((default, None));
-        };
-        let (value, center) = match params.split_once(':') {
-            Some((v, c)) => (v, Some(c)),
-            None => (params, None),
-        };
-        let value = units::parse_f64(value).ok_or_else(|| o.invalid(expected))?;
-        let center = match center {
-            None => None,
-            Some(c) => Some(
-                units::parse_f64(c)
-                    .filter(|c| (0.0..=1.0).contains(c))
-                    .ok_or_else(|| o.invalid("a distribution center from 0 to 1"))?,
-            ),
-        };
-        Ok((value, center))
-    };
+    if let Some(d) = parse_skewed(o, kind, params)? {
+        return Ok(d);
+    }
     Ok(match kind {
         "random" if params.is_none() => RandomDistribution::Random,
-        "zipf" => {
-            const E: &str = "zipf:<theta>, theta >= 0 and not 1, e.g. zipf:1.2";
-            let (theta, center) = value_and_center(1.1, E)?;
-            if theta < 0.0 || theta == 1.0 {
-                return Err(o.invalid(E));
-            }
-            RandomDistribution::Zipf { theta, center }
-        }
-        "pareto" => {
-            const E: &str = "pareto:<h>, 0 < h < 1, e.g. pareto:0.2";
-            let (h, center) = value_and_center(0.2, E)?;
-            if h <= 0.0 || h >= 1.0 {
-                return Err(o.invalid(E));
-            }
-            RandomDistribution::Pareto { h, center }
-        }
-        "normal" => {
-            const E: &str = "normal:<deviation %>, 0 <= deviation < 100, e.g. normal:5";
-            let (deviation, center) = value_and_center(0.0, E)?;
-            if !(0.0..100.0).contains(&deviation) {
-                return Err(o.invalid(E));
-            }
-            RandomDistribution::Normal { deviation, center }
-        }
         "zoned" | "zoned_abs" => {
             let absolute = kind == "zoned_abs";
             let expected = if absolute {
@@ -256,4 +215,61 @@ pub(super) fn parse_abs_zones(text: &str, kb: KbBase) -> Option<Vec<AbsZone>> {
             })
         })
         .collect()
+}
+
+/// fio's skewed distributions with their optional parameter and center (`zipf[:theta[:center]]`,
+/// `pareto[:h[:center]]`, `normal[:deviation[:center]]`), shared by `random_distribution` and
+/// `file_service_type`; `None` for any other kind.
+pub(super) fn parse_skewed(
+    o: &Opt<'_>,
+    kind: &str,
+    params: Option<&str>,
+) -> Result<Option<RandomDistribution>, FioError> {
+    // fio's defaults: FIO_DEF_ZIPF 1.1, FIO_DEF_PARETO 0.2, normal 0.
+    let value_and_center = |default: f64, expected: &str| -> Result<(f64, Option<f64>), FioError> {
+        let Some(params) = params else {
+            return Ok((default, None));
+        };
+        let (value, center) = match params.split_once(':') {
+            Some((v, c)) => (v, Some(c)),
+            None => (params, None),
+        };
+        let value = units::parse_f64(value).ok_or_else(|| o.invalid(expected))?;
+        let center = match center {
+            None => None,
+            Some(c) => Some(
+                units::parse_f64(c)
+                    .filter(|c| (0.0..=1.0).contains(c))
+                    .ok_or_else(|| o.invalid("a distribution center from 0 to 1"))?,
+            ),
+        };
+        Ok((value, center))
+    };
+    Ok(Some(match kind {
+        "zipf" => {
+            const E: &str = "zipf:<theta>, theta >= 0 and not 1, e.g. zipf:1.2";
+            let (theta, center) = value_and_center(1.1, E)?;
+            if theta < 0.0 || theta == 1.0 {
+                return Err(o.invalid(E));
+            }
+            RandomDistribution::Zipf { theta, center }
+        }
+        "pareto" => {
+            const E: &str = "pareto:<h>, 0 < h < 1, e.g. pareto:0.2";
+            let (h, center) = value_and_center(0.2, E)?;
+            if h <= 0.0 || h >= 1.0 {
+                return Err(o.invalid(E));
+            }
+            RandomDistribution::Pareto { h, center }
+        }
+        "normal" => {
+            const E: &str = "normal:<deviation %>, 0 <= deviation < 100, e.g. normal:5";
+            let (deviation, center) = value_and_center(0.0, E)?;
+            if !(0.0..100.0).contains(&deviation) {
+                return Err(o.invalid(E));
+            }
+            RandomDistribution::Normal { deviation, center }
+        }
+        _ => return Ok(None),
+    }))
 }

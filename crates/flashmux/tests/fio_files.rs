@@ -1,0 +1,161 @@
+//! fio jobs with several files (`nrfiles`, `filesize`, `file_service_type`) on a tenant's ext4:
+//! each file a file of the filesystem with its own read-ahead, syncs to the file fio syncs, and
+//! the settings a filesystem is needed for refused clearly without one.
+
+mod common;
+
+use common::{load_err, run_checked, scenario};
+use flashmux::device::IoOp;
+use flashmux::kernel::kernels::KernelResult;
+use flashmux::metrics::RunResults;
+use flashmux::sim::{DispatchSink, Simulator};
+use flashmux::units::{SimTime, TenantId};
+use std::sync::{Arc, Mutex};
+
+type Sent = Arc<Mutex<Vec<(IoOp, u64, u64)>>>;
+
+struct Record(Sent);
+
+impl DispatchSink for Record {
+    fn dispatched(&mut self, _: SimTime, _: TenantId, op: IoOp, offset: u64, len: u64) {
+        self.0.lock().unwrap().push((op, offset, len));
+    }
+}
+
+/// A null device answering in 100 us; ext4 on a 1 GiB region; a 16 MiB page cache.
+const EXT4: &str = "[device]\npreset = \"null\"\n[device.null]\nlatency = \"100us\"\n\
+                    [kernel]\nfilesystem = \"ext4\"\n[kernel.pagecache]\ncapacity = \"16MiB\"\n";
+
+fn tenant(fio: &str) -> String {
+    format!(
+        "[[tenant]]\nname = \"t\"\nregion = {{ offset = \"0\", size = \"1GiB\" }}\nfio = \"\"\"\n[j]\n{fio}\n\"\"\"\n"
+    )
+}
+
+fn run_recorded(text: &str) -> (RunResults, Vec<(IoOp, u64, u64)>) {
+    let sent = Sent::default();
+    let mut sim = Simulator::new(scenario(text)).unwrap();
+    sim.record_dispatches(Box::new(Record(sent.clone())));
+    sim.check_invariants_every(1);
+    sim.run();
+    let r = sim.finish();
+    let sent = sent.lock().unwrap().clone();
+    (r, sent)
+}
+
+fn kernel(r: &RunResults) -> &KernelResult {
+    &r.kernel.as_ref().expect("a kernel")[0]
+}
+
+#[test]
+fn each_file_is_a_file_of_the_filesystem() {
+    let r = run_checked(&format!("{EXT4}{}", tenant("rw=write\nbs=4k\nnrfiles=6\nfilesize=32k")), 1);
+    let fs = &kernel(&r).filesystems[0].fs;
+    // Six files beside the root and lost+found; each 8 blocks, laid out before the run.
+    assert_eq!((fs.files, fs.blocks_allocated), (6, 48));
+    assert_eq!(r.tenants[0].io.write.ios, 48);
+}
+
+#[test]
+fn end_fsync_syncs_every_file_and_each_is_written_where_ext4_put_it() {
+    // Round robin over 4 files of 16 KiB: 16 writes of 4 KiB dirty every page, nothing is
+    // written back before the end (no expiry in 2 ms), then end_fsync syncs file 0, 1, 2, 3:
+    // each sync writes that file's 4 pages as one 16 KiB request (its blocks are contiguous),
+    // then commits the journal (a write of the log, a flush, the commit block, a flush).
+    let (r, sent) = run_recorded(&format!("{EXT4}{}", tenant("rw=write\nbs=4k\nnrfiles=4\nfilesize=16k\nend_fsync=1")));
+    let data: Vec<(u64, u64)> =
+        sent.iter().filter(|s| s.0 == IoOp::Write && s.2 == 16384).map(|s| (s.1, s.2)).collect();
+    assert_eq!(data.len(), 4, "{sent:?}");
+    let mut starts: Vec<u64> = data.iter().map(|d| d.0).collect();
+    starts.dedup();
+    assert_eq!(starts.len(), 4, "four files, four places: {data:?}");
+    // The files were laid out before the run: the writes overwrite, so only the first sync has
+    // metadata (the inodes' times) to commit; the others flush alone.
+    let j = &kernel(&r).filesystems[0].journal;
+    assert_eq!((j.fsyncs, j.commits_fsync, j.fsyncs_nothing_to_commit), (4, 1, 3));
+    assert_eq!(kernel(&r).device.flushes, 2 * j.commits_fsync + j.fsyncs_nothing_to_commit);
+    assert_eq!(kernel(&r).dirty_pages, 0, "every file synced");
+}
+
+#[test]
+fn fsync_goes_to_the_file_of_the_next_io_as_in_fio() {
+    // Two files of 8 KiB, round robin, fsync=1. fio decides a sync after picking the next I/O's
+    // file: write f0 page 0, sync f1 (clean: a commit with nothing, no data), write f1 page 0,
+    // sync f0 (writes f0 page 0), write f0 page 1, sync f1 (writes f1 page 0), write f1 page 1;
+    // the last write is followed by no sync (nothing comes next). So 2 data writes of 4 KiB.
+    let (r, sent) = run_recorded(&format!("{EXT4}{}", tenant("rw=write\nbs=4k\nnrfiles=2\nfilesize=8k\nfsync=1")));
+    let j = &kernel(&r).filesystems[0].journal;
+    assert_eq!(j.fsyncs, 3, "{sent:?}");
+    assert_eq!(kernel(&r).page_cache.written_back.fsync, 2, "{sent:?}");
+    assert_eq!(kernel(&r).filesystems[0].requests.data_writes, 2, "{sent:?}");
+    assert_eq!(kernel(&r).dirty_pages, 2, "f0 page 1 and f1 page 1 never synced");
+}
+
+#[test]
+fn each_file_reads_ahead_on_its_own() {
+    // Round robin over 4 files of 256 KiB, 4 KiB reads: each file is its own stream (fio opens
+    // each), so read-ahead sees four sequential readers, not one reader jumping about.
+    let r = run_checked(&format!("{EXT4}{}", tenant("rw=read\nbs=4k\nnrfiles=4\nfilesize=256k")), 1);
+    let pc = &kernel(&r).page_cache;
+    assert_eq!(pc.hits + pc.misses + pc.waits, 256);
+    assert!(pc.misses <= 8, "at most a miss or two per file: {pc:?}");
+    assert_eq!(kernel(&r).device.read_bytes, 1 << 20, "every page read once");
+}
+
+#[test]
+fn the_file_service_changes_the_stream_not_the_volume() {
+    let run = |svc: &str| {
+        let r = run_checked(
+            &format!(
+                "{EXT4}{}",
+                tenant(&format!("rw=randwrite\nbs=4k\nnrfiles=8\nfilesize=64k\nfile_service_type={svc}"))
+            ),
+            7,
+        );
+        (r.tenants[0].io.write.ios, kernel(&r).filesystems[0].fs.blocks_allocated)
+    };
+    for svc in ["roundrobin", "sequential", "random:4", "zipf:1.2", "pareto", "gauss:10"] {
+        let (ios, blocks) = run(svc);
+        assert_eq!(blocks, 128, "{svc}");
+        assert_eq!(ios, 128, "{svc}: one pass over the 8 files' 128 blocks");
+    }
+}
+
+#[test]
+fn several_files_need_a_filesystem_and_buffered_io() {
+    let dev = "[device]\npreset = \"null\"\n";
+    let e = load_err(&format!("{dev}{}", tenant("rw=write\nnrfiles=4\nfilesize=1m")));
+    assert!(e.contains("nrfiles=4") && e.contains("filesystem = \"ext4\"") && e.contains("job 'j'"), "{e}");
+    let e = load_err(&format!("{EXT4}{}", tenant("rw=write\nnrfiles=4\nfilesize=1m\ndirect=1")));
+    assert!(e.contains("direct=0"), "{e}");
+    let e = load_err(&format!("{EXT4}{}", tenant("rw=write\nnrfiles=4\nfilesize=1m\nfilename=x")));
+    assert!(e.contains("filename"), "{e}");
+    // The job file's own errors: file, line, option, what was expected.
+    let fio_err = |fio: &str| match flashmux::config::Scenario::from_toml(
+        &format!("{EXT4}{}", tenant(fio)),
+        "k.toml",
+        std::path::Path::new("."),
+    ) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("accepted: {fio}"),
+    };
+    let e = fio_err("rw=write\nnrfiles=4\nfile_service_type=sideways");
+    assert!(
+        e.contains("k.toml[tenant t].fio:4") && e.contains("file_service_type") && e.contains("roundrobin[:N]"),
+        "{e}"
+    );
+    let e = fio_err("rw=write\nnrfiles=0");
+    assert!(e.contains("nrfiles") && e.contains("from 1"), "{e}");
+    let e = fio_err("rw=write\nnrfiles=2\nfile_service_type=zipf:1");
+    assert!(e.contains("theta"), "{e}");
+}
+
+#[test]
+fn a_job_with_several_files_is_deterministic() {
+    let text = format!(
+        "{EXT4}[stop]\ntime = \"50ms\"\n{}",
+        tenant("rw=randrw\nbs=4k\nnrfiles=16\nfilesize=64k-1m\nfile_service_type=random:2\ntime_based\nruntime=1\nfsync=32")
+    );
+    let run = || serde_json::to_string(&flashmux::report::fio_json(&run_checked(&text, 5), false)).unwrap();
+    assert_eq!(run(), run());
+}
