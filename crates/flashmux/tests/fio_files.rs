@@ -159,3 +159,83 @@ fn a_job_with_several_files_is_deterministic() {
     let run = || serde_json::to_string(&flashmux::report::fio_json(&run_checked(&text, 5), false)).unwrap();
     assert_eq!(run(), run());
 }
+
+#[test]
+fn create_on_open_makes_each_file_when_first_written_and_journals_it() {
+    // 100 files of 8 KiB made as the job reaches them (fio's create_on_open), written and synced:
+    // each create journals its inode and directory entry, and delayed allocation gives each file
+    // its 2 blocks at writeback. Laid out before the run instead, the files' blocks exist at
+    // the start and nothing about them is journaled but their inodes' times. Each file's data
+    // is one 8 KiB write either way.
+    let job = "rw=write\nbs=8k\nnrfiles=100\nfilesize=8k\nend_fsync=1";
+    let made = run_checked(&format!("{EXT4}{}", tenant(&format!("{job}\ncreate_on_open=1"))), 1);
+    let laid = run_checked(&format!("{EXT4}{}", tenant(job)), 1);
+    let (m, l) = (&kernel(&made).filesystems[0], &kernel(&laid).filesystems[0]);
+    assert_eq!((m.fs.files, m.fs.blocks_allocated), (100, 200));
+    assert_eq!((l.fs.files, l.fs.blocks_allocated), (100, 200));
+    // end_fsync syncs the 100 files in turn. Made: each file's sync commits its creation and
+    // allocation (its inode, the bitmaps, the group descriptor, the directory). Laid out: the
+    // first sync commits the inodes' new times, the other 99 have nothing to commit.
+    assert_eq!((m.journal.commits_fsync, m.journal.fsyncs_nothing_to_commit), (100, 0));
+    assert_eq!((l.journal.commits_fsync, l.journal.fsyncs_nothing_to_commit), (1, 99));
+    assert!(m.journal.metadata_blocks >= 3 * 100, "{:?}", m.journal);
+    assert_eq!((m.requests.data_writes, l.requests.data_writes), (100, 100));
+    assert_eq!(made.tenants[0].io.write.ios, 100);
+}
+
+#[test]
+fn unlink_deletes_the_files_at_the_end_and_discard_trims_them() {
+    // 10 files of 8 KiB written, synced, then deleted (fio's unlink); a second job keeps the run
+    // going past the journal's next commit (5 s), after which -o discard trims the 20 freed
+    // blocks.
+    let ext4 = EXT4.replace("filesystem = \"ext4\"\n", "filesystem = \"ext4\"\ndiscard = true\n");
+    let text = format!(
+        "{ext4}[[tenant]]\nname = \"t\"\nregion = {{ offset = \"0\", size = \"1GiB\" }}\nfio = \"\"\"\n\
+         [w]\nrw=write\nbs=8k\nnrfiles=10\nfilesize=8k\nend_fsync=1\nunlink=1\n\
+         [idle]\nstonewall\nrw=read\nbs=4k\nsize=4k\nthinktime=6s\n\"\"\"\n"
+    );
+    let r = run_checked(&text, 1);
+    let fs = &kernel(&r).filesystems[0];
+    // Only the idle job's file is left.
+    assert_eq!((fs.fs.files, fs.fs.blocks_freed), (1, 20), "{:?}", fs.fs);
+    assert_eq!(kernel(&r).device.trim_bytes, 20 * 4096);
+    assert_eq!(fs.requests.trims, kernel(&r).device.trims);
+}
+
+#[test]
+fn files_shared_by_jobs_that_do_not_all_unlink_them_are_refused() {
+    let text = format!(
+        "{EXT4}[[tenant]]\nname = \"t\"\nregion = {{ offset = \"0\", size = \"1GiB\" }}\nfio = \"\"\"\n\
+         [a]\nrw=write\nsize=64k\nfilename=data\nunlink=1\n[b]\nrw=read\nsize=64k\nfilename=data\n\"\"\"\n"
+    );
+    match Simulator::new(scenario(&text)) {
+        Err(e) => assert!(e.to_string().contains("give all or none of them unlink=1"), "{e}"),
+        Ok(_) => panic!("accepted"),
+    }
+}
+
+#[test]
+fn fallocate_none_lays_files_out_sparse_and_writes_allocate_them() {
+    // fallocate=none: the 4 files of 64 KiB have their size and no blocks; their writes
+    // allocate at writeback, so each file's sync commits an allocation. With fio's default
+    // (native) the blocks are there from the start.
+    let job = "rw=write\nbs=4k\nnrfiles=4\nfilesize=64k\nend_fsync=1";
+    let sparse = run_checked(&format!("{EXT4}{}", tenant(&format!("{job}\nfallocate=none"))), 1);
+    let native = run_checked(&format!("{EXT4}{}", tenant(job)), 1);
+    let (s, n) = (&kernel(&sparse).filesystems[0], &kernel(&native).filesystems[0]);
+    assert_eq!((s.fs.blocks_allocated, n.fs.blocks_allocated), (64, 64));
+    assert_eq!((s.journal.commits_fsync, n.journal.commits_fsync), (4, 1));
+    // A reading job's files are filled by fio before it reads: allocated whatever fallocate says.
+    let reader =
+        run_checked(&format!("{EXT4}{}", tenant("rw=read\nbs=4k\nnrfiles=4\nfilesize=64k\nfallocate=none")), 1);
+    assert_eq!(kernel(&reader).device.read_bytes, 4 * 65536);
+    let e = match flashmux::config::Scenario::from_toml(
+        &format!("{EXT4}{}", tenant("fallocate=sometimes")),
+        "k.toml",
+        std::path::Path::new("."),
+    ) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("accepted"),
+    };
+    assert!(e.contains("fallocate") && e.contains("none, native"), "{e}");
+}

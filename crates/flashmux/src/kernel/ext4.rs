@@ -200,18 +200,37 @@ impl Ext4 {
         })
     }
 
-    /// A file `file` named `name` for a range (`first`, `len` bytes) of the device, laid out.
-    pub fn add_file(&mut self, file: FileId, name: &str, first: u64, len: u64) -> Result<(), String> {
+    /// A file `file` named `name` for a range (`first`, `len` bytes) of the device, laid out:
+    /// its blocks allocated (`allocate`: fio's `fallocate`, or a file fio fills for reading), or
+    /// only its size set (`fallocate=none`: a sparse file, allocated as it is written).
+    pub fn add_file(&mut self, file: FileId, name: &str, first: u64, len: u64, allocate: bool) -> Result<(), String> {
         let (ino, _) = self.fs.create(self.fs.root(), name).map_err(fs_err)?;
         self.fs.set_size(ino, len).map_err(fs_err)?;
         let blocks = len.div_ceil(PAGE_SIZE);
-        if blocks > 0 {
+        if blocks > 0 && allocate {
             self.fs
                 .allocate(ino, 0, blocks, 0)
                 .map_err(|e| format!("ext4: a file of {len} bytes does not fit in the tenant's filesystem: {e}"))?;
         }
         self.files.insert(file, File { ino, first, tid: Tid(0), reserved: 0 });
         Ok(())
+    }
+
+    /// Whether `blocks` more blocks of data in `files` new files fit beside what is allocated
+    /// and reserved, with a block of directory per 16 files and ext4's metadata reserve kept.
+    pub fn has_room_for(&self, blocks: u64, files: u64) -> bool {
+        let need = self.reserved + self.resv_metadata + blocks + files.div_ceil(16) + 64;
+        self.fs.free_blocks() >= need
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> Ino {
+        self.fs.root()
+    }
+
+    /// `file`'s byte 0 is at device offset `first` in its job's requests (a file a job made).
+    pub fn set_first(&mut self, file: FileId, first: u64) {
+        self.files.get_mut(&file).expect("an existing file").first = first;
     }
 
     /// A directory `name` in `parent` (the root if `None`), made before the run (not journaled).

@@ -166,6 +166,8 @@ pub struct Kernels {
     open_streams: BTreeMap<FileId, StreamId>,
     /// Each buffered job's files (`None` for a direct job).
     jobs: Vec<Option<JobFiles>>,
+    /// The jobs' files that are made at their first use or deleted at their jobs' end.
+    shared: BTreeMap<FileId, SharedFile>,
     kout: KernelOut,
     fsout: FsOut,
     /// Page-cache I/O the filesystem completed, to report to the cache.
@@ -180,6 +182,23 @@ pub struct Kernels {
 pub struct BufferedJob {
     pub tenant: TenantId,
     pub files: Vec<(String, (u64, u64))>,
+    /// fio's `create_on_open` for a job that does not read: its files are made when it first
+    /// uses them (journaled, their blocks allocated at writeback), not laid out before the run.
+    pub create_on_open: bool,
+    /// fio's `unlink`: its files are deleted when it ends.
+    pub unlink: bool,
+    /// Its files' blocks are allocated when they are laid out (fio's `fallocate` other than
+    /// `none`, or a job that reads: fio fills its files).
+    pub allocate: bool,
+}
+
+/// A file of the jobs' on a filesystem: whether it waits to be made at its first use (its name
+/// and first byte in its jobs' requests), and how many jobs that delete it at their end have
+/// not yet ended.
+#[derive(Clone, Debug)]
+struct SharedFile {
+    create: Option<(String, u64)>,
+    unlinkers: u32,
 }
 
 /// A buffered job's files in the kernel: each one's id, read-ahead stream (its own `struct
@@ -218,23 +237,75 @@ impl Kernels {
                 ext4[t] = Some(Ext4::new(start, len, cfg.discard).map_err(|e| format!("tenant {t}: {e}"))?);
             }
         }
-        // On a filesystem, the files by (tenant, name), each spanning its jobs' ranges.
-        let mut named: BTreeMap<(TenantId, &str), (u64, u64)> = BTreeMap::new();
+        // On a filesystem, the files by (tenant, name), each spanning its jobs' ranges; made
+        // when first used if every job naming it asks so, deleted at the end if every one does.
+        struct Named {
+            first: u64,
+            end: u64,
+            create: bool,
+            allocate: bool,
+            unlinkers: u32,
+            users: u32,
+        }
+        let mut named: BTreeMap<(TenantId, &str), Named> = BTreeMap::new();
         for j in jobs.iter().flatten().filter(|j| ext4[j.tenant.index()].is_some()) {
             for (name, range) in &j.files {
                 let (first, end) = (range.0, range.0 + range.1);
-                let e = named.entry((j.tenant, name.as_str())).or_insert((first, end));
-                *e = (e.0.min(first), e.1.max(end));
+                let e = named.entry((j.tenant, name.as_str())).or_insert(Named {
+                    first,
+                    end,
+                    create: true,
+                    allocate: false,
+                    unlinkers: 0,
+                    users: 0,
+                });
+                (e.first, e.end) = (e.first.min(first), e.end.max(end));
+                e.create &= j.create_on_open;
+                e.allocate |= j.allocate;
+                e.unlinkers += u32::from(j.unlink);
+                e.users += 1;
             }
         }
         let mut ids: BTreeMap<(TenantId, &str), FileId> = BTreeMap::new();
-        for (&(t, name), &(first, end)) in &named {
+        let mut shared = BTreeMap::new();
+        let mut to_create: Vec<(u64, u64)> = vec![(0, 0); tenants];
+        for (&(t, name), n) in &named {
             let f = FileId(file_tenant.len() as u32);
             file_tenant.push(t);
             let fs = ext4[t.index()].as_mut().expect("a filesystem");
-            fs.add_file(f, name, first, end - first).map_err(|e| format!("tenant {}: {e}", t.index()))?;
-            kernels[of_tenant[t.index()]].io.cache_mut().set_file_end(f, (end - first).div_ceil(PAGE_SIZE));
+            if n.unlinkers > 0 && n.unlinkers < n.users {
+                return Err(format!(
+                    "tenant {}: file '{name}' is used by {} jobs and {} of them delete it at their end (unlink=1): give all or none of them unlink=1",
+                    t.index(),
+                    n.users,
+                    n.unlinkers
+                ));
+            }
+            let len = n.end - n.first;
+            if n.create || !n.allocate {
+                // Blocks its writes will allocate: kept free below.
+                to_create[t.index()].0 += len.div_ceil(PAGE_SIZE);
+                to_create[t.index()].1 += u64::from(n.create);
+            }
+            if n.create {
+                kernels[of_tenant[t.index()]].io.cache_mut().set_file_end(f, 0);
+            } else {
+                fs.add_file(f, name, n.first, len, n.allocate).map_err(|e| format!("tenant {}: {e}", t.index()))?;
+                kernels[of_tenant[t.index()]].io.cache_mut().set_file_end(f, len.div_ceil(PAGE_SIZE));
+            }
+            if n.create || n.unlinkers > 0 {
+                let create = n.create.then(|| (name.to_string(), n.first));
+                shared.insert(f, SharedFile { create, unlinkers: n.unlinkers });
+            }
             ids.insert((t, name), f);
+        }
+        for (t, &(blocks, files)) in to_create.iter().enumerate() {
+            if blocks > 0 && !ext4[t].as_ref().expect("a filesystem").has_room_for(blocks, files) {
+                return Err(format!(
+                    "tenant {t}: its jobs' files made as they are used (create_on_open) or sparse (fallocate=none), {} MiB, do not fit in its filesystem",
+                    (blocks * PAGE_SIZE) >> 20
+                ));
+            }
         }
         let mut files = Vec::with_capacity(jobs.len());
         for j in jobs {
@@ -263,6 +334,7 @@ impl Kernels {
             next_file,
             open_streams: BTreeMap::new(),
             jobs: files,
+            shared,
             kout: KernelOut::default(),
             fsout: FsOut::default(),
             cache_done: Vec::new(),
@@ -290,6 +362,14 @@ impl Kernels {
         out: &mut KernelsOut,
     ) -> Result<(), String> {
         let (file, stream) = self.job_file(j, offset);
+        self.make_if_new(now, t, file)?;
+        if op == IoOp::Write && self.shared.contains_key(&file) {
+            // A file the job made grows as it is written (a laid-out one has its size).
+            let end = self.file_offset(t, file, offset) + len;
+            if !self.reserve(t, file, end)? {
+                return Err(format!("tenant {}: ext4 has no room for a write to a file of a job", t.index()));
+            }
+        }
         let app = match op {
             IoOp::Read => AppOp::Read { file, offset: self.file_offset(t, file, offset), len, stream: Some(stream) },
             IoOp::Write => AppOp::Write { file, offset: self.file_offset(t, file, offset), len },
@@ -304,6 +384,31 @@ impl Kernels {
             }
         }
         self.settle(now, k, t, out)
+    }
+
+    /// A job's file that is made at its first use (`create_on_open`) is made now.
+    fn make_if_new(&mut self, now: SimTime, t: TenantId, file: FileId) -> Result<(), String> {
+        let Some((name, first)) = self.shared.get_mut(&file).and_then(|s| s.create.take()) else { return Ok(()) };
+        let (fs, fsout) = self.fs_out(t);
+        let root = fs.root();
+        if fs.create(now, file, root, &name, fsout)?.is_err() {
+            return Err(format!("tenant {}: ext4 has no room to make the job's file '{name}'", t.index()));
+        }
+        fs.set_first(file, first);
+        Ok(())
+    }
+
+    /// Job `j` (of tenant `t`), at its end with fio's `unlink`, deletes its file holding device
+    /// offset `offset`: its read-ahead state goes; the call that deletes the file, unless other
+    /// jobs that delete it have yet to end (the last one does) or it was never made.
+    pub fn job_unlink(&mut self, t: TenantId, j: JobId, offset: u64) -> Result<FileCall, String> {
+        let (file, stream) = self.job_file(j, offset);
+        let k = self.of_tenant[t.index()];
+        self.kernels[k].io.cache_mut().close_stream(stream).map_err(|e| e.to_string())?;
+        let s = self.shared.get_mut(&file).expect("a file its jobs delete");
+        s.unlinkers -= 1;
+        let op = if s.unlinkers == 0 && s.create.is_none() { FileOp::Delete } else { FileOp::Done };
+        Ok(FileCall { op, file })
     }
 
     /// Job `j`'s file whose range holds device offset `offset` (a sync carries its file's
@@ -451,6 +556,9 @@ impl Kernels {
             return;
         }
         let (file, _) = self.job_file(j, offset);
+        if self.shared.get(&file).is_some_and(|s| s.create.is_some()) {
+            return; // not made yet: no pages
+        }
         let k = self.of_tenant[t.index()];
         self.kernels[k].io.cache().prefetch(file, self.file_offset(t, file, offset));
     }

@@ -123,6 +123,10 @@ pub struct JobRt {
     end_sync_done: bool,
     /// With several files (`nrfiles`), `end_fsync` syncs each in turn: the next one's index.
     end_sync_file: usize,
+    /// fio's `unlink` on a filesystem (set by the simulator): the job's files are deleted in
+    /// turn once it has stopped and synced; the next one's index.
+    unlink: bool,
+    unlink_file: usize,
     stats: IoStats,
     samples: Samples,
     /// What the current sample window has completed so far.
@@ -193,6 +197,8 @@ impl JobRt {
             last_was_sync: false,
             end_sync_done: false,
             end_sync_file: 0,
+            unlink: false,
+            unlink_file: 0,
             stats: IoStats::default(),
             samples: Samples::default(),
             cur_sample: JobSample::default(),
@@ -504,7 +510,34 @@ impl JobRt {
     }
 
     pub fn can_finish(&self) -> bool {
-        self.stopping() && self.inflight == 0 && !self.end_sync_pending()
+        self.stopping() && self.inflight == 0 && !self.end_sync_pending() && !self.unlink_pending()
+    }
+
+    /// Its files are files of a filesystem and fio's `unlink` deletes them at its end.
+    pub fn set_unlink(&mut self) {
+        self.unlink = true;
+    }
+
+    fn unlink_pending(&self) -> bool {
+        self.unlink
+            && self.stopping()
+            && self.inflight == 0
+            && !self.end_sync_pending()
+            && matches!(&self.source, Source::Fio { gen, .. } if self.unlink_file < gen.file_count())
+    }
+
+    /// fio's `close_and_free_files` with `unlink`: once the job has stopped, drained and synced,
+    /// its next file to delete (its first byte, which names it to the kernel), in flight until
+    /// the delete returns ([`JobRt::call_returned`]).
+    pub fn end_unlink(&mut self) -> Option<u64> {
+        if !self.unlink_pending() {
+            return None;
+        }
+        let Source::Fio { gen, .. } = &self.source else { unreachable!("a fio job") };
+        let first = gen.file_range(self.unlink_file).0;
+        self.unlink_file += 1;
+        self.inflight += 1;
+        Some(first)
     }
 
     pub fn finish(&mut self, now: SimTime) {

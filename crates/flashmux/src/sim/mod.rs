@@ -244,7 +244,11 @@ impl Simulator {
                         Some(name) if ranges.len() == 1 => vec![(name, ranges[0])],
                         _ => ranges.into_iter().enumerate().map(|(i, r)| (format!("{}.{}.{i}", j.spec.name, j.clone), r)).collect(),
                     };
-                    Some(BufferedJob { tenant: j.tenant, files })
+                    // fio lays out a reading job's files (they need data) even with create_on_open.
+                    let reads = j.spec.rw.does(crate::workload::fio::Dir::Read);
+                    let create_on_open = j.spec.create_on_open && !reads;
+                    let allocate = j.spec.fallocate || reads;
+                    Some(BufferedJob { tenant: j.tenant, files, create_on_open, unlink: j.spec.unlink, allocate })
                 })
                 .collect();
             let regions: Vec<(u64, u64)> = sim.scenario.tenants.iter().map(|t| t.region).collect();
@@ -255,6 +259,12 @@ impl Simulator {
                 .map(|t| matches!(t.workload, crate::config::Workload::Filebench { .. }))
                 .collect();
             let kernels = Kernels::new(k, &regions, &jobs, &files_of).map_err(SimError::Config)?;
+            // fio's unlink deletes files only on a filesystem.
+            for (job, b) in sim.work.jobs.iter_mut().zip(&jobs) {
+                if b.as_ref().is_some_and(|b| b.unlink && k.filesystem == crate::kernel::kernels::Filesystem::Ext4) {
+                    job.set_unlink();
+                }
+            }
             sim.kernels = Some(kernels);
             sim.filebench_setup().map_err(SimError::Config)?;
         }
@@ -767,6 +777,12 @@ impl Simulator {
         if let Some(io) = job.end_sync() {
             let tenant = job.tenant;
             self.issue(j, tenant, io);
+            return;
+        }
+        if let Some(first) = job.end_unlink() {
+            let tenant = job.tenant;
+            let call = self.kernels_mut().job_unlink(tenant, j, first).unwrap_or_else(|e| panic!("kernel: {e}"));
+            self.issue(j, tenant, IoReq { op: IoOp::Flush, offset: 0, len: 0, tag: 0, call: Some(call) });
             return;
         }
         if !job.can_finish() {

@@ -251,6 +251,14 @@ pub struct FioJob {
     pub nrfiles: u32,
     /// `file_service_type`: which file the next I/O goes to. Default round robin, one I/O each.
     pub file_service: FileService,
+    /// `create_on_open`: on a filesystem, a writing job's files are made when it first uses
+    /// them, not laid out before it starts.
+    pub create_on_open: bool,
+    /// `unlink`: on a filesystem, the job's files are deleted when it ends.
+    pub unlink: bool,
+    /// `fallocate`: on a filesystem, a writing job's files get their blocks when laid out
+    /// (`native`, the default, `posix`, `keep`, `1`), or only their size (`none`, `truncate`, `0`).
+    pub fallocate: bool,
     /// `io_size`/`io_limit`; `None` means `size`.
     pub io_size: Option<u64>,
     pub number_ios: Option<u64>,
@@ -351,6 +359,9 @@ impl Default for FioJob {
             filesize: None,
             nrfiles: 1,
             file_service: FileService::RoundRobin(1),
+            create_on_open: false,
+            unlink: false,
+            fallocate: true,
             io_size: None,
             number_ios: None,
             iodepth: 1,

@@ -168,6 +168,15 @@ impl FioJob {
             }
             "nrfiles" => self.nrfiles = o.int_in(1, MAX_NRFILES)? as u32,
             "file_service_type" => self.file_service = parse_file_service(&o)?,
+            "create_on_open" => self.create_on_open = o.bool()?,
+            "unlink" => self.unlink = o.bool()?,
+            "fallocate" => {
+                self.fallocate = match o.text("none, native, posix, keep, truncate, 0 or 1")? {
+                    "native" | "posix" | "keep" | "1" => true,
+                    "none" | "truncate" | "0" => false,
+                    _ => return Err(o.invalid("none, native, posix, keep, truncate, 0 or 1")),
+                }
+            }
             "read_iolog" => return Err(o.unsupported("I/O log replay is not modelled")),
             "bs_unaligned" => {
                 return Err(o.unsupported("the simulated device needs sector-aligned I/O sizes"))
@@ -390,9 +399,9 @@ pub(super) const NOTED: &[&str] = &[
     "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "cgroup",
     "cgroup_weight", "cgroup_nodelete", "uid", "gid", "exec_prerun", "exec_postrun", "invalidate",
     "fsync_on_close", "sync", "write_barrier",
-    "sync_file_range", "create_serialize", "create_fsync", "create_on_open", "create_only",
-    "allow_file_create", "allow_mounted_write", "pre_read", "unlink", "unlink_each_loop",
-    "overwrite", "fallocate", "fadvise_hint", "write_hint", "mem", "iomem_align", "hugepage-size",
+    "sync_file_range", "create_serialize", "create_fsync", "create_only",
+    "allow_file_create", "allow_mounted_write", "pre_read", "unlink_each_loop",
+    "overwrite", "fadvise_hint", "write_hint", "mem", "iomem_align", "hugepage-size",
     "lockmem", "zero_buffers", "refill_buffers", "scramble_buffers", "buffer_compress_percentage",
     "buffer_compress_chunk", "buffer_pattern", "dedupe_percentage", "dedupe_mode",
     "dedupe_working_set_percentage", "dedupe_global", "verify", "do_verify", "verify_interval",
