@@ -1,8 +1,9 @@
 //! Paper E's experiment (`experiments/paper-e-hwabc/`): containers on an open-channel SSD
 //! (Cosmos+ under pblk) under NoSched, Fair, hWA-BC and hWA-BC with the ledger's true GC
 //! contributions: sequential vs random writer (Fig. 6), random writer vs sequential reader
-//! (Figs. 7-8), and fileserver + webproxy + fio (Fig. 9 / Table 2); findings checked, figures
-//! drawn.
+//! (Figs. 7-8), and fileserver + webproxy + fio (Fig. 9 / Table 2), the last also with the
+//! containers' kernel in the model (Filebench on ext4 over one shared page cache, the points with
+//! a `kernel` parameter); findings checked, figures drawn.
 
 use super::bundled::{embedded, missing, param_text, Bundled, Check};
 use super::{Experiment, ExperimentError, Point};
@@ -16,10 +17,12 @@ const MAIN: &str = include_str!("../../../../experiments/paper-e-hwabc/experimen
 const REAL: &str = include_str!("../../../../experiments/paper-e-hwabc/realworld.toml");
 const QUICK: &str = include_str!("../../../../experiments/paper-e-hwabc/quick.toml");
 const QUICK_REAL: &str = include_str!("../../../../experiments/paper-e-hwabc/quick-realworld.toml");
+const GUEST: &str = include_str!("../../../../experiments/paper-e-hwabc/guest.toml");
+const QUICK_GUEST: &str = include_str!("../../../../experiments/paper-e-hwabc/quick-guest.toml");
 
 pub const BUNDLED: Bundled = Bundled {
     name: "paper-e-hwabc",
-    summary: "paper E: NoSched / Fair / hWA-BC budgets on an open-channel SSD: seq vs rand writes, rand write vs seq read, fileserver + webproxy + fio (Figs. 6-9, Table 2)",
+    summary: "paper E: NoSched / Fair / hWA-BC budgets on an open-channel SSD: seq vs rand writes, rand write vs seq read, fileserver + webproxy + fio, also on ext4 (Figs. 6-9, Table 2)",
     parts,
     evaluate,
     figures,
@@ -30,11 +33,18 @@ const FIG6: &str = "seq-vs-rand-write";
 const FIG7: &str = "rand-write-vs-seq-read";
 const FIG9: &str = "fileserver-webproxy-fio";
 
+/// How the kernel part's claims begin (docs/EXPERIMENTS.md §8, "With the kernel").
+const KERNEL: &str = "with the kernel (Filebench on ext4, one shared page cache)";
+
 /// Table 2: bandwidth (MB/s) and judged GC contribution (%) under hWA-BC.
 const PAPER_TABLE2: [(&str, f64, f64); 3] = [("fileserver", 160.1, 50.7), ("webproxy", 177.9, 30.0), ("fio", 27.9, 19.3)];
 
 fn parts(quick: bool) -> Result<Vec<Experiment>, ExperimentError> {
-    let files = if quick { [(QUICK, "quick.toml"), (QUICK_REAL, "quick-realworld.toml")] } else { [(MAIN, "experiment.toml"), (REAL, "realworld.toml")] };
+    let files = if quick {
+        [(QUICK, "quick.toml"), (QUICK_REAL, "quick-realworld.toml"), (QUICK_GUEST, "quick-guest.toml")]
+    } else {
+        [(MAIN, "experiment.toml"), (REAL, "realworld.toml"), (GUEST, "guest.toml")]
+    };
     files.iter().map(|(text, file)| embedded(text, &format!("{DIR}/{file}"), BASE, &format!("{DIR}/base.toml"))).collect()
 }
 
@@ -42,11 +52,19 @@ fn param(p: &Point, label: &str) -> Option<String> {
     p.params.iter().find(|(l, _)| l == label).map(|(_, v)| param_text(v))
 }
 
-/// The run of a tenant set (the "pair" or "mix" parameter) under a scheduler.
+/// The run of a tenant set (the "pair" or "mix" parameter) under a scheduler, without the
+/// kernel (the points without a `kernel` parameter).
 fn find<'a>(points: &'a [Point], results: &'a [RunResults], set: &str, sched: &str) -> Option<&'a RunResults> {
+    find_in(points, results, set, sched, false)
+}
+
+/// The run of a tenant set under a scheduler, of the kernel part (`guest`: the points with a
+/// `kernel` parameter) or of the others.
+fn find_in<'a>(points: &'a [Point], results: &'a [RunResults], set: &str, sched: &str, guest: bool) -> Option<&'a RunResults> {
     points.iter().zip(results).find_map(|(p, r)| {
         let s = param(p, "pair").or_else(|| param(p, "mix"))?;
-        (s == set && param(p, "scheduler").as_deref() == Some(sched)).then_some(r)
+        let hit = s == set && param(p, "scheduler").as_deref() == Some(sched) && param(p, "kernel").is_some() == guest;
+        hit.then_some(r)
     })
 }
 
@@ -94,6 +112,7 @@ fn evaluate(points: &[Point], results: &[RunResults]) -> Vec<Check> {
     let mut out = fig6_checks(points, results);
     out.extend(fig7_checks(points, results));
     out.extend(fig9_checks(points, results));
+    out.extend(guest_checks(points, results));
     out
 }
 
@@ -199,14 +218,54 @@ fn fig7_checks(points: &[Point], results: &[RunResults]) -> Vec<Check> {
 }
 
 fn fig9_checks(points: &[Point], results: &[RunResults]) -> Vec<Check> {
-    let mut out = Vec::new();
-    let claim = "Fig. 9 / Table 2, hWA-BC: webproxy > fileserver > fio in bandwidth (paper: 177.9 > 160.1 > 27.9 MB/s)";
-    let Some(r) = find(points, results, FIG9, "hwabc") else {
-        return vec![missing(claim), missing("Table 2: judged GC contributions")];
+    table2_checks(find(points, results, FIG9, "hwabc"), "")
+}
+
+/// Fig. 9 / Table 2 with the kernel: the same two checks on the kernel part's hWA-BC run, then
+/// what Fig. 9 says of NoSched and Fair.
+fn guest_checks(points: &[Point], results: &[RunResults]) -> Vec<Check> {
+    let get = |s: &str| find_in(points, results, FIG9, s, true);
+    let mut out = table2_checks(get("hwabc"), &format!("{KERNEL}, "));
+    let claim = format!("{KERNEL}, Fig. 9, NoSched: fio gets less than fileserver and webproxy (paper: fio lowest, all three interfere)");
+    out.push(match get("none") {
+        Some(r) => {
+            let (f, w, o) = (bw(r, "fileserver"), bw(r, "webproxy"), bw(r, "fio"));
+            Check { claim, measured: format!("fileserver {f:.1}, webproxy {w:.1}, fio {o:.1} MB/s"), pass: o < f && o < w }
+        }
+        None => missing(&claim),
+    });
+    let claim = format!(
+        "{KERNEL}, Fig. 9, Fair: after GC starts webproxy and fio get less than fileserver (paper: webproxy, though it reads more, far below)"
+    );
+    out.push(match get("fair") {
+        Some(r) => match gc_start(r) {
+            Some(t0) => {
+                let [f, w, o] = ["fileserver", "webproxy", "fio"].map(|n| bw_span(r, n, t0, false));
+                let run = format!("{:.1} / {:.1} / {:.1}", bw(r, "fileserver"), bw(r, "webproxy"), bw(r, "fio"));
+                Check {
+                    claim,
+                    measured: format!("from {t0:.0} s: fileserver {f:.1}, webproxy {w:.1}, fio {o:.1} MB/s (run: {run})"),
+                    pass: w < f && o < f,
+                }
+            }
+            None => Check { claim, measured: "GC never ran".into(), pass: false },
+        },
+        None => missing(&claim),
+    });
+    out
+}
+
+/// Fig. 9's bandwidth order and Table 2's judged GC contributions, on the mix's hWA-BC run;
+/// `prefix` begins each claim.
+fn table2_checks(r: Option<&RunResults>, prefix: &str) -> Vec<Check> {
+    let order = format!("{prefix}Fig. 9 / Table 2, hWA-BC: webproxy > fileserver > fio in bandwidth (paper: 177.9 > 160.1 > 27.9 MB/s)");
+    let judged = format!("{prefix}Table 2, hWA-BC: judged GC contribution fileserver > webproxy > fio (paper: 50.7 / 30.0 / 19.3%)");
+    let Some(r) = r else {
+        return vec![missing(&order), missing(&judged)];
     };
+    let mut out = Vec::new();
     let (f, w, o) = (bw(r, "fileserver"), bw(r, "webproxy"), bw(r, "fio"));
-    out.push(Check { claim: claim.into(), measured: format!("webproxy {w:.1}, fileserver {f:.1}, fio {o:.1} MB/s"), pass: w > f && f > o });
-    let claim = "Table 2, hWA-BC: judged GC contribution fileserver > webproxy > fio (paper: 50.7 / 30.0 / 19.3%)";
+    out.push(Check { claim: order, measured: format!("webproxy {w:.1}, fileserver {f:.1}, fio {o:.1} MB/s"), pass: w > f && f > o });
     let c: Vec<Option<(f64, Option<f64>)>> = PAPER_TABLE2.iter().map(|(n, ..)| contribution(r, n)).collect();
     out.push(match c.iter().copied().collect::<Option<Vec<_>>>() {
         Some(c) => {
@@ -218,18 +277,18 @@ fn fig9_checks(points: &[Point], results: &[RunResults]) -> Vec<Check> {
                 })
                 .collect::<Vec<_>>()
                 .join("; ");
-            Check { claim: claim.into(), measured, pass: c[0].0 > c[1].0 && c[1].0 > c[2].0 }
+            Check { claim: judged, measured, pass: c[0].0 > c[1].0 && c[1].0 > c[2].0 }
         }
-        None => missing(claim),
+        None => missing(&judged),
     });
     out
 }
 
 fn figures(points: &[Point], results: &[RunResults], dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let mut paths = Vec::new();
-    for (set, fig) in [(FIG6, "fig6"), (FIG7, "fig7"), (FIG9, "fig9")] {
+    for (set, fig, guest) in [(FIG6, "fig6", false), (FIG7, "fig7", false), (FIG9, "fig9", false), (FIG9, "fig9-kernel", true)] {
         for s in SCHEDULERS {
-            let Some(r) = find(points, results, set, s) else { continue };
+            let Some(r) = find_in(points, results, set, s, guest) else { continue };
             let series = r
                 .tenants
                 .iter()
@@ -239,8 +298,9 @@ fn figures(points: &[Point], results: &[RunResults], dir: &Path) -> Result<Vec<P
                 })
                 .collect();
             let gc = gc_start(r).map_or_else(|| "no GC".into(), |t| format!("GC from {t:.0} s"));
+            let kernel = if guest { " with the kernel" } else { "" };
             let chart = LineChart {
-                title: format!("{set} under {s}: throughput over time ({gc})"),
+                title: format!("{set}{kernel} under {s}: throughput over time ({gc})"),
                 x_label: "time (s)".into(),
                 y_label: "throughput (MB/s)".into(),
                 series,
@@ -264,26 +324,31 @@ fn figures(points: &[Point], results: &[RunResults], dir: &Path) -> Result<Vec<P
         paths.extend(write_bar_chart(&chart, dir, "fig8-bandwidth")?);
     }
     // Table 2: judged contributions next to the paper's and the ledger's.
-    if let Some(r) = find(points, results, FIG9, "hwabc") {
-        let names: Vec<&str> = PAPER_TABLE2.iter().map(|(n, ..)| *n).collect();
-        let c: Vec<Option<(f64, Option<f64>)>> = names.iter().map(|n| contribution(r, n)).collect();
-        if c.iter().all(Option::is_some) {
-            let c: Vec<(f64, Option<f64>)> = c.into_iter().flatten().collect();
-            let chart = BarChart {
-                title: "Table 2: GC contribution judged by hWA-BC, the paper's, and the true share".into(),
-                x_label: "container".into(),
-                y_label: "share of GC (%)".into(),
-                categories: names.iter().map(|n| (*n).to_string()).collect(),
-                series: vec![
-                    BarSeries { label: "paper (judged)".into(), values: PAPER_TABLE2.iter().map(|p| p.2).collect() },
-                    BarSeries { label: "flashmux hWA-BC (judged)".into(), values: c.iter().map(|x| x.0 * 100.0).collect() },
-                    BarSeries { label: "true (units GC moved)".into(), values: c.iter().map(|x| x.1.map_or(f64::NAN, |a| a * 100.0)).collect() },
-                ],
-            };
-            paths.extend(write_bar_chart(&chart, dir, "table2-gc-contribution")?);
+    for (guest, file) in [(false, "table2-gc-contribution"), (true, "table2-kernel-gc-contribution")] {
+        if let Some(chart) = find_in(points, results, FIG9, "hwabc", guest).and_then(|r| table2_chart(r, guest)) {
+            paths.extend(write_bar_chart(&chart, dir, file)?);
         }
     }
     Ok(paths)
+}
+
+/// Table 2's chart for the mix's hWA-BC run: the judged contributions next to the paper's and
+/// the ledger's; `None` when hWA-BC judged none.
+fn table2_chart(r: &RunResults, guest: bool) -> Option<BarChart> {
+    let names: Vec<&str> = PAPER_TABLE2.iter().map(|(n, ..)| *n).collect();
+    let c: Vec<(f64, Option<f64>)> = names.iter().map(|n| contribution(r, n)).collect::<Option<_>>()?;
+    let kernel = if guest { ", with the kernel" } else { "" };
+    Some(BarChart {
+        title: format!("Table 2{kernel}: GC contribution judged by hWA-BC, the paper's, and the true share"),
+        x_label: "container".into(),
+        y_label: "share of GC (%)".into(),
+        categories: names.iter().map(|n| (*n).to_string()).collect(),
+        series: vec![
+            BarSeries { label: "paper (judged)".into(), values: PAPER_TABLE2.iter().map(|p| p.2).collect() },
+            BarSeries { label: "flashmux hWA-BC (judged)".into(), values: c.iter().map(|x| x.0 * 100.0).collect() },
+            BarSeries { label: "true (units GC moved)".into(), values: c.iter().map(|x| x.1.map_or(f64::NAN, |a| a * 100.0)).collect() },
+        ],
+    })
 }
 
 #[cfg(test)]
@@ -295,10 +360,19 @@ mod tests {
         for quick in [false, true] {
             let parts = parts(quick).unwrap();
             let sizes: Vec<usize> = parts.iter().map(|p| p.points().unwrap().len()).collect();
-            assert_eq!(sizes, [8, 4]);
-            for p in parts.iter().flat_map(|p| p.points().unwrap()) {
+            assert_eq!(sizes, [8, 4, 4]);
+            for (part, p) in parts.iter().enumerate().flat_map(|(i, p)| p.points().unwrap().into_iter().map(move |p| (i, p))) {
                 assert_eq!(p.scenario.device.preset, "cosmos");
                 assert!(p.scenario.host.scheduler.name() == "none" || p.scenario.host.scheduler.needs_host_ftl());
+                // Only the kernel part's points carry the `kernel` parameter that keeps them
+                // apart: one kernel the containers share, ext4 mounted with discard.
+                let kernel = p.scenario.kernel.as_ref();
+                assert_eq!(param(&p, "kernel").is_some(), part == 2, "{}", p.describe());
+                assert_eq!(kernel.is_some(), part == 2, "{}", p.describe());
+                if let Some(k) = kernel {
+                    assert!(!k.per_tenant && k.discard && k.filesystem == crate::kernel::kernels::Filesystem::Ext4);
+                    assert_eq!(param(&p, "mix").as_deref(), Some(FIG9));
+                }
             }
         }
     }
