@@ -200,6 +200,7 @@ fn unlink_deletes_the_files_at_the_end_and_discard_trims_them() {
     assert_eq!((fs.fs.files, fs.fs.blocks_freed), (1, 20), "{:?}", fs.fs);
     assert_eq!(kernel(&r).device.trim_bytes, 20 * 4096);
     assert_eq!(fs.requests.trims, kernel(&r).device.trims);
+    assert_eq!(kernel(&r).unlinks, 10, "one delete per file, apart from the job's I/O");
 }
 
 #[test]
@@ -238,4 +239,15 @@ fn fallocate_none_lays_files_out_sparse_and_writes_allocate_them() {
         Ok(_) => panic!("accepted"),
     };
     assert!(e.contains("fallocate") && e.contains("none, native"), "{e}");
+}
+
+#[test]
+fn directory_puts_the_files_in_directories() {
+    // fio's directory: one, or several separated by ':' that the files take in turn. Three
+    // directories (one of them two deep, "a/b" making "a" too) beside the root and lost+found.
+    let r = run_checked(&format!("{EXT4}{}", tenant("rw=write\nbs=4k\nnrfiles=6\nfilesize=8k\ndirectory=x:a/b")), 1);
+    let fs = &kernel(&r).filesystems[0].fs;
+    assert_eq!((fs.files, fs.directories), (6, 5));
+    let one = run_checked(&format!("{EXT4}{}", tenant("rw=write\nbs=4k\nnrfiles=6\nfilesize=8k")), 1);
+    assert_eq!(kernel(&one).filesystems[0].fs.directories, 2);
 }

@@ -200,11 +200,18 @@ impl Ext4 {
         })
     }
 
-    /// A file `file` named `name` for a range (`first`, `len` bytes) of the device, laid out:
+    /// A file `file` named `name` in `dir` for a range (`first`, `len` bytes) of the device, laid out:
     /// its blocks allocated (`allocate`: fio's `fallocate`, or a file fio fills for reading), or
     /// only its size set (`fallocate=none`: a sparse file, allocated as it is written).
-    pub fn add_file(&mut self, file: FileId, name: &str, first: u64, len: u64, allocate: bool) -> Result<(), String> {
-        let (ino, _) = self.fs.create(self.fs.root(), name).map_err(fs_err)?;
+    pub fn add_file(
+        &mut self,
+        file: FileId,
+        (dir, name): (Ino, &str),
+        first: u64,
+        len: u64,
+        allocate: bool,
+    ) -> Result<(), String> {
+        let (ino, _) = self.fs.create(dir, name).map_err(fs_err)?;
         self.fs.set_size(ino, len).map_err(fs_err)?;
         let blocks = len.div_ceil(PAGE_SIZE);
         if blocks > 0 && allocate {

@@ -67,6 +67,17 @@ pub struct KernelResult {
     /// Its tenants' filesystems (`filesystem = "ext4"`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub filesystems: Vec<Ext4Result>,
+    /// Deletes of their files by fio jobs at their end (`unlink`): requests of the jobs that
+    /// move no data and are not in their statistics.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unlinks: u64,
+    /// Its device requests that joined the one before them in its plug (adjacent, same
+    /// direction): `device` counts them before, the device saw them as one.
+    pub plug_merges: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Device requests and bytes, by operation.
@@ -143,6 +154,8 @@ struct Kernel {
     /// The wake-up scheduled, if any.
     armed: Option<SimTime>,
     sent: KernelDeviceIo,
+    unlinks: u64,
+    plug_merges: u64,
 }
 
 /// Every kernel of the run (see the header).
@@ -174,9 +187,9 @@ pub struct Kernels {
     cache_done: Vec<(DevId, IoOp)>,
 }
 
-/// A buffered job of the run: its tenant, and its files: each one's name (fio's `filename`,
-/// else `jobname.instance.filenum`) and range of the device (first byte, length), in the order
-/// of their ranges. Jobs of a tenant naming the same file share it, on a filesystem; without
+/// A buffered job of the run: its tenant, and its files: each one's path (fio's `directory`,
+/// `/`-separated, then `filename` or `jobname.instance.filenum`) and range of the device (first
+/// byte, length), in the order of their ranges. Jobs of a tenant naming the same file share it, on a filesystem; without
 /// one, a job has one file, its tenant's region.
 #[derive(Clone, Debug)]
 pub struct BufferedJob {
@@ -197,7 +210,7 @@ pub struct BufferedJob {
 /// not yet ended.
 #[derive(Clone, Debug)]
 struct SharedFile {
-    create: Option<(String, u64)>,
+    create: Option<(Ino, String, u64)>,
     unlinkers: u32,
 }
 
@@ -226,6 +239,8 @@ impl Kernels {
                 tenants: (0..tenants).filter(|&t| of_tenant[t] == k).collect(),
                 armed: None,
                 sent: KernelDeviceIo::default(),
+                unlinks: 0,
+                plug_merges: 0,
             });
         }
         let mut ext4: Vec<Option<Ext4>> = (0..tenants).map(|_| None).collect();
@@ -269,13 +284,32 @@ impl Kernels {
         let mut ids: BTreeMap<(TenantId, &str), FileId> = BTreeMap::new();
         let mut shared = BTreeMap::new();
         let mut to_create: Vec<(u64, u64)> = vec![(0, 0); tenants];
-        for (&(t, name), n) in &named {
+        // The directories on the files' paths, made before the run.
+        let mut dirs: BTreeMap<(TenantId, String), Ino> = BTreeMap::new();
+        for (&(t, path), n) in &named {
             let f = FileId(file_tenant.len() as u32);
             file_tenant.push(t);
             let fs = ext4[t.index()].as_mut().expect("a filesystem");
+            let parts: Vec<&str> = path.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+            let Some((name, parents)) = parts.split_last() else {
+                return Err(format!("tenant {}: a job's file has no name ('{path}')", t.index()));
+            };
+            let mut dir = fs.root();
+            for k in 0..parents.len() {
+                let key = (t, parents[..=k].join("/"));
+                dir = match dirs.get(&key) {
+                    Some(&d) => d,
+                    None => {
+                        let d = fs.setup_dir(Some(dir), parents[k]).map_err(|e| format!("tenant {}: {e}", t.index()))?;
+                        dirs.insert(key, d);
+                        d
+                    }
+                };
+            }
+            let name = *name;
             if n.unlinkers > 0 && n.unlinkers < n.users {
                 return Err(format!(
-                    "tenant {}: file '{name}' is used by {} jobs and {} of them delete it at their end (unlink=1): give all or none of them unlink=1",
+                    "tenant {}: file '{path}' is used by {} jobs and {} of them delete it at their end (unlink=1): give all or none of them unlink=1",
                     t.index(),
                     n.users,
                     n.unlinkers
@@ -290,14 +324,14 @@ impl Kernels {
             if n.create {
                 kernels[of_tenant[t.index()]].io.cache_mut().set_file_end(f, 0);
             } else {
-                fs.add_file(f, name, n.first, len, n.allocate).map_err(|e| format!("tenant {}: {e}", t.index()))?;
+                fs.add_file(f, (dir, name), n.first, len, n.allocate).map_err(|e| format!("tenant {}: {e}", t.index()))?;
                 kernels[of_tenant[t.index()]].io.cache_mut().set_file_end(f, len.div_ceil(PAGE_SIZE));
             }
             if n.create || n.unlinkers > 0 {
-                let create = n.create.then(|| (name.to_string(), n.first));
+                let create = n.create.then(|| (dir, name.to_string(), n.first));
                 shared.insert(f, SharedFile { create, unlinkers: n.unlinkers });
             }
-            ids.insert((t, name), f);
+            ids.insert((t, path), f);
         }
         for (t, &(blocks, files)) in to_create.iter().enumerate() {
             if blocks > 0 && !ext4[t].as_ref().expect("a filesystem").has_room_for(blocks, files) {
@@ -346,6 +380,11 @@ impl Kernels {
         self.jobs[j.index()].is_some()
     }
 
+    /// `n` of kernel `k`'s device requests joined another in its plug.
+    pub fn note_plug_merges(&mut self, k: usize, n: u64) {
+        self.kernels[k].plug_merges += n;
+    }
+
     /// Tenant `t`'s kernel.
     pub fn kernel_of(&self, t: TenantId) -> usize {
         self.of_tenant[t.index()]
@@ -388,10 +427,9 @@ impl Kernels {
 
     /// A job's file that is made at its first use (`create_on_open`) is made now.
     fn make_if_new(&mut self, now: SimTime, t: TenantId, file: FileId) -> Result<(), String> {
-        let Some((name, first)) = self.shared.get_mut(&file).and_then(|s| s.create.take()) else { return Ok(()) };
+        let Some((dir, name, first)) = self.shared.get_mut(&file).and_then(|s| s.create.take()) else { return Ok(()) };
         let (fs, fsout) = self.fs_out(t);
-        let root = fs.root();
-        if fs.create(now, file, root, &name, fsout)?.is_err() {
+        if fs.create(now, file, dir, &name, fsout)?.is_err() {
             return Err(format!("tenant {}: ext4 has no room to make the job's file '{name}'", t.index()));
         }
         fs.set_first(file, first);
@@ -405,6 +443,7 @@ impl Kernels {
         let (file, stream) = self.job_file(j, offset);
         let k = self.of_tenant[t.index()];
         self.kernels[k].io.cache_mut().close_stream(stream).map_err(|e| e.to_string())?;
+        self.kernels[k].unlinks += 1;
         let s = self.shared.get_mut(&file).expect("a file its jobs delete");
         s.unlinkers -= 1;
         let op = if s.unlinkers == 0 && s.create.is_none() { FileOp::Delete } else { FileOp::Done };
@@ -734,6 +773,8 @@ impl Kernels {
                     writeback_pages: c.writeback_pages(),
                     device: k.sent,
                     filesystems: k.tenants.iter().filter_map(|&t| Some(self.ext4[t].as_ref()?.result(t))).collect(),
+                    unlinks: k.unlinks,
+                    plug_merges: k.plug_merges,
                 }
             })
             .collect()

@@ -94,6 +94,9 @@ struct Request {
     kernel: Option<KernelDev>,
     /// A Filebench thread's system call on a file.
     call: Option<FileCall>,
+    /// A kernel's request merged into this one in its plug (`apply_kernel_out`): the next of
+    /// the chain, which completes with it.
+    plug_next: Option<ReqId>,
 }
 
 /// How a batch of [`Simulator::run_for`] ended.
@@ -240,9 +243,21 @@ impl Simulator {
                     let fio = matches!(workload, crate::config::Workload::Fio(_));
                     let ranges = j.fio_files().filter(|_| fio && !j.spec.direct)?;
                     let named = j.spec.all_options().filter(|(k, _)| k == "filename").last().map(|(_, v)| v.clone());
+                    // fio's `directory`: one, or several separated by ':' that the files take in turn.
+                    let dirs: Vec<String> = j
+                        .spec
+                        .all_options()
+                        .filter(|(k, _)| k == "directory")
+                        .last()
+                        .map_or_else(Vec::new, |(_, v)| v.split(':').map(|d| format!("{d}/")).collect());
+                    let dir = |i: usize| dirs.get(i % dirs.len().max(1)).map_or("", String::as_str);
                     let files = match named {
-                        Some(name) if ranges.len() == 1 => vec![(name, ranges[0])],
-                        _ => ranges.into_iter().enumerate().map(|(i, r)| (format!("{}.{}.{i}", j.spec.name, j.clone), r)).collect(),
+                        Some(name) if ranges.len() == 1 => vec![(format!("{}{name}", dir(0)), ranges[0])],
+                        _ => ranges
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, r)| (format!("{}{}.{}.{i}", dir(i), j.spec.name, j.clone), r))
+                            .collect(),
                     };
                     // fio lays out a reading job's files (they need data) even with create_on_open.
                     let reads = j.spec.rw.does(crate::workload::fio::Dir::Read);
@@ -516,6 +531,7 @@ impl Simulator {
             tag: io.tag,
             kernel: None,
             call: io.call,
+            plug_next: None,
         });
         self.issued += 1;
         self.overlap.issued(tenant.index());
@@ -588,12 +604,54 @@ impl Simulator {
 
     /// Sends the device requests kernel `k` asked for, completes the jobs' requests it finished
     /// (after the copy to or from their buffers), and schedules its flusher.
+    ///
+    /// The requests of one call are submitted under a plug, as the flusher, fsync and the
+    /// journal submit theirs (`blk_start_plug` ... `blk_finish_plug`): a read or write that
+    /// starts where the plug's last request of its tenant and direction ends joins it, up to
+    /// `max_sectors_kb` (`blk_attempt_plug_merge` tries the last request only), unless
+    /// `nomerges = 2`; the joined ones complete with it.
     fn apply_kernel_out(&mut self, k: usize, mut out: KernelsOut) {
         let now = self.now;
+        let merge = self.scenario.host.merge;
+        let mut plug: Option<(ReqId, ReqId)> = None; // (lead, last member)
+        let mut merged = 0;
         for d in out.device.drain(..) {
             let t = d.tenant;
             let job = JobId(self.work.tenant_jobs[t.index()][0] as u32);
             let (offset, len) = (d.offset, d.len);
+            if let Some((lead, last)) = plug {
+                let l = &self.reqs[lead.index()];
+                let joins = merge.nomerges < 2
+                    && matches!(d.op, IoOp::Read | IoOp::Write)
+                    && l.tenant == t
+                    && l.op == d.op
+                    && l.offset + l.len == offset
+                    && l.len + len <= merge.max_bytes;
+                if joins {
+                    let id = self.alloc_req(Request {
+                        job,
+                        tenant: t,
+                        op: d.op,
+                        offset,
+                        len,
+                        app_len: len,
+                        host_cpu: None,
+                        issued: now,
+                        queued: now,
+                        tag: 0,
+                        kernel: Some(d.id),
+                        call: None,
+                        plug_next: None,
+                    });
+                    self.kernel_issued += 1;
+                    self.reqs[lead.index()].len += len;
+                    self.reqs[last.index()].plug_next = Some(id);
+                    plug = Some((lead, id));
+                    merged += 1;
+                    continue;
+                }
+                self.send_down(lead);
+            }
             let id = self.alloc_req(Request {
                 job,
                 tenant: t,
@@ -607,11 +665,16 @@ impl Simulator {
                 tag: 0,
                 kernel: Some(d.id),
                 call: None,
+                plug_next: None,
             });
             self.kernel_issued += 1;
-            self.send_down(id);
+            plug = Some((id, id));
+        }
+        if let Some((lead, _)) = plug {
+            self.send_down(lead);
         }
         let kernels = self.kernels.as_mut().expect("kernel output needs kernels");
+        kernels.note_plug_merges(k, merged);
         for r in out.done.drain(..) {
             let req = &self.reqs[r.index()];
             let at = now + kernels.copy_time(req.op, req.offset, req.app_len) + self.scenario.host.completion_overhead;
@@ -623,15 +686,23 @@ impl Simulator {
         self.kout = out;
     }
 
-    /// A kernel's device request `r` completed.
+    /// A kernel's device request `r` completed, with those its plug merged into it.
     fn kernel_done(&mut self, r: ReqId, id: KernelDev) {
-        let req = self.reqs[r.index()];
-        self.free_reqs.push(r.0);
-        self.kernel_completed += 1;
         let (now, mut out) = (self.now, std::mem::take(&mut self.kout));
-        let kernels = self.kernels_mut();
-        kernels.device_done(now, req.tenant, id, req.op, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
-        let k = kernels.kernel_of(req.tenant);
+        let (mut next, mut id) = (Some(r), id);
+        let tenant = self.reqs[r.index()].tenant;
+        while let Some(x) = next {
+            let req = self.reqs[x.index()];
+            if x != r {
+                id = req.kernel.expect("a kernel's request");
+            }
+            self.free_reqs.push(x.0);
+            self.kernel_completed += 1;
+            let kernels = self.kernels.as_mut().expect("a kernel event needs kernels");
+            kernels.device_done(now, req.tenant, id, req.op, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
+            next = req.plug_next;
+        }
+        let k = self.kernels_mut().kernel_of(tenant);
         self.apply_kernel_out(k, out);
     }
 

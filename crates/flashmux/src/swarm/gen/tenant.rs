@@ -216,12 +216,44 @@ fn fio_text(g: &mut G, tenant: &str, region: u64, plan: &Plan, i: usize) -> Stri
             g.tag("fio", "include");
         }
     }
+    let global_direct = global_opts.iter().any(|o| o == "direct=1") || out.contains("include ");
     for k in 0..sections {
         out.push_str(&format!("[j{k}]\n"));
-        for line in fio_job(g, region, plan, k == 0, sections) {
+        let mut lines = fio_job(g, region, plan, k == 0, sections);
+        if plan.ext4 && !global_direct {
+            job_files(g, &mut lines, region / sections);
+        }
+        for line in lines {
             out.push_str(&line);
             out.push('\n');
         }
     }
     out
+}
+
+/// Sometimes, a buffered job on the tenant's ext4 gets several files of its own (`nrfiles`,
+/// each of a whole number of MiB, at most half of `room` in all: block sizes stay under 1 MiB),
+/// a file service, and files made as used, sparse or deleted at its end.
+fn job_files(g: &mut G, lines: &mut Vec<String>, room: u64) {
+    let clash = ["direct=1", "buffered=0", "offset", "filename", "filesize"];
+    if !g.chance(0.4) || lines.iter().any(|l| clash.iter().any(|c| l.starts_with(c))) {
+        return;
+    }
+    let n = g.int(2, 12);
+    let mib = (room / 2 / n) >> 20;
+    if mib == 0 {
+        return;
+    }
+    g.tag("fio", "nrfiles");
+    lines.push(format!("nrfiles={n}"));
+    lines.push(format!("filesize={}m", g.int(1, mib.min(16))));
+    if g.chance(0.6) {
+        let s = g.pick(&["roundrobin", "roundrobin:3", "sequential", "random", "random:8", "zipf:1.2", "pareto:0.3", "gauss:20"]);
+        lines.push(format!("file_service_type={s}"));
+    }
+    for (opt, p) in [("create_on_open=1", 0.3), ("fallocate=none", 0.2), ("unlink=1", 0.3), ("end_fsync=1", 0.2)] {
+        if g.chance(p) {
+            lines.push(opt.to_string());
+        }
+    }
 }
