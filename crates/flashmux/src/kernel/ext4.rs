@@ -33,6 +33,7 @@
 //! and discards are not on the path yet; the device has no FUA, so the journal's FUA writes are
 //! emulated by a flush after them (as the block layer does for such a device).
 
+use super::inflight::IdWindow;
 use super::fs::{Fs, FsOptions, FsStats, Ino, PhysExtent};
 use super::io::{DevId, DevIo};
 use super::journal::{Admit, Journal, JournalConfig, JournalIoId, JournalIoKind, JournalOut, JournalStats, Tid};
@@ -100,11 +101,14 @@ pub struct Ext4 {
     /// The device byte offset of the filesystem's block 0 (the tenant's region).
     base: u64,
     files: BTreeMap<FileId, File>,
-    /// Pieces in flight, each with the page-cache I/O it belongs to.
-    parts: BTreeMap<u64, DevId>,
-    /// Per page-cache I/O in flight: its pieces left and its operation.
+    /// Pieces in flight, each with the page-cache I/O it belongs to, its operation, and whether
+    /// it is that I/O's only piece.
+    parts: IdWindow<(DevId, IoOp, bool)>,
+    /// Per page-cache I/O in flight in several pieces: its pieces left and its operation.
     left: BTreeMap<DevId, (u32, IoOp)>,
     next_part: u64,
+    /// Reused by `lower` for a request's mapping.
+    map_scratch: Vec<super::fs::Mapping>,
     /// The fsyncs the journal holds, by the token given it, with the page cache's flush.
     fsyncs: BTreeMap<u32, DevId>,
     next_token: u32,
@@ -184,7 +188,8 @@ impl Ext4 {
             journal,
             base: start,
             files: BTreeMap::new(),
-            parts: BTreeMap::new(),
+            parts: IdWindow::default(),
+            map_scratch: Vec::new(),
             left: BTreeMap::new(),
             next_part: 0,
             fsyncs: BTreeMap::new(),
@@ -376,7 +381,8 @@ impl Ext4 {
         }
         let ino = self.files[&d.file].ino;
         let (first, count) = (d.offset / PAGE_SIZE, d.len.div_ceil(PAGE_SIZE));
-        let mut map = self.fs.map(ino, first, count).map_err(fs_err)?;
+        let mut map = std::mem::take(&mut self.map_scratch);
+        self.fs.map_into(ino, first, count, &mut map).map_err(fs_err)?;
         if d.op == IoOp::Write && map.iter().any(|m| m.physical.is_none()) {
             // Past the laid-out size: allocated now (delayed allocation), its metadata journaled.
             let holes: u64 = map.iter().filter(|m| m.physical.is_none()).map(|m| m.len).sum();
@@ -391,22 +397,24 @@ impl Ext4 {
             f.reserved -= used;
             self.reserved -= used;
         }
-        let mut pieces = 0;
-        for m in map {
+        let pieces = map.iter().filter(|m| m.physical.is_some()).count() as u32;
+        for &m in &map {
             let Some(p) = m.physical else { continue };
             let id = self.next_part;
             self.next_part += 1;
-            self.parts.insert(id, d.id);
+            self.parts.insert(id, (d.id, d.op, pieces == 1));
             let (offset, len) = (self.base + p * PAGE_SIZE, m.len * PAGE_SIZE);
             let io = FsDevIo { id: FsIoId::Part(id), op: d.op, offset, len };
             self.requests.count(&io);
             out.device.push(io);
-            pieces += 1;
         }
-        if pieces == 0 {
-            out.done.push((d.id, d.op));
-        } else {
-            self.left.insert(d.id, (pieces, d.op));
+        self.map_scratch = map;
+        match pieces {
+            0 => out.done.push((d.id, d.op)),
+            1 => {}
+            n => {
+                self.left.insert(d.id, (n, d.op));
+            }
         }
         self.drain(now, out)
     }
@@ -415,7 +423,11 @@ impl Ext4 {
     pub fn device_done(&mut self, now: SimTime, id: FsIoId, out: &mut FsOut) -> Result<(), String> {
         match id {
             FsIoId::Part(p) => {
-                let dev = self.parts.remove(&p).expect("a piece in flight");
+                let (dev, op, whole) = self.parts.remove(p).expect("a piece in flight");
+                if whole {
+                    out.done.push((dev, op));
+                    return Ok(());
+                }
                 let e = self.left.get_mut(&dev).expect("its I/O in flight");
                 e.0 -= 1;
                 if e.0 == 0 {
@@ -522,6 +534,7 @@ impl Ext4 {
         self.fs.check_invariants().unwrap_or_else(|e| panic!("ext4: {e}"));
         self.journal.check_invariants();
         let pieces: u32 = self.left.values().map(|l| l.0).sum();
-        assert_eq!(pieces as usize, self.parts.len(), "pieces in flight and their I/O disagree");
+        let shared = self.parts.iter().filter(|(_, p)| !p.2).count();
+        assert_eq!(pieces as usize, shared, "pieces in flight and their I/O disagree");
     }
 }

@@ -494,11 +494,13 @@ impl Journal {
         }
         let new_block = !self.running.as_ref().is_some_and(|r| r.set.contains(&block));
         let admit = self.admit(now, new_block, out);
-        if let Admit::Joined(_) = admit {
+        // Joining leaves the running transaction as it was (a commit starts only when admission
+        // waits), so a block it held already needs nothing more.
+        if let (Admit::Joined(_), true) = (admit, new_block) {
             let r = self.running.as_mut().expect("admitted to the running transaction");
-            if r.set.insert(block) {
-                r.blocks.push(block);
-            }
+            let fresh = r.set.insert(block);
+            debug_assert!(fresh, "block {block} was new to the running transaction");
+            r.blocks.push(block);
         }
         Ok(admit)
     }

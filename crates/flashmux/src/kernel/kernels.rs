@@ -685,15 +685,18 @@ impl Kernels {
     fn settle(&mut self, now: SimTime, k: usize, t: TenantId, out: &mut KernelsOut) -> Result<(), String> {
         self.take_fs(k, t, out);
         loop {
-            for (id, op) in std::mem::take(&mut self.cache_done) {
+            // The buffers are taken and put back (cleared) so that their memory is reused.
+            let mut done = std::mem::take(&mut self.cache_done);
+            for (id, op) in done.drain(..) {
                 self.kernels[k].io.device_done(now, id, op, &mut self.kout).map_err(|e| e.to_string())?;
             }
-            let kout = std::mem::take(&mut self.kout);
+            self.cache_done = done;
+            let mut kout = std::mem::take(&mut self.kout);
             if kout.device.is_empty() && kout.done.is_empty() && self.cache_done.is_empty() {
                 self.kout = kout;
                 return Ok(());
             }
-            out.done.extend(&kout.done);
+            out.done.append(&mut kout.done);
             for d in &kout.device {
                 let ft = self.tenant_of(d.file);
                 match &mut self.ext4[ft.index()] {
@@ -708,6 +711,9 @@ impl Kernels {
                     }
                 }
             }
+            kout.device.clear();
+            debug_assert!(self.kout.device.is_empty() && self.kout.done.is_empty(), "lowering made no cache I/O");
+            self.kout = kout;
         }
     }
 

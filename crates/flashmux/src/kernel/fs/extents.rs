@@ -105,10 +105,25 @@ impl ExtentMap {
 
     /// `len` blocks from `logical` as mapped runs and holes (`physical: None`), in order.
     pub fn map_range(&self, logical: u64, len: u64) -> Vec<Mapping> {
-        let end = logical + len;
         let mut out = Vec::new();
+        self.map_range_into(logical, len, &mut out);
+        out
+    }
+
+    /// [`ExtentMap::map_range`] into `out` (cleared first).
+    pub fn map_range_into(&self, logical: u64, len: u64, out: &mut Vec<Mapping>) {
+        out.clear();
+        let end = logical + len;
         let mut at = logical;
-        let first = self.map.range(..=logical).next_back().map(|(&l, _)| l).unwrap_or(logical);
+        let before = self.map.range(..=logical).next_back();
+        // The common case: one extent holds the whole range.
+        if let Some((&l, &(p, n))) = before {
+            if l + n >= end {
+                out.push(Mapping { logical, physical: Some(p + (logical - l)), len });
+                return;
+            }
+        }
+        let first = before.map(|(&l, _)| l).unwrap_or(logical);
         for (&l, &(p, n)) in self.map.range(first..end) {
             if l + n <= at {
                 continue;
@@ -124,7 +139,6 @@ impl ExtentMap {
         if at < end {
             out.push(Mapping { logical: at, physical: None, len: end - at });
         }
-        out
     }
 
     /// The rank (position in logical order) of the extent starting at `logical`.

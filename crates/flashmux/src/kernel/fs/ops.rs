@@ -340,8 +340,16 @@ impl Fs {
 
     /// Logical blocks `logical..logical+len` of `ino` as mapped runs and holes.
     pub fn map(&self, ino: Ino, logical: u64, len: u64) -> Result<Vec<Mapping>, FsError> {
+        let mut out = Vec::new();
+        self.map_into(ino, logical, len, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Fs::map`] into `out` (cleared first).
+    pub fn map_into(&self, ino: Ino, logical: u64, len: u64, out: &mut Vec<Mapping>) -> Result<(), FsError> {
         Self::check_range("map", logical, len)?;
-        Ok(self.get(ino)?.extents.map_range(logical, len))
+        self.get(ino)?.extents.map_range_into(logical, len, out);
+        Ok(())
     }
 
     /// The last close of a file written: its preallocations are released.
