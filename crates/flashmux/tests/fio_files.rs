@@ -4,23 +4,11 @@
 
 mod common;
 
-use common::{load_err, run_checked, scenario};
+use common::{load_err, run_checked, run_recorded, scenario};
 use flashmux::device::IoOp;
 use flashmux::kernel::kernels::KernelResult;
 use flashmux::metrics::RunResults;
-use flashmux::sim::{DispatchSink, Simulator};
-use flashmux::units::{SimTime, TenantId};
-use std::sync::{Arc, Mutex};
-
-type Sent = Arc<Mutex<Vec<(IoOp, u64, u64)>>>;
-
-struct Record(Sent);
-
-impl DispatchSink for Record {
-    fn dispatched(&mut self, _: SimTime, _: TenantId, op: IoOp, offset: u64, len: u64) {
-        self.0.lock().unwrap().push((op, offset, len));
-    }
-}
+use flashmux::sim::Simulator;
 
 /// A null device answering in 100 us; ext4 on a 1 GiB region; a 16 MiB page cache.
 const EXT4: &str = "[device]\npreset = \"null\"\n[device.null]\nlatency = \"100us\"\n\
@@ -30,17 +18,6 @@ fn tenant(fio: &str) -> String {
     format!(
         "[[tenant]]\nname = \"t\"\nregion = {{ offset = \"0\", size = \"1GiB\" }}\nfio = \"\"\"\n[j]\n{fio}\n\"\"\"\n"
     )
-}
-
-fn run_recorded(text: &str) -> (RunResults, Vec<(IoOp, u64, u64)>) {
-    let sent = Sent::default();
-    let mut sim = Simulator::new(scenario(text)).unwrap();
-    sim.record_dispatches(Box::new(Record(sent.clone())));
-    sim.check_invariants_every(1);
-    sim.run();
-    let r = sim.finish();
-    let sent = sent.lock().unwrap().clone();
-    (r, sent)
 }
 
 fn kernel(r: &RunResults) -> &KernelResult {

@@ -3,37 +3,12 @@
 
 mod common;
 
-use common::{load_err, run_checked, scenario};
+use common::{load_err, run_checked, run_recorded, scenario};
 use flashmux::device::IoOp;
 use flashmux::kernel::kernels::KernelResult;
 use flashmux::metrics::RunResults;
 use flashmux::report::fio_json;
-use flashmux::sim::{DispatchSink, Simulator};
-use flashmux::units::{SimTime, TenantId};
-use std::sync::{Arc, Mutex};
-
-/// Every command the block layer sends: (op, offset, len).
-type Sent = Arc<Mutex<Vec<(IoOp, u64, u64)>>>;
-
-struct Record(Sent);
-
-impl DispatchSink for Record {
-    fn dispatched(&mut self, _: SimTime, _: TenantId, op: IoOp, offset: u64, len: u64) {
-        self.0.lock().unwrap().push((op, offset, len));
-    }
-}
-
-/// Runs `text` checking invariants after every event; also returns what reached the device.
-fn run_recorded(text: &str) -> (RunResults, Vec<(IoOp, u64, u64)>) {
-    let sent = Sent::default();
-    let mut sim = Simulator::new(scenario(text)).unwrap();
-    sim.record_dispatches(Box::new(Record(sent.clone())));
-    sim.check_invariants_every(1);
-    sim.run();
-    let r = sim.finish();
-    let sent = sent.lock().unwrap().clone();
-    (r, sent)
-}
+use flashmux::sim::Simulator;
 
 /// A null device answering in 100 us, and a kernel with a 4 MiB page cache.
 const NULL: &str = "[device]\npreset = \"null\"\n[device.null]\nlatency = \"100us\"\n\

@@ -628,22 +628,7 @@ impl Simulator {
                     && l.offset + l.len == offset
                     && l.len + len <= merge.max_bytes;
                 if joins {
-                    let id = self.alloc_req(Request {
-                        job,
-                        tenant: t,
-                        op: d.op,
-                        offset,
-                        len,
-                        app_len: len,
-                        host_cpu: None,
-                        issued: now,
-                        queued: now,
-                        tag: 0,
-                        kernel: Some(d.id),
-                        call: None,
-                        plug_next: None,
-                    });
-                    self.kernel_issued += 1;
+                    let id = self.kernel_request(job, &d);
                     self.reqs[lead.index()].len += len;
                     self.reqs[last.index()].plug_next = Some(id);
                     plug = Some((lead, id));
@@ -652,22 +637,7 @@ impl Simulator {
                 }
                 self.send_down(lead);
             }
-            let id = self.alloc_req(Request {
-                job,
-                tenant: t,
-                op: d.op,
-                offset,
-                len,
-                app_len: len,
-                host_cpu: None,
-                issued: now,
-                queued: now,
-                tag: 0,
-                kernel: Some(d.id),
-                call: None,
-                plug_next: None,
-            });
-            self.kernel_issued += 1;
+            let id = self.kernel_request(job, &d);
             plug = Some((id, id));
         }
         if let Some((lead, _)) = plug {
@@ -684,6 +654,26 @@ impl Simulator {
             self.events.push(at, Event::KernelWake(k as u16));
         }
         self.kout = out;
+    }
+
+    /// A kernel's device request `d`, from its tenant's first job's thread.
+    fn kernel_request(&mut self, job: JobId, d: &crate::kernel::kernels::DeviceIo) -> ReqId {
+        self.kernel_issued += 1;
+        self.alloc_req(Request {
+            job,
+            tenant: d.tenant,
+            op: d.op,
+            offset: d.offset,
+            len: d.len,
+            app_len: d.len,
+            host_cpu: None,
+            issued: self.now,
+            queued: self.now,
+            tag: 0,
+            kernel: Some(d.id),
+            call: None,
+            plug_next: None,
+        })
     }
 
     /// A kernel's device request `r` completed, with those its plug merged into it.

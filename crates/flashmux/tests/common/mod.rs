@@ -2,9 +2,12 @@
 #![allow(dead_code)]
 
 use flashmux::config::{ConfigError, Scenario};
+use flashmux::device::IoOp;
 use flashmux::metrics::RunResults;
-use flashmux::sim::Simulator;
+use flashmux::sim::{DispatchSink, Simulator};
+use flashmux::units::{SimTime, TenantId};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 pub fn scenario(text: &str) -> Scenario {
     Scenario::from_toml(text, "test.toml", Path::new(".")).unwrap()
@@ -24,4 +27,27 @@ pub fn load_err(text: &str) -> String {
         Err(e @ ConfigError::Invalid { .. }) => e.to_string(),
         other => panic!("expected a configuration error, got {:?}", other.map(|s| s.name)),
     }
+}
+
+/// Every command the block layer sends: (op, offset, len).
+type Sent = Arc<Mutex<Vec<(IoOp, u64, u64)>>>;
+
+struct Record(Sent);
+
+impl DispatchSink for Record {
+    fn dispatched(&mut self, _: SimTime, _: TenantId, op: IoOp, offset: u64, len: u64) {
+        self.0.lock().unwrap().push((op, offset, len));
+    }
+}
+
+/// Runs `text` checking invariants after every event; also returns what reached the device.
+pub fn run_recorded(text: &str) -> (RunResults, Vec<(IoOp, u64, u64)>) {
+    let sent = Sent::default();
+    let mut sim = Simulator::new(scenario(text)).unwrap();
+    sim.record_dispatches(Box::new(Record(sent.clone())));
+    sim.check_invariants_every(1);
+    sim.run();
+    let r = sim.finish();
+    let sent = sent.lock().unwrap().clone();
+    (r, sent)
 }
