@@ -189,8 +189,8 @@ pub struct Kernels {
 
 /// A buffered job of the run: its tenant, and its files: each one's path (fio's `directory`,
 /// `/`-separated, then `filename` or `jobname.instance.filenum`) and range of the device (first
-/// byte, length), in the order of their ranges. Jobs of a tenant naming the same file share it, on a filesystem; without
-/// one, a job has one file, its tenant's region.
+/// byte, length), in the order of their ranges. Jobs of a tenant naming the same file share it,
+/// on a filesystem; without one, a job has one file, its tenant's region.
 #[derive(Clone, Debug)]
 pub struct BufferedJob {
     pub tenant: TenantId,
