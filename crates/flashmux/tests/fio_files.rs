@@ -107,6 +107,9 @@ fn several_files_need_a_filesystem_and_buffered_io() {
     assert!(e.contains("direct=0"), "{e}");
     let e = load_err(&format!("{EXT4}{}", tenant("rw=write\nnrfiles=4\nfilesize=1m\nfilename=x")));
     assert!(e.contains("filename"), "{e}");
+    // fio trims a file by punching holes: not modelled on the filesystem.
+    let e = load_err(&format!("{EXT4}{}", tenant("rw=randtrim\nbs=4k\nsize=1m")));
+    assert!(e.contains("punching holes") && e.contains("direct=1") && e.contains("rw=randtrim"), "{e}");
     // The job file's own errors: file, line, option, what was expected.
     let fio_err = |fio: &str| match flashmux::config::Scenario::from_toml(
         &format!("{EXT4}{}", tenant(fio)),

@@ -153,6 +153,17 @@ fn resolve_workload(
         return Err(ctx.err(format!("{key}: the fio job has no job sections")));
     }
     collect_diagnostics(&jf, collected);
+    // fio trims a regular file by punching holes in it (`fallocate`), which the filesystem
+    // model does not do; a buffered job's trims would otherwise reach the raw device under it.
+    if let Some(j) = jf.jobs.iter().find(|j| ext4 && !j.direct && j.rw.does(crate::workload::fio::Dir::Trim)) {
+        return Err(ctx.err(format!(
+            "{key}: job '{}' ({}:{}) trims (rw={}) a file on the filesystem, which fio does by punching holes: not modelled; give it direct=1 to trim the device under the filesystem",
+            j.name,
+            j.file,
+            j.line,
+            j.rw.fio_name()
+        )));
+    }
     // Several files per job are files of a filesystem, reached through its page cache.
     if let Some(j) = jf.jobs.iter().find(|j| j.nrfiles > 1 && (!ext4 || j.direct)) {
         let need = if ext4 { "buffered I/O (direct=0): a direct job addresses the raw device" } else { "a filesystem: add [kernel] with filesystem = \"ext4\"" };
