@@ -57,7 +57,7 @@ impl PageCache {
             if self.files.get(&f).is_some_and(|x| p >= x.last) {
                 return Err(format!("page ({f:?}, {p}) at or past its file's highest page"));
             }
-            let dirty_listed = self.files.get(&f).is_some_and(|x| x.dirty.get(&p) == Some(&s));
+            let dirty_listed = self.files.get(&f).is_some_and(|x| x.dirty.contains(p));
             if (sl.state == PageState::Dirty) != dirty_listed {
                 return Err(format!("page ({f:?}, {p}) in state {:?}: dirty set {dirty_listed}", sl.state));
             }
@@ -96,6 +96,11 @@ impl PageCache {
         for (f, st) in &self.files {
             let &(pages, wbd) = files.get(f).ok_or_else(|| format!("{f:?} has state but no pages"))?;
             let queued = st.dirty_seq.is_some_and(|q| self.dirty_order.get(&q) == Some(f));
+            for p in st.dirty.iter() {
+                if !self.index.get(*f, p).is_some_and(|s| self.slots[s as usize].state == PageState::Dirty) {
+                    return Err(format!("{f:?}: page {p} is in the dirty set but not a Dirty page"));
+                }
+            }
             if st.pages != pages || st.wb_dirty != wbd || queued != (!st.dirty.is_empty() || wbd > 0) {
                 return Err(format!(
                     "{f:?}: {} pages / {} wb-dirty kept, {pages} / {wbd} counted; queued {queued}",

@@ -15,6 +15,7 @@
 //! read-ahead state exists from `open_stream` to `close_stream` (bounded by what the caller
 //! opens); the I/O in flight is at most one extent per page.
 
+mod dirtyset;
 pub mod ext4;
 pub mod fs;
 mod inflight;

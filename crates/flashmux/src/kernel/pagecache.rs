@@ -69,6 +69,7 @@
 //! (`balance_dirty_pages`), `include/linux/page-flags.h` (PG_locked, PG_dirty, PG_writeback,
 //! PG_readahead).
 
+use super::dirtyset::DirtyPages;
 use super::inflight::InFlightSet;
 use super::pageindex::PageIndex;
 use super::readahead::{self, RaDecision, RaState};
@@ -163,8 +164,8 @@ pub(super) struct Lru {
 #[derive(Clone, Debug, Default)]
 pub(super) struct FileState {
     pub pages: u64,
-    /// Pages in state Dirty (writable now), ascending, with their slots.
-    pub dirty: BTreeMap<u64, u32>,
+    /// Pages in state Dirty (writable now), ascending (their slots are the page index's).
+    pub dirty: DirtyPages,
     /// Pages in state WritebackDirty.
     pub wb_dirty: u64,
     /// Its place in the flusher's round robin while it has dirty pages.
@@ -628,7 +629,8 @@ impl PageCache {
 
     /// A Dirty page (in slot `s`) enters the file's dirty set.
     pub(super) fn add_dirty(&mut self, file: FileId, page: u64, s: u32) {
-        self.file_mut(file).dirty.insert(page, s);
+        let fresh = self.file_mut(file).dirty.insert(page);
+        debug_assert!(fresh, "page ({file:?}, {page}) in slot {s} was already dirty");
         self.enqueue_dirty(file);
     }
 

@@ -74,7 +74,8 @@ impl PageCache {
                     (res.clean, dropped) = (res.clean + 1, dropped + 1);
                 }
                 PageState::Dirty => {
-                    self.files.get_mut(&file).expect("file with pages").dirty.remove(&p).expect("dirty page listed");
+                    let listed = self.files.get_mut(&file).expect("file with pages").dirty.remove(p);
+                    assert!(listed, "dirty page listed");
                     self.unlink(s);
                     self.n_dirty -= 1;
                     self.dequeue_if_clean(file);

@@ -258,7 +258,7 @@ impl PageCache {
                         let n = (limit as usize).min(v.len());
                         let taken: Vec<(u64, u32)> = v.drain(..n).collect();
                         let dirty = &mut self.files.get_mut(&file).expect("dirty file").dirty;
-                        taken.iter().for_each(|(p, _)| _ = dirty.remove(p));
+                        taken.iter().for_each(|&(p, _)| _ = dirty.remove(p));
                         (taken, !v.is_empty())
                     }
                     None => continue,
@@ -281,19 +281,13 @@ impl PageCache {
         }
     }
 
-    /// Takes the first `limit` pages of `file`'s dirty set in `[first, end)` out of it: a split of
-    /// the set where they are its start, else one by one.
+    /// Takes the first `limit` pages of `file`'s dirty set in `[first, end)` out of it, with
+    /// their slots.
     fn take_dirty(&mut self, file: FileId, first: u64, end: u64, limit: usize) -> Vec<(u64, u32)> {
         let Some(f) = self.files.get_mut(&file) else { return Vec::new() };
-        let d = &mut f.dirty;
-        let stop = d.range(first..end).nth(limit).map_or(end, |(&p, _)| p);
-        if d.first_key_value().is_some_and(|(&p, _)| p >= first) {
-            let rest = d.split_off(&stop);
-            return std::mem::replace(d, rest).into_iter().collect();
-        }
-        let taken: Vec<(u64, u32)> = d.range(first..stop).map(|(&p, &s)| (p, s)).collect();
-        taken.iter().for_each(|(p, _)| _ = d.remove(p));
-        taken
+        let mut pages = Vec::new();
+        f.dirty.take(first, end, limit, &mut pages);
+        pages.into_iter().map(|p| (p, self.index.get(file, p).expect("a dirty page is cached"))).collect()
     }
 
     /// Puts the Dirty pages `pages` (ascending, with their slots) of `file`, already out of its
