@@ -58,9 +58,9 @@ const FILE_ALIGN: u64 = 4096;
 /// Several files of one instance of a job, and which one is being served.
 #[derive(Debug, Clone)]
 pub(super) struct FileSet {
-    /// Each file's generator, over its own range of the space.
+    /// Each file's generator, over its own range of the space; a file is done when its
+    /// generator is (`JobGen::done`).
     gens: Vec<JobGen>,
-    done: Vec<bool>,
     done_count: usize,
     service: Service,
     /// The file being served and the I/Os left to it before the next pick.
@@ -81,7 +81,8 @@ enum Service {
 
 impl FileSet {
     /// The files of instance `clone_index` of `job` (with `nrfiles > 1`) in the space
-    /// `[space_offset, space_offset + space_len)`, and the range they cover: (files, total).
+    /// `[space_offset, space_offset + space_len)`: the set, the bytes from the first file's
+    /// start to the last one's end, and the job's `io_size` (or `size` with `filesize`).
     pub(super) fn new(
         job: &FioJob,
         clone_index: u32,
@@ -117,9 +118,11 @@ impl FileSet {
             _ => None,
         };
         let mut gens = Vec::with_capacity(sizes.len());
+        let mut file = one_file(job);
+        let files_seed = stream_seed(seed, clone_index, SEED_FILES);
         for (i, (&size, &start)) in sizes.iter().zip(&starts).enumerate() {
-            let file = one_file(job, size);
-            let file_seed = splitmix64(stream_seed(seed, clone_index, SEED_FILES) ^ splitmix64(i as u64 + 1));
+            file.filesize = Some((size, size));
+            let file_seed = splitmix64(files_seed ^ splitmix64(i as u64 + 1));
             let mut gen = JobGen::new(&file, clone_index, space_offset + start, size, min_align, file_seed)
                 .map_err(|e| job.error(format!("file {i} of {nr} ({size} bytes): {e}")))?;
             gen.in_set = true;
@@ -134,8 +137,7 @@ impl FileSet {
                     .ok_or_else(|| job.error("file_service_type: the distribution cannot draw files"))?,
             ),
         };
-        let done = vec![false; gens.len()];
-        let set = FileSet { gens, done, done_count: 0, service, current: None, left: 0, next_rr: 0, rng };
+        let set = FileSet { gens, done_count: 0, service, current: None, left: 0, next_rr: 0, rng };
         Ok((set, span, volume))
     }
 
@@ -147,7 +149,6 @@ impl FileSet {
     /// The job starts a pass: every file from its start again (fio's `clear_io_state`).
     pub(super) fn restart(&mut self) {
         self.gens.iter_mut().for_each(JobGen::restart_in_set);
-        self.done.iter_mut().for_each(|d| *d = false);
         self.done_count = 0;
     }
 
@@ -185,7 +186,7 @@ impl FileSet {
                     return Some(io);
                 }
             }
-            self.done[f] = true;
+            debug_assert!(self.gens[f].done, "a file whose generator ended");
             self.done_count += 1;
         }
     }
@@ -195,7 +196,7 @@ impl FileSet {
         if self.done_count == self.gens.len() {
             return None;
         }
-        if let Some(f) = self.current.filter(|&f| !self.done[f]) {
+        if let Some(f) = self.current.filter(|&f| !self.gens[f].done) {
             if matches!(self.service, Service::Sequential) {
                 return Some(f);
             }
@@ -221,7 +222,7 @@ impl FileSet {
         loop {
             let f = self.next_rr;
             self.next_rr = (f + 1) % n;
-            if !self.done[f] {
+            if !self.gens[f].done {
                 return f;
             }
         }
@@ -232,7 +233,7 @@ impl FileSet {
         let n = self.gens.len() as u64;
         loop {
             let f = dist::below(&mut self.rng, n) as usize;
-            if !self.done[f] {
+            if !self.gens[f].done {
                 return f;
             }
         }
@@ -242,7 +243,7 @@ impl FileSet {
         let Service::Skewed(s) = &self.service else { unreachable!("a skewed file service") };
         for _ in 0..MAX_SKEWED_DRAWS * self.gens.len() as u64 {
             let f = s.sample(&mut self.rng) as usize;
-            if !self.done[f] {
+            if !self.gens[f].done {
                 return f;
             }
         }
@@ -280,20 +281,21 @@ fn file_sizes(job: &FioJob, space_len: u64, rng: &mut JobRng) -> Result<Vec<u64>
     }
 }
 
-/// The job as one of its files sees it: a file of `size` bytes, used once per pass of the job;
-/// the job's limits are the job's, not the file's; no start delay (the job's is drawn once).
-fn one_file(job: &FioJob, size: u64) -> FioJob {
-    let mut file = job.clone();
-    file.nrfiles = 1;
-    file.filesize = Some((size, size));
-    file.size = None;
-    file.io_size = None;
-    file.number_ios = None;
-    file.loops = 1;
-    file.startdelay = (0, 0);
-    file.job_options = Vec::new();
-    file.inherited_options = Vec::new();
-    file
+/// The job as each of its files sees it (the caller sets the file's size): a file used once
+/// per pass of the job; the job's limits are the job's, not the file's; no start delay (the
+/// job's is drawn once).
+fn one_file(job: &FioJob) -> FioJob {
+    FioJob {
+        nrfiles: 1,
+        size: None,
+        io_size: None,
+        number_ios: None,
+        loops: 1,
+        startdelay: (0, 0),
+        job_options: Vec::new(),
+        inherited_options: Vec::new(),
+        ..job.clone()
+    }
 }
 
 #[cfg(test)]
