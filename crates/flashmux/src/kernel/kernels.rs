@@ -402,16 +402,16 @@ impl Kernels {
     ) -> Result<(), String> {
         let (file, stream) = self.job_file(j, offset);
         self.make_if_new(now, t, file)?;
-        if op == IoOp::Write && self.shared.contains_key(&file) {
-            // A file the job made grows as it is written (a laid-out one has its size).
-            let end = self.file_offset(t, file, offset) + len;
-            if !self.reserve(t, file, end)? {
-                return Err(format!("tenant {}: ext4 has no room for a write to a file of a job", t.index()));
-            }
-        }
         let app = match op {
             IoOp::Read => AppOp::Read { file, offset: self.file_offset(t, file, offset), len, stream: Some(stream) },
-            IoOp::Write => AppOp::Write { file, offset: self.file_offset(t, file, offset), len },
+            IoOp::Write => {
+                let at = self.file_offset(t, file, offset);
+                // A file the job made grows as it is written (a laid-out one has its size).
+                if self.shared.contains_key(&file) && !self.reserve(t, file, at + len)? {
+                    return Err(format!("tenant {}: ext4 has no room for a write to a file of a job", t.index()));
+                }
+                AppOp::Write { file, offset: at, len }
+            }
             IoOp::Flush => AppOp::Fsync { file },
             IoOp::Trim => unreachable!("a buffered job's trims go to the device directly"),
         };

@@ -677,15 +677,13 @@ impl Simulator {
     }
 
     /// A kernel's device request `r` completed, with those its plug merged into it.
-    fn kernel_done(&mut self, r: ReqId, id: KernelDev) {
+    fn kernel_done(&mut self, r: ReqId) {
         let (now, mut out) = (self.now, std::mem::take(&mut self.kout));
-        let (mut next, mut id) = (Some(r), id);
+        let mut next = Some(r);
         let tenant = self.reqs[r.index()].tenant;
         while let Some(x) = next {
             let req = self.reqs[x.index()];
-            if x != r {
-                id = req.kernel.expect("a kernel's request");
-            }
+            let id = req.kernel.expect("a kernel's request");
             self.free_reqs.push(x.0);
             self.kernel_completed += 1;
             let kernels = self.kernels.as_mut().expect("a kernel event needs kernels");
@@ -793,8 +791,8 @@ impl Simulator {
 
     fn app_complete(&mut self, r: ReqId) {
         let req = self.reqs[r.index()];
-        if let Some(id) = req.kernel {
-            return self.kernel_done(r, id);
+        if req.kernel.is_some() {
+            return self.kernel_done(r);
         }
         self.free_reqs.push(r.0);
         self.completed += 1;
