@@ -83,6 +83,52 @@ fn fsync_writes_the_dirty_pages_then_flushes() {
     assert_eq!(r.device.flushes, 3);
 }
 
+#[test]
+fn the_kernels_requests_wait_for_its_tags() {
+    // 16 writes of 4 KiB with 4 KiB holes (`rw=write:4k`), then `end_fsync`: 16 dirty pages, no
+    // two adjacent, so the fsync sends 16 device writes, then a flush. The null device answers
+    // each in 100 us and takes them all at once; with the default tags (the host's 1,024) they
+    // go together; with 4 tags they go 4 at a time, in 4 rounds, and 12 of them wait for a tag.
+    let job = tenant("w", "rw=write:4k\nbs=4k\nsize=128k\nend_fsync=1");
+    let end = |tags: &str| {
+        let r = run_checked(&format!("{}{job}", NULL.replace("[kernel]\n", &format!("[kernel]\n{tags}"))), 1);
+        let k = kernel(&r, 0);
+        assert_eq!((k.device.writes, k.device.flushes, k.plug_merges), (16, 1, 0), "{k:?}");
+        // The run ends when the job's end_fsync does.
+        (r.sim_time_ns, k.tag_waits, k.nr_requests)
+    };
+    let (all, waits, n) = end("");
+    assert_eq!((waits, n), (0, 1024));
+    assert!((200_000..300_000).contains(&all), "the writes, 16 device writes together, the flush: {all} ns");
+    let (four, waits, n) = end("nr_requests = 4\n");
+    assert_eq!((waits, n), (12, 4));
+    // Each more round: the submission (1.5 us), the device's command time (1 us), 100 us, the
+    // completion (1.5 us); less the 1 us the 16 writes at once wait for the device's 8 cores.
+    assert_eq!(four - all, 3 * 104_000 - 1_000, "3 more rounds: {four} against {all} ns");
+}
+
+#[test]
+fn a_read_gets_a_tag_before_the_flushers_run_is_over() {
+    // One tag. The writer dirties 200 pages with holes between them (1,024-page cache,
+    // background threshold 102): the flusher writes about 100 of them, one device write of
+    // 104 us at a time (submission, command, 100 us, completion), some 10 ms. A reader of the
+    // same file starts at 2 ms: each of its misses takes the tag after the write in flight —
+    // the flusher's writes and the reads take freed tags in turn — so it waits two rounds,
+    // not for the rest of the flusher's run.
+    let fio = "[w]\nrw=write:4k\nbs=4k\nsize=1600k\n\
+               [r]\nrw=randread\nbs=4k\noffset=2m\nsize=1m\nnumber_ios=5\nstartdelay=2ms\n";
+    let text = format!("{}[[tenant]]\nname = \"t\"\nfio = \"\"\"\n{fio}\"\"\"\n", NULL.replace("[kernel]\n", "[kernel]\nnr_requests = 1\n"));
+    let r = run_checked(&text, 1);
+    let k = kernel(&r, 0);
+    assert!(k.page_cache.written_back.background >= 90, "{k:?}");
+    assert_eq!((k.page_cache.misses, k.device.reads), (5, 5), "{k:?}");
+    let read = &r.jobs[1].io.read;
+    assert_eq!(read.ios, 5);
+    assert!(read.lat.max() < 2 * 104_000 + 10_000, "a read waited {} ns", read.lat.max());
+    // The run ends with the reader, the flusher's run far from over.
+    assert!(r.sim_time_ns < 3_500_000 && k.writeback_pages > 50, "{} ns, {k:?}", r.sim_time_ns);
+}
+
 /// A buffered writer of one page at the start, and a direct reader beside it that keeps the run
 /// going for `secs` seconds.
 fn one_dirty_page(secs: u64) -> RunResults {
@@ -243,6 +289,8 @@ fn bad_kernel_settings_are_clear_errors() {
     assert!(e.contains("swappiness"), "{e}");
     let e = load_err(&format!("{dev}[kernel]\ndiscard = true\n{job}"));
     assert!(e.contains("kernel.discard") && e.contains("filesystem = \"ext4\""), "{e}");
+    let e = load_err(&format!("{dev}[kernel]\nnr_requests = 0\n{job}"));
+    assert!(e.contains("kernel.nr_requests") && e.contains("at least 1"), "{e}");
     let e = load_err(&format!("{dev}[kernel]\nfilesystem = \"xfs\"\n{job}"));
     assert!(e.contains("kernel.filesystem") && e.contains("ext4"), "{e}");
     // A region smaller than one block group.

@@ -44,6 +44,7 @@
 use super::ext4::{Ext4, Ext4Result, FsIoId, FsOut};
 use super::fs::Ino;
 use super::io::{AppOp, DevId, DevIo, KernelIo, KernelOut};
+use super::tags::Tags;
 use super::{CacheStats, FileId, KernelConfig, StreamId, PAGE_SIZE};
 use crate::device::IoOp;
 use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
@@ -74,6 +75,9 @@ pub struct KernelResult {
     /// Its device requests that joined the one before them in its plug (adjacent, same
     /// direction): `device` counts them before, the device saw them as one.
     pub plug_merges: u64,
+    /// Its tags (`nr_requests`), and how many of its requests waited for one (`tags.rs`).
+    pub nr_requests: u32,
+    pub tag_waits: u64,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -156,6 +160,7 @@ struct Kernel {
     sent: KernelDeviceIo,
     unlinks: u64,
     plug_merges: u64,
+    tags: Tags,
 }
 
 /// Every kernel of the run (see the header).
@@ -241,6 +246,7 @@ impl Kernels {
                 sent: KernelDeviceIo::default(),
                 unlinks: 0,
                 plug_merges: 0,
+                tags: Tags::new(cfg.nr_requests),
             });
         }
         let mut ext4: Vec<Option<Ext4>> = (0..tenants).map(|_| None).collect();
@@ -383,6 +389,17 @@ impl Kernels {
     /// `n` of kernel `k`'s device requests joined another in its plug.
     pub fn note_plug_merges(&mut self, k: usize, n: u64) {
         self.kernels[k].plug_merges += n;
+    }
+
+    /// Kernel `k`'s device request `r` (`background`: started by the kernel's own timer) asks
+    /// for a tag: true if it goes now, false if it waits for a completion to hand it one.
+    pub fn take_tag(&mut self, k: usize, r: ReqId, background: bool) -> bool {
+        self.kernels[k].tags.take(r, background)
+    }
+
+    /// One of kernel `k`'s device requests completed: the waiting request that takes its tag.
+    pub fn put_tag(&mut self, k: usize) -> Option<ReqId> {
+        self.kernels[k].tags.put()
     }
 
     /// Tenant `t`'s kernel.
@@ -781,6 +798,8 @@ impl Kernels {
                     filesystems: k.tenants.iter().filter_map(|&t| Some(self.ext4[t].as_ref()?.result(t))).collect(),
                     unlinks: k.unlinks,
                     plug_merges: k.plug_merges,
+                    nr_requests: self.cfg.nr_requests,
+                    tag_waits: k.tags.waited,
                 }
             })
             .collect()
@@ -789,6 +808,7 @@ impl Kernels {
     pub fn check_invariants(&self) {
         for k in &self.kernels {
             k.io.check_invariants();
+            k.tags.check_invariants();
         }
         for fs in self.ext4.iter().flatten() {
             fs.check_invariants();

@@ -26,6 +26,7 @@ pub mod kernels;
 pub mod pagecache;
 mod pageindex;
 pub mod readahead;
+mod tags;
 pub mod truncate;
 pub mod writeback;
 
@@ -187,6 +188,10 @@ pub struct KernelConfig {
     /// ext4's `discard` mount option (`discard`, off as ext4's default): the blocks a
     /// transaction freed are trimmed once it has committed.
     pub discard: bool,
+    /// The tags for the kernel's own device requests (`nr_requests`; by default the tag set of
+    /// its block device with the scheduler `none`: `host.queue_depth` on bare metal,
+    /// `virt.queue_size` in a VM): at most this many at a time, the rest wait (`tags.rs`).
+    pub nr_requests: u32,
 }
 
 impl KernelConfig {
@@ -196,6 +201,9 @@ impl KernelConfig {
         if self.page_copy == Nanos::ZERO {
             // A cache hit would take no time at all: a job of hits would never let time pass.
             return Err("kernel.page_copy: must be longer than zero".into());
+        }
+        if self.nr_requests == 0 {
+            return Err("kernel.nr_requests: 0: expected at least 1 request".into());
         }
         self.pagecache.validate().map_err(|e| e.to_string())
     }

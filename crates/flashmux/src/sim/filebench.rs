@@ -183,7 +183,7 @@ impl Simulator {
             _ => {}
         }
         let k = kernels.kernel_of(tenant);
-        self.apply_kernel_out(k, out);
+        self.apply_kernel_out(k, out, false);
         Some(IoReq { op, offset: call.offset, len: call.len, tag: 0, call: Some(FileCall { op: fop, file }) })
     }
 
@@ -197,7 +197,7 @@ impl Simulator {
         let mut out = std::mem::take(&mut self.kout);
         let file = kernels.create(self.now, t, dir, &name, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
         let k = kernels.kernel_of(t);
-        self.apply_kernel_out(k, out);
+        self.apply_kernel_out(k, out, false);
         self.filebench[t.index()].as_mut().expect("checked").files[e.0 as usize] = file;
         file
     }

@@ -443,7 +443,7 @@ impl Simulator {
             Event::KernelWake(k) => {
                 let (now, mut out) = (self.now, std::mem::take(&mut self.kout));
                 self.kernels_mut().woke(now, k as usize, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
-                self.apply_kernel_out(k as usize, out);
+                self.apply_kernel_out(k as usize, out, true);
             }
             Event::Machine(me) => {
                 if let Some(m) = &mut self.machine {
@@ -599,7 +599,7 @@ impl Simulator {
         };
         done.unwrap_or_else(|e| panic!("kernel: {e}"));
         let k = kernels.kernel_of(t);
-        self.apply_kernel_out(k, out);
+        self.apply_kernel_out(k, out, false);
     }
 
     /// Sends the device requests kernel `k` asked for, completes the jobs' requests it finished
@@ -609,8 +609,10 @@ impl Simulator {
     /// journal submit theirs (`blk_start_plug` ... `blk_finish_plug`): a read or write that
     /// starts where the plug's last request of its tenant and direction ends joins it, up to
     /// `max_sectors_kb` (`blk_attempt_plug_merge` tries the last request only), unless
-    /// `nomerges = 2`; the joined ones complete with it.
-    fn apply_kernel_out(&mut self, k: usize, mut out: KernelsOut) {
+    /// `nomerges = 2`; the joined ones complete with it. Each request (with those joined to it)
+    /// goes when it has one of the kernel's tags (`kernel/tags.rs`); `background`: the kernel's
+    /// own timer started them.
+    fn apply_kernel_out(&mut self, k: usize, mut out: KernelsOut, background: bool) {
         let now = self.now;
         let merge = self.scenario.host.merge;
         let mut plug: Option<(ReqId, ReqId)> = None; // (lead, last member)
@@ -635,13 +637,13 @@ impl Simulator {
                     merged += 1;
                     continue;
                 }
-                self.send_down(lead);
+                self.send_tagged(k, lead, background);
             }
             let id = self.kernel_request(job, &d);
             plug = Some((id, id));
         }
         if let Some((lead, _)) = plug {
-            self.send_down(lead);
+            self.send_tagged(k, lead, background);
         }
         let kernels = self.kernels.as_mut().expect("kernel output needs kernels");
         kernels.note_plug_merges(k, merged);
@@ -654,6 +656,13 @@ impl Simulator {
             self.events.push(at, Event::KernelWake(k as u16));
         }
         self.kout = out;
+    }
+
+    /// Kernel `k`'s request `lead` leaves when it has a tag, else waits for one.
+    fn send_tagged(&mut self, k: usize, lead: ReqId, background: bool) {
+        if self.kernels_mut().take_tag(k, lead, background) {
+            self.send_down(lead);
+        }
     }
 
     /// A kernel's device request `d`, from its tenant's first job's thread.
@@ -691,7 +700,10 @@ impl Simulator {
             next = req.plug_next;
         }
         let k = self.kernels_mut().kernel_of(tenant);
-        self.apply_kernel_out(k, out);
+        if let Some(w) = self.kernels_mut().put_tag(k) {
+            self.send_down(w);
+        }
+        self.apply_kernel_out(k, out, false);
     }
 
     /// Request `r` reaches the host block layer.

@@ -176,7 +176,7 @@ pub fn generate(seed: u64) -> Case {
 
 /// `[kernel]` one time in four: buffered jobs (fio's default) then go through a page cache, from
 /// one that holds little beside the largest request (1 MiB) to the default 1 GiB, with the
-/// writeback thresholds and timers drawn too.
+/// writeback thresholds and timers, and sometimes few tags, drawn too.
 fn kernel(g: &mut G, doc: &mut Doc, check_every: u64) -> bool {
     if !g.chance(0.25) {
         return false;
@@ -217,6 +217,10 @@ fn kernel(g: &mut G, doc: &mut Doc, check_every: u64) -> bool {
         if g.chance(0.3) {
             doc.set("kernel.pagecache", key, g.int(0, hi).to_string());
         }
+    }
+    if g.chance(0.2) {
+        // Few tags: the kernel's requests wait for them (both lines, handed over in turn).
+        doc.set("kernel", "nr_requests", g.weighted(&[(1u64, 1), (2, 1), (8, 1), (64, 1)]).to_string());
     }
     ext4
 }

@@ -11,6 +11,7 @@ pub(super) struct KernelSection {
     pub(super) per_tenant: Option<bool>,
     pub(super) filesystem: Option<crate::kernel::kernels::Filesystem>,
     pub(super) discard: Option<bool>,
+    pub(super) nr_requests: Option<u32>,
     #[serde(default)]
     pub(super) pagecache: PageCacheSection,
 }
@@ -28,12 +29,14 @@ pub(super) struct PageCacheSection {
     pub(super) dirty_expire_centisecs: Option<u64>,
 }
 
-/// The kernel's settings; its largest device request is the block layer's `max_sectors_kb`.
+/// The kernel's settings; its largest device request is the block layer's `max_sectors_kb`,
+/// and its block device has `tags` tags (the default `nr_requests`).
 pub(super) fn resolve_kernel(
     ctx: &Ctx,
     k: &KernelSection,
     max_sectors: u64,
     vm: bool,
+    tags: u32,
 ) -> Result<KernelConfig, ConfigError> {
     if vm && k.per_tenant == Some(false) {
         return Err(ctx.err("kernel.per_tenant: false: each VM has its own kernel (virt.mode is a VM mode)"));
@@ -64,6 +67,7 @@ pub(super) fn resolve_kernel(
         per_tenant: vm || k.per_tenant.unwrap_or(false),
         filesystem: k.filesystem.unwrap_or_default(),
         discard: k.discard.unwrap_or(false),
+        nr_requests: k.nr_requests.unwrap_or(tags),
     };
     if cfg.discard && cfg.filesystem == crate::kernel::kernels::Filesystem::None {
         return Err(ctx.err("kernel.discard: true: a mount option of a filesystem: set filesystem = \"ext4\""));

@@ -150,7 +150,9 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
     let mut host = resolve_host(&ctx, &f.host, &device.preset)?;
     super::check_host_ftl(&host, &device).map_err(|e| ctx.err(e))?;
     let virt = resolve_virt(&ctx, &f.virt)?;
-    let kernel = f.kernel.as_ref().map(|k| resolve_kernel(&ctx, k, host.merge.max_bytes, virt.mode.is_vm())).transpose()?;
+    let tags = if virt.mode.is_vm() { virt.queue_size } else { host.queue_depth };
+    let kernel =
+        f.kernel.as_ref().map(|k| resolve_kernel(&ctx, k, host.merge.max_bytes, virt.mode.is_vm(), tags)).transpose()?;
     if virt.mode.is_vm() && host.cpu.is_none() {
         // A VM runs on host threads: the CPU model is on, with paper A's host by default.
         host.cpu = Some(CpuConfig::default());
