@@ -732,3 +732,18 @@ fn the_multi_plane_rule_is_any_page_or_the_same_page_index() {
     // The default hashes as before the setting existed.
     assert_eq!(load(&with("tlc-nvme", "\"any\"")).unwrap().config_hash(), load(&with("tlc-nvme", "\"any\"").replace("multiplane = \"any\"\n", "")).unwrap().config_hash());
 }
+
+#[test]
+fn the_kernels_tags_default_to_its_block_devices() {
+    let tags = |extra: &str, kernel: &str| {
+        let text = MINIMAL.replace("preset = \"paper-c\"", &format!("preset = \"paper-c\"\n{extra}"));
+        load(&format!("{text}\n[kernel]\n{kernel}")).unwrap().kernel.unwrap().nr_requests
+    };
+    // The host's tag set; a VM's virtio disk's; none under pblk (bio-based); or as set.
+    assert_eq!(tags("", ""), Some(1024));
+    assert_eq!(tags("[host]\nqueue_depth = 64", ""), Some(64));
+    assert_eq!(tags("[virt]\nmode = \"dataplane\"\nqueue_size = 96", ""), Some(96));
+    assert_eq!(tags("mode = \"open-channel\"", ""), None);
+    assert_eq!(tags("mode = \"open-channel\"", "nr_requests = 8"), Some(8));
+    assert!(err(&format!("{MINIMAL}\n[kernel]\nnr_requests = 0")).contains("kernel.nr_requests: 0: expected at least 1"));
+}

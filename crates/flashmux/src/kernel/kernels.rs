@@ -75,8 +75,9 @@ pub struct KernelResult {
     /// Its device requests that joined the one before them in its plug (adjacent, same
     /// direction): `device` counts them before, the device saw them as one.
     pub plug_merges: u64,
-    /// Its tags (`nr_requests`), and how many of its requests waited for one (`tags.rs`).
-    pub nr_requests: u32,
+    /// Its tags (`nr_requests`; none: no limit), and how many of its requests waited for one
+    /// (`tags.rs`).
+    pub nr_requests: Option<u32>,
     pub tag_waits: u64,
 }
 

@@ -190,8 +190,9 @@ pub struct KernelConfig {
     pub discard: bool,
     /// The tags for the kernel's own device requests (`nr_requests`; by default the tag set of
     /// its block device with the scheduler `none`: `host.queue_depth` on bare metal,
-    /// `virt.queue_size` in a VM): at most this many at a time, the rest wait (`tags.rs`).
-    pub nr_requests: u32,
+    /// `virt.queue_size` in a VM, none under an open-channel drive's host FTL, whose driver is
+    /// bio-based): at most this many at a time, the rest wait (`tags.rs`). `None`: no limit.
+    pub nr_requests: Option<u32>,
 }
 
 impl KernelConfig {
@@ -202,7 +203,7 @@ impl KernelConfig {
             // A cache hit would take no time at all: a job of hits would never let time pass.
             return Err("kernel.page_copy: must be longer than zero".into());
         }
-        if self.nr_requests == 0 {
+        if self.nr_requests == Some(0) {
             return Err("kernel.nr_requests: 0: expected at least 1 request".into());
         }
         self.pagecache.validate().map_err(|e| e.to_string())

@@ -32,7 +32,9 @@
 //! # Parameters
 //! `nr_requests` (`[kernel] nr_requests`, requests): by default the tag set the kernel's block
 //! device has with the scheduler `none` — on bare metal the host's (`host.queue_depth`), in a
-//! VM its virtio disk's (`virt.queue_size`, blk-mq's depth for virtio-blk).
+//! VM its virtio disk's (`virt.queue_size`, blk-mq's depth for virtio-blk); none on an
+//! open-channel drive, whose host FTL (pblk) is a bio-based driver: bios reach it without
+//! requests or tags.
 //!
 //! # Source
 //! Linux `block/blk-mq-tag.c` (`blk_mq_get_tag`, its `sbitmap` wait queues woken in turn),
@@ -56,7 +58,9 @@ pub(super) struct Tags {
 }
 
 impl Tags {
-    pub fn new(limit: u32) -> Tags {
+    /// `limit` tags (`None`: as many as asked for).
+    pub fn new(limit: Option<u32>) -> Tags {
+        let limit = limit.unwrap_or(u32::MAX);
         assert!(limit > 0, "a tag set needs a tag");
         Tags { limit, used: 0, background: VecDeque::new(), others: VecDeque::new(), background_next: false, waited: 0 }
     }
@@ -116,7 +120,7 @@ mod tests {
 
     #[test]
     fn the_worked_example() {
-        let mut t = Tags::new(2);
+        let mut t = Tags::new(Some(2));
         let (w1, w2, w3, w4, r) = (ReqId(1), ReqId(2), ReqId(3), ReqId(4), ReqId(5));
         assert!(t.take(w1, true));
         assert!(t.take(w2, true));
@@ -136,7 +140,7 @@ mod tests {
 
     #[test]
     fn one_line_alone_is_served_in_order() {
-        let mut t = Tags::new(1);
+        let mut t = Tags::new(Some(1));
         assert!(t.take(ReqId(0), false));
         for i in 1..5 {
             assert!(!t.take(ReqId(i), false));
@@ -156,7 +160,7 @@ mod tests {
             limit in 1u32..5,
             steps in proptest::collection::vec((any::<bool>(), any::<bool>()), 1..200),
         ) {
-            let mut t = Tags::new(limit);
+            let mut t = Tags::new(Some(limit));
             let (mut holding, mut next) = (Vec::<(u32, bool)>::new(), 0u32);
             let mut waiting: Vec<(u32, bool)> = Vec::new();
             let mut granted = Vec::new();

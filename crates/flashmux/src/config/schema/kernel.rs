@@ -30,13 +30,14 @@ pub(super) struct PageCacheSection {
 }
 
 /// The kernel's settings; its largest device request is the block layer's `max_sectors_kb`,
-/// and its block device has `tags` tags (the default `nr_requests`).
+/// and its block device has `tags` tags (the default `nr_requests`; `None`: a bio-based driver,
+/// no tags).
 pub(super) fn resolve_kernel(
     ctx: &Ctx,
     k: &KernelSection,
     max_sectors: u64,
     vm: bool,
-    tags: u32,
+    tags: Option<u32>,
 ) -> Result<KernelConfig, ConfigError> {
     if vm && k.per_tenant == Some(false) {
         return Err(ctx.err("kernel.per_tenant: false: each VM has its own kernel (virt.mode is a VM mode)"));
@@ -67,7 +68,7 @@ pub(super) fn resolve_kernel(
         per_tenant: vm || k.per_tenant.unwrap_or(false),
         filesystem: k.filesystem.unwrap_or_default(),
         discard: k.discard.unwrap_or(false),
-        nr_requests: k.nr_requests.unwrap_or(tags),
+        nr_requests: k.nr_requests.or(tags),
     };
     if cfg.discard && cfg.filesystem == crate::kernel::kernels::Filesystem::None {
         return Err(ctx.err("kernel.discard: true: a mount option of a filesystem: set filesystem = \"ext4\""));

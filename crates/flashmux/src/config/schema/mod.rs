@@ -150,7 +150,14 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
     let mut host = resolve_host(&ctx, &f.host, &device.preset)?;
     super::check_host_ftl(&host, &device).map_err(|e| ctx.err(e))?;
     let virt = resolve_virt(&ctx, &f.virt)?;
-    let tags = if virt.mode.is_vm() { virt.queue_size } else { host.queue_depth };
+    // The kernel's block device's tags: the VM's virtio disk's, else the host's — none under pblk,
+    // a bio-based driver (an open-channel drive's host FTL).
+    let open_channel = matches!(&device.kind, crate::device::DeviceKind::Ssd(c) if c.open_channel);
+    let tags = if virt.mode.is_vm() {
+        Some(virt.queue_size)
+    } else {
+        (!open_channel).then_some(host.queue_depth)
+    };
     let kernel =
         f.kernel.as_ref().map(|k| resolve_kernel(&ctx, k, host.merge.max_bytes, virt.mode.is_vm(), tags)).transpose()?;
     if virt.mode.is_vm() && host.cpu.is_none() {
