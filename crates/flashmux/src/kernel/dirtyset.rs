@@ -40,6 +40,14 @@ impl DirtyPages {
         self.words.get(w).is_some_and(|&x| x & (1 << (page % 64)) != 0)
     }
 
+    /// Asks the processor to load the word of `page` that [`DirtyPages::insert`] will change (a
+    /// hint: nothing changes).
+    pub fn prefetch(&self, page: u64) {
+        if let Some(w) = self.words.get((page / 64) as usize) {
+            crate::engine::prefetch(w);
+        }
+    }
+
     /// Adds `page`; `false` if it was there.
     pub fn insert(&mut self, page: u64) -> bool {
         let w = usize::try_from(page / 64).expect("a page index that fits in memory");

@@ -400,9 +400,13 @@ impl PageCache {
     }
 
     /// Asks the processor to load what a read or write of the page at byte `offset` of `file`
-    /// looks up first, its index entry (a hint for a call about to come: no effect on results).
+    /// looks up first, its index entry, and the file's dirty bits a write sets (a hint for a
+    /// call about to come: no effect on results).
     pub fn prefetch(&self, file: FileId, offset: u64) {
         self.index.prefetch(file, offset / PAGE_SIZE);
+        if let Some(f) = self.files.get(&file) {
+            f.dirty.prefetch(offset / PAGE_SIZE);
+        }
     }
 
     pub(super) fn slot_of(&self, file: FileId, page: u64) -> Option<u32> {
