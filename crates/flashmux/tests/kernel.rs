@@ -129,6 +129,21 @@ fn a_read_gets_a_tag_before_the_flushers_run_is_over() {
     assert!(r.sim_time_ns < 3_500_000 && k.writeback_pages > 50, "{} ns, {k:?}", r.sim_time_ns);
 }
 
+#[test]
+fn fsync_on_close_syncs_the_file_when_the_job_ends() {
+    // 64 pages written and left dirty; fio's fsync_on_close syncs the file as the job closes
+    // it: its contiguous pages as two writes of 128 KiB (max_sectors_kb), then a flush. With
+    // end_fsync too, once.
+    let end = |opts: &str| {
+        let r = run_checked(&format!("{NULL}{}", tenant("w", &format!("rw=write\nbs=4k\nsize=256k{opts}"))), 1);
+        let k = kernel(&r, 0);
+        (k.device.writes, k.device.write_bytes, k.device.flushes, k.dirty_pages)
+    };
+    assert_eq!(end(""), (0, 0, 0, 64));
+    assert_eq!(end("\nfsync_on_close=1"), (2, 2 * 131072, 1, 0));
+    assert_eq!(end("\nfsync_on_close=1\nend_fsync=1"), end("\nend_fsync=1"));
+}
+
 /// A buffered writer of one page at the start, and a direct reader beside it that keeps the run
 /// going for `secs` seconds.
 fn one_dirty_page(secs: u64) -> RunResults {

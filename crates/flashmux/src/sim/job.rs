@@ -10,6 +10,9 @@
 //! then the job's only I/O in flight, and nothing is issued until it completes. `end_fsync`
 //! syncs once more when a writing job stops, after its I/O has drained; like fio (whose
 //! `TD_FSYNCING` state is not accounted), that sync is not in the job's statistics.
+//! `fsync_on_close` syncs the same way as the job closes its files at its end (fio's
+//! `put_file`, also unaccounted); fio also closes them between `loops`, which runs here as one
+//! pass: those syncs are not made (a note says so).
 
 use super::trace::{ReplayStats, TraceIo, TraceSource};
 use super::SimError;
@@ -422,7 +425,8 @@ impl JobRt {
 
     /// fio's `end_fsync`: once a writing job has stopped issuing and drained, one last sync.
     /// With several files, one sync per file (fio's `for_each_file` ... `fio_file_fsync`), each
-    /// a sync of the file at its offset.
+    /// a sync of the file at its offset. `fsync_on_close` is the same syncs, as fio closes the
+    /// files (`put_file`): neither when the last I/O was a sync, and with both options once.
     pub fn end_sync(&mut self) -> Option<IoReq> {
         if !self.end_sync_pending() {
             return None;
@@ -437,7 +441,7 @@ impl JobRt {
     }
 
     fn end_sync_pending(&self) -> bool {
-        self.spec.end_fsync
+        (self.spec.end_fsync || self.spec.fsync_on_close)
             && self.spec.rw.does(Dir::Write)
             && !self.end_sync_done
             && (!self.last_was_sync || self.end_sync_file > 0)

@@ -334,8 +334,8 @@ fn check_stop(s: &Scenario, r: &RunResults, capped: bool) -> Result<(), String> 
 /// requests, and the jobs account for what the tenants do.
 fn check_accounting(s: &Scenario, r: &RunResults) -> Result<(), String> {
     let done = r.requests_completed;
-    // Completions in a ramp and the syncs of end_fsync are not measured; without them the
-    // counts must be equal.
+    // Completions in a ramp and the syncs of end_fsync and fsync_on_close are not measured;
+    // without them the counts must be equal.
     // A Filebench thread's creates, opens, closes, stats and deletes are requests of its job
     // that move no data: counted apart.
     // So are a fio job's deletes of its files at its end (unlink).
@@ -343,7 +343,7 @@ fn check_accounting(s: &Scenario, r: &RunResults) -> Result<(), String> {
         + r.kernel.iter().flatten().map(|k| k.unlinks).sum::<u64>();
     let measured: u64 = r.tenants.iter().map(|t| t.io.ios() + t.io.sync.count()).sum::<u64>() + metadata;
     let jobs = || s.tenants.iter().flat_map(|t| t.jobs().iter());
-    let unmeasured = jobs().any(|j| j.ramp_time > 0 || j.end_fsync);
+    let unmeasured = jobs().any(|j| j.ramp_time > 0 || j.end_fsync || j.fsync_on_close);
     if measured > done || (!unmeasured && measured != done) {
         return Err(format!("{measured} I/Os and syncs are in the tenants' statistics, {done} requests completed"));
     }

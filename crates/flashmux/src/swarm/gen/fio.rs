@@ -382,7 +382,7 @@ fn thinktime(g: &mut G, j: &mut Job) {
     }
 }
 
-/// `fsync`, `fdatasync`, `end_fsync`: mostly for jobs that write.
+/// `fsync`, `fdatasync`, `end_fsync`, `fsync_on_close`: mostly for jobs that write.
 fn syncs(g: &mut G, j: &mut Job, rw: &str) {
     let writes = rw.contains("write") || rw == "rw";
     if !(writes || g.chance(0.05)) {
@@ -400,6 +400,10 @@ fn syncs(g: &mut G, j: &mut Job, rw: &str) {
     if g.chance(0.1) {
         o.push("end_fsync=1".into());
         g.tag("fio", "end_fsync");
+    }
+    if g.chance(0.05) {
+        o.push("fsync_on_close=1".into());
+        g.tag("fio", "fsync_on_close");
     }
 }
 

@@ -304,6 +304,10 @@ pub struct FioJob {
     pub fdatasync: u64,
     /// `end_fsync`: a writing job syncs once more when its writes are done.
     pub end_fsync: bool,
+    /// `fsync_on_close`: a writing job syncs each file as it closes it — when its writes are
+    /// done, as `end_fsync` (fio's `put_file`; skipped, as fio's `should_fsync` skips it, when
+    /// the last I/O was a sync, so with `end_fsync` too the files are synced once).
+    pub fsync_on_close: bool,
     /// `direct` (and `buffered`, its opposite): O_DIRECT I/O that bypasses the page cache. fio's
     /// default is buffered (`direct=0`); a scenario without a `[kernel]` has no page cache, and
     /// runs every job as if direct.
@@ -384,6 +388,7 @@ impl Default for FioJob {
             fsync: 0,
             fdatasync: 0,
             end_fsync: false,
+            fsync_on_close: false,
             direct: false,
             random_distribution: RandomDistribution::Random,
             percentage_random: PerDir::splat(100),
@@ -762,10 +767,11 @@ mod tests {
     #[test]
     fn sync_options_are_modelled() {
         let j = job("fsync=32\nfdatasync=8\nend_fsync=1\nfsync_on_close=1");
-        assert_eq!((j.fsync, j.fdatasync, j.end_fsync), (32, 8, true));
-        assert_eq!(j.noted_unmodelled, vec!["fsync_on_close"]);
+        assert_eq!((j.fsync, j.fdatasync, j.end_fsync, j.fsync_on_close), (32, 8, true, true));
+        assert!(j.noted_unmodelled.is_empty());
         let d = job("rw=write");
-        assert_eq!((d.fsync, d.fdatasync, d.end_fsync), (0, 0, false));
+        assert_eq!((d.fsync, d.fdatasync, d.end_fsync, d.fsync_on_close), (0, 0, false, false));
+        assert!(err("fsync_on_close=2").contains("0 or 1"));
         assert!(err("fsync=-1").contains("option 'fsync'"));
         assert!(err("fdatasync=4294967296").contains("from 0 to 4294967295"));
         assert!(err("end_fsync=yes").contains("0 or 1"));
@@ -778,6 +784,13 @@ mod tests {
         assert!(job("buffered=0").direct);
         assert!(!job("direct=1\nbuffered=1").direct, "the later option wins");
         assert!(err("direct=2").contains("0 or 1"));
+    }
+
+    #[test]
+    fn fsync_on_close_over_loops_is_noted() {
+        assert!(parse("fsync_on_close=1\nloops=1").warnings.is_empty());
+        let file = parse("fsync_on_close=1\nloops=3");
+        assert!(file.warnings[0].message.contains("between its 3 loops"), "{}", file.warnings[0].message);
     }
 
     #[test]

@@ -130,6 +130,7 @@ impl FioJob {
             "fsync" => self.fsync = o.int_in(0, u32::MAX as u64)?,
             "fdatasync" => self.fdatasync = o.int_in(0, u32::MAX as u64)?,
             "end_fsync" => self.end_fsync = o.bool()?,
+            "fsync_on_close" => self.fsync_on_close = o.bool()?,
             "direct" => self.direct = o.bool()?,
             "buffered" => self.direct = !o.bool()?,
             "random_distribution" => self.random_distribution = parse_distribution(&o)?,
@@ -284,6 +285,16 @@ impl FioJob {
             });
             self.time_based = false;
         }
+        if self.fsync_on_close && self.loops > 1 {
+            warnings.push(Diagnostic {
+                file: self.file.clone(),
+                line: self.line,
+                message: format!(
+                    "job '{}': fsync_on_close syncs the files once, when the job ends; fio also closes and syncs them between its {} loops, which run here as one pass",
+                    self.name, self.loops
+                ),
+            });
+        }
         // fio's fixup_options: a batch of 0 or above the depth is the depth.
         if self.iodepth_batch == 0 || self.iodepth_batch > self.iodepth {
             self.iodepth_batch = self.iodepth;
@@ -389,7 +400,7 @@ fn parse_file_service(o: &Opt<'_>) -> Result<FileService, FioError> {
 }
 
 /// fio options flashmux accepts without modelling them: they concern the host, the I/O engine,
-/// buffers, logging or reporting, or (`fsync_on_close`, `sync`, `verify` and their families) they
+/// buffers, logging or reporting, or (`sync`, `verify` and their families) they
 /// make fio send extra commands (flushes, verification reads) or open files in modes the
 /// simulator does not model. Jobs list them in `noted_unmodelled` so the caller can say so once.
 #[rustfmt::skip]
@@ -398,7 +409,7 @@ pub(super) const NOTED: &[&str] = &[
     "unique_filename", "opendir", "lockfile", "thread", "nice", "prio", "prioclass", "cpumask",
     "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "cgroup",
     "cgroup_weight", "cgroup_nodelete", "uid", "gid", "exec_prerun", "exec_postrun", "invalidate",
-    "fsync_on_close", "sync", "write_barrier",
+    "sync", "write_barrier",
     "sync_file_range", "create_serialize", "create_fsync", "create_only",
     "allow_file_create", "allow_mounted_write", "pre_read", "unlink_each_loop",
     "overwrite", "fadvise_hint", "write_hint", "mem", "iomem_align", "hugepage-size",
