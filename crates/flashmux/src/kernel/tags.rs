@@ -15,9 +15,10 @@
 //! another tag waits again behind those already waiting — so a reader or an fsync that starts
 //! waiting while the flusher submits a long run gets the next tag but one, not the run's last.
 //! Here the waiting requests are in two lines, the **background** ones (what the kernel's own
-//! timer started: the flusher's writeback, the journal's periodic commit) and the **others**
-//! (reads, fsyncs and what they write, writes that memory pressure forced): when both have
-//! requests waiting, freed tags go to them in turn.
+//! wake-ups start: the flusher's writeback — periodic, background or for memory pressure — and
+//! the journal's timed commit) and the **others** (what a job's call or a completion starts:
+//! reads and their read-ahead, fsyncs and what they write): when both have requests waiting,
+//! freed tags go to them in turn.
 //!
 //! # Worked example
 //! `nr_requests = 2`. The flusher sends writes W1..W4 at t = 0: W1 and W2 take the tags, W3 and

@@ -611,7 +611,7 @@ impl Simulator {
     /// `max_sectors_kb` (`blk_attempt_plug_merge` tries the last request only), unless
     /// `nomerges = 2`; the joined ones complete with it. Each request (with those joined to it)
     /// goes when it has one of the kernel's tags (`kernel/tags.rs`); `background`: the kernel's
-    /// own timer started them.
+    /// own wake-up (its flusher, its journal's timer) made them.
     fn apply_kernel_out(&mut self, k: usize, mut out: KernelsOut, background: bool) {
         let now = self.now;
         let merge = self.scenario.host.merge;
