@@ -747,3 +747,20 @@ fn the_kernels_tags_default_to_its_block_devices() {
     assert_eq!(tags("mode = \"open-channel\"", "nr_requests = 8"), Some(8));
     assert!(err(&format!("{MINIMAL}\n[kernel]\nnr_requests = 0")).contains("kernel.nr_requests: 0: expected at least 1"));
 }
+
+#[test]
+fn filename_and_directory_are_noted_only_where_they_are_not_modelled() {
+    let scenario = |fs: &str, direct: u8| {
+        let text = format!(
+            "[device]\npreset = \"tlc-nvme\"\ncapacity = \"16GiB\"\n[kernel]\n{fs}\n[[tenant]]\nname = \"a\"\nfio = \"\"\"\n[a]\nrw=write\nbs=4k\nsize=1m\ndirectory=/mnt/d\nfilename=f\ndirect={direct}\n\"\"\"\n"
+        );
+        load(&text).unwrap().notes
+    };
+    // On ext4 a buffered job's file is made there, named and placed by them.
+    let on_ext4 = scenario("filesystem = \"ext4\"", 0);
+    assert!(!on_ext4.iter().any(|n| n == "filename" || n == "directory"), "{on_ext4:?}");
+    // Without a filesystem, or for a direct job (the raw region under it), they mean nothing.
+    for notes in [scenario("", 0), scenario("filesystem = \"ext4\"", 1)] {
+        assert!(notes.iter().any(|n| n == "filename") && notes.iter().any(|n| n == "directory"), "{notes:?}");
+    }
+}

@@ -29,10 +29,12 @@
 //!
 //! # Simplifications
 //! No ordered-data requests (the data an fsync commits was written first; a timer commit does not
-//! wait for data being written back); directories, `mtime` granularity, `atime`, the orphan list
-//! and discards are not on the path yet; the device has no FUA, so the journal's FUA writes are
-//! emulated by a flush after them (as the block layer does for such a device).
+//! wait for data being written back); `mtime` granularity, `atime` and the orphan list are not
+//! on the path; the device has no FUA, so the journal's FUA writes are emulated by a flush after
+//! them (as the block layer does for such a device). With `-o discard`, freed extents are
+//! trimmed once their transaction has committed, merged as mballoc merges them (`freed.rs`).
 
+use super::freed::FreedData;
 use super::inflight::IdWindow;
 use super::fs::{Fs, FsOptions, FsStats, Ino, PhysExtent};
 use super::io::{DevId, DevIo};
@@ -116,9 +118,11 @@ pub struct Ext4 {
     /// it says.
     waiting: VecDeque<(u64, FileId)>,
     jout: JournalOut,
-    /// `-o discard`: extents freed, with the transaction that frees them, to trim once it has
-    /// committed.
-    discard: Option<VecDeque<(Tid, PhysExtent)>>,
+    /// `-o discard`: extents freed, merged per transaction as mballoc merges them, to trim once
+    /// their transaction has committed (`freed.rs`).
+    discard: Option<FreedData>,
+    /// Reused by `trim_committed`.
+    trim_scratch: Vec<PhysExtent>,
     next_discard: u64,
     discards: DiscardStats,
     requests: FsRequests,
@@ -178,6 +182,7 @@ impl Ext4 {
                  of {group} bytes"
             ));
         }
+        let blocks_per_group = opts.blocks_per_group;
         let fs = Fs::mkfs(len, opts).map_err(fs_err)?;
         let j = fs.journal();
         // The device has no FUA: the block layer emulates it with a flush after the write.
@@ -196,7 +201,8 @@ impl Ext4 {
             next_token: 0,
             waiting: VecDeque::new(),
             jout: JournalOut::default(),
-            discard: discard.then(VecDeque::new),
+            discard: discard.then(|| FreedData::new(blocks_per_group)),
+            trim_scratch: Vec::new(),
             next_discard: 0,
             discards: DiscardStats::default(),
             requests: FsRequests::default(),
@@ -334,7 +340,9 @@ impl Ext4 {
                 Some(t) => t,
                 None => Tid(self.journal.commit_sequence().0 + 1),
             };
-            d.extend(ch.freed.iter().map(|&e| (tid, e)));
+            for &e in &ch.freed {
+                d.free(tid, e);
+            }
         }
         self.files.remove(&file);
         self.drain(now, out)
@@ -464,9 +472,11 @@ impl Ext4 {
     /// Trims the freed extents whose transaction has committed (`ext4_process_freed_data`).
     fn trim_committed(&mut self, out: &mut FsOut) {
         let Some(d) = &mut self.discard else { return };
-        let committed = self.journal.commit_sequence();
-        while d.front().is_some_and(|(tid, _)| *tid <= committed) {
-            let (_, e) = d.pop_front().expect("checked");
+        if d.is_empty() {
+            return;
+        }
+        d.take_committed(self.journal.commit_sequence(), &mut self.trim_scratch);
+        for e in self.trim_scratch.drain(..) {
             let id = FsIoId::Discard(self.next_discard);
             self.next_discard += 1;
             self.discards.trims += 1;

@@ -16,6 +16,7 @@
 //! opens); the I/O in flight is at most one extent per page.
 
 mod dirtyset;
+mod freed;
 pub mod ext4;
 pub mod fs;
 mod inflight;

@@ -192,6 +192,18 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
     if kernel.is_none() {
         note_buffered_jobs(&tenants, &mut collected);
     }
+    if ext4 {
+        // A buffered job's files are made on the filesystem, named and placed by these; a direct
+        // job's I/O goes to the raw region under it, where they mean nothing.
+        let direct_uses = |key: &str| {
+            tenants.iter().any(|t| {
+                matches!(&t.workload, Workload::Fio(jobs)
+                    if jobs.iter().any(|j| j.direct && j.all_options().any(|(k, _)| k == key)))
+            })
+        };
+        let modelled: Vec<&str> = ["filename", "directory"].into_iter().filter(|k| !direct_uses(k)).collect();
+        collected.notes.retain(|n| !modelled.contains(&n.as_str()));
+    }
     if let Some(cpu) = &host.cpu {
         check_threads(&ctx, cpu, &virt, tenants.len(), &mut collected)?;
     }
