@@ -142,6 +142,18 @@ fn fsync_on_close_syncs_the_file_when_the_job_ends() {
     assert_eq!(end(""), (0, 0, 0, 64));
     assert_eq!(end("\nfsync_on_close=1"), (2, 2 * 131072, 1, 0));
     assert_eq!(end("\nfsync_on_close=1\nend_fsync=1"), end("\nend_fsync=1"));
+    // fio syncs at close after its I/O loop: outside the job's runtime, which end_fsync's sync
+    // is in. The run goes on until the sync is done either way.
+    let times = |opts: &str| {
+        let r = run_checked(&format!("{NULL}{}", tenant("w", &format!("rw=write\nbs=4k\nsize=256k{opts}"))), 1);
+        (r.jobs[0].runtime_ns, r.sim_time_ns)
+    };
+    let (plain, _) = times("");
+    let (on_close, run) = times("\nfsync_on_close=1");
+    assert_eq!(on_close, plain);
+    assert!(run > plain + 200_000, "the two writes and the flush come after: {run} ns");
+    let (with_end, run_end) = times("\nend_fsync=1");
+    assert_eq!((with_end, run_end), (run, run), "end_fsync's sync is in the runtime");
 }
 
 /// A buffered writer of one page at the start, and a direct reader beside it that keeps the run

@@ -12,7 +12,9 @@
 //! `TD_FSYNCING` state is not accounted), that sync is not in the job's statistics.
 //! `fsync_on_close` syncs the same way as the job closes its files at its end (fio's
 //! `put_file`, also unaccounted); fio also closes them between `loops`, which runs here as one
-//! pass: those syncs are not made (a note says so).
+//! pass: those syncs are not made (a warning says so). What fio does at close — those syncs,
+//! `unlink`'s deletes — comes after its I/O loop, outside the job's runtime; `end_fsync`'s sync
+//! is inside it.
 
 use super::trace::{ReplayStats, TraceIo, TraceSource};
 use super::SimError;
@@ -107,6 +109,9 @@ pub struct JobRt {
     start: SimTime,
     measure_from: SimTime,
     end: Option<SimTime>,
+    /// When the job began what fio does as it closes its files after its I/O loop
+    /// (`fsync_on_close`'s syncs, `unlink`'s deletes): its runtime ends there, as fio's does.
+    closing_from: Option<SimTime>,
     inflight: u32,
     /// The queue filled up: waiting for `iodepth_batch_complete_min` completions before
     /// issuing again (fio's `wait_for_completions`).
@@ -187,6 +192,7 @@ impl JobRt {
             start: SimTime::ZERO,
             measure_from: SimTime::ZERO,
             end: None,
+            closing_from: None,
             inflight: 0,
             reaping: false,
             exhausted: false,
@@ -427,9 +433,13 @@ impl JobRt {
     /// With several files, one sync per file (fio's `for_each_file` ... `fio_file_fsync`), each
     /// a sync of the file at its offset. `fsync_on_close` is the same syncs, as fio closes the
     /// files (`put_file`): neither when the last I/O was a sync, and with both options once.
-    pub fn end_sync(&mut self) -> Option<IoReq> {
+    pub fn end_sync(&mut self, now: SimTime) -> Option<IoReq> {
         if !self.end_sync_pending() {
             return None;
+        }
+        if !self.spec.end_fsync {
+            // fsync_on_close's, at close: after fio's I/O loop and its runtime.
+            self.closing_from.get_or_insert(now);
         }
         let mut sync = self.start_sync(SyncState::End);
         if let Source::Fio { gen, .. } = &self.source {
@@ -533,10 +543,11 @@ impl JobRt {
     /// fio's `close_and_free_files` with `unlink`: once the job has stopped, drained and synced,
     /// its next file to delete (its first byte, which names it to the kernel), in flight until
     /// the delete returns ([`JobRt::call_returned`]).
-    pub fn end_unlink(&mut self) -> Option<u64> {
+    pub fn end_unlink(&mut self, now: SimTime) -> Option<u64> {
         if !self.unlink_pending() {
             return None;
         }
+        self.closing_from.get_or_insert(now);
         let Source::Fio { gen, .. } = &self.source else { unreachable!("a fio job") };
         let first = gen.file_range(self.unlink_file).0;
         self.unlink_file += 1;
@@ -562,7 +573,7 @@ impl JobRt {
 
     /// The job's results; its statistics move into them (the run is over).
     pub fn take_result(&mut self, scenario: &Scenario) -> JobResult {
-        let runtime_ns = match self.end {
+        let runtime_ns = match self.closing_from.or(self.end) {
             Some(end) => end.since(self.measure_from).0,
             None => 0,
         };

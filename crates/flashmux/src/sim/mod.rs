@@ -845,12 +845,12 @@ impl Simulator {
 
     fn maybe_finish_job(&mut self, j: JobId) {
         let job = &mut self.work.jobs[j.index()];
-        if let Some(io) = job.end_sync() {
+        if let Some(io) = job.end_sync(self.now) {
             let tenant = job.tenant;
             self.issue(j, tenant, io);
             return;
         }
-        if let Some(first) = job.end_unlink() {
+        if let Some(first) = job.end_unlink(self.now) {
             let tenant = job.tenant;
             let call = self.kernels_mut().job_unlink(tenant, j, first).unwrap_or_else(|e| panic!("kernel: {e}"));
             self.issue(j, tenant, IoReq { op: IoOp::Flush, offset: 0, len: 0, tag: 0, call: Some(call) });
