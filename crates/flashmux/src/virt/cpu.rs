@@ -3,15 +3,21 @@
 //!
 //! # Model
 //! A sleeping thread that gets work is woken: runnable `wakeup` later (eventfd, futex, IPI),
-//! then running `context_switch` later once a hardware thread it may use is free. An unpinned
-//! thread goes back to the hardware thread it last ran on if that one is free, else to the
-//! lowest-numbered free shared one, else to the shared run queue; a pinned thread waits in its
-//! hardware thread's own queue. A freed hardware thread takes the longest-waiting thread of its
-//! own queue and the shared one (shared only if it is shared: a polling thread's hardware
-//! thread is its own). A thread that has run for a `quantum` yields at its next op when another
-//! thread waits for its hardware thread (an involuntary switch); one out of work sleeps (a
-//! voluntary one). A burst that starts while the other hardware thread of its core is busy
-//! takes `smt_slowdown` times longer.
+//! then running `context_switch` later once a hardware thread it may use is free. Each hardware
+//! thread has its own run queue (FIFO), as each CPU has in Linux. A pinned thread waits in its
+//! own hardware thread's queue. An unpinned thread goes back to the hardware thread it last ran
+//! on if that one is free, else to the lowest-numbered free shared one (shared: not a polling
+//! thread's own), else it waits in the queue of the least loaded shared one. A hardware
+//! thread's *load* is what Linux's balancer weighs: the runnable averages (PELT: the share of
+//! recent time a thread was running or waiting to run, a moment's weight halving every 32.8 ms)
+//! of the threads whose CPU it is — running there, waiting there, or asleep after running there
+//! last. So threads pinned to a hardware thread and often busy keep unpinned ones away from it,
+//! even while they sleep. A freed hardware thread runs the longest-waiting thread of its own
+//! queue; with none, it pulls the longest-waiting unpinned thread of the most loaded queue that
+//! has one (Linux's balancing as a CPU goes idle). A thread that has run for a `quantum` yields
+//! at its next op when another thread waits for its hardware thread (an involuntary switch);
+//! one out of work sleeps (a voluntary one). A burst that starts while the other hardware
+//! thread of its core is busy takes `smt_slowdown` times longer.
 //!
 //! Mutexes are FIFO ([`Mutex`]): a waiter spins for `spin` on its hardware thread, then sleeps
 //! (a polling thread never sleeps: it spins until granted); the release hands the mutex to the
@@ -28,8 +34,14 @@
 //!
 //! Parameters (`[host.cpu]`): `cores`, `threads_per_core`, `quantum`, `context_switch`, `wakeup`,
 //! `spin` (ns), `smt_slowdown` (a factor).
-//! Source: Linux CFS (wake-up, run queues, the minimum granularity as the quantum), futex
-//! mutexes; paper A, section on the Baseline's lock contention.
+//! Source: Linux CFS (wake-up, per-CPU run queues, the minimum granularity as the quantum),
+//! its load tracking (PELT, `kernel/sched/pelt.c`: 1,024 us periods, `y^32 = 1/2`) and
+//! balancing (`select_task_rq_fair`, `newidle_balance`), futex mutexes; paper A, section on the
+//! Baseline's lock contention.
+//! Simplified: the balancer's loads are plain runnable averages (no task weights, no cgroup
+//! hierarchy, no scheduling domains), the queue is FIFO instead of ordered by virtual runtime,
+//! and a woken thread does not preempt the running one (CFS's wake-up preemption; measured
+//! against paper A in docs/EXPERIMENTS.md §5).
 
 use super::ids::{HwThreadId, IdVec, Idx, LockId, ThreadId};
 use super::lock::Mutex;
@@ -46,15 +58,14 @@ struct Hw {
     current: Option<ThreadId>,
     /// Threads that are not pinned may run here (false: a polling thread's own).
     shared: bool,
+    /// Its run queue: the threads waiting for it, in the order they came.
+    queue: VecDeque<ThreadId>,
 }
 
 pub(super) struct Cpu {
     cfg: CpuConfig,
     hw: IdVec<HwThreadId, Hw>,
     threads: IdVec<ThreadId, Thread>,
-    runq: VecDeque<ThreadId>,
-    pinned_q: IdVec<HwThreadId, VecDeque<ThreadId>>,
-    seq: u64,
     locks: IdVec<LockId, Mutex>,
 }
 
@@ -63,11 +74,8 @@ impl Cpu {
         let h = cfg.hw_threads() as usize;
         assert!(h > 0 && cfg.threads_per_core > 0, "a CPU needs hardware threads");
         Cpu {
-            hw: (0..h).map(|_| Hw { current: None, shared: true }).collect(),
-            pinned_q: (0..h).map(|_| VecDeque::new()).collect(),
+            hw: (0..h).map(|_| Hw { current: None, shared: true, queue: VecDeque::new() }).collect(),
             threads: IdVec::new(),
-            runq: VecDeque::new(),
-            seq: 0,
             locks: IdVec::new(),
             cfg,
         }
@@ -139,7 +147,7 @@ impl Cpu {
         let th = &mut self.threads[t];
         match th.state {
             TState::Blocked => {
-                th.state = TState::Waking;
+                th.set_state(now, TState::Waking);
                 ev.push((now + self.cfg.wakeup, MachineEvent::Wake(t)));
             }
             TState::OnCpu(_) if th.cur == Cur::PollIdle => {
@@ -151,7 +159,11 @@ impl Cpu {
         }
     }
 
-    /// Thread `t` is runnable: on a free hardware thread it may use, or in a run queue.
+    /// Thread `t` is runnable: on a free hardware thread it may use, or in a run queue. A
+    /// pinned thread waits for its own hardware thread; an unpinned one takes the one it last ran
+    /// on if free, else the lowest-numbered free shared one, else waits in the run queue of the
+    /// least loaded shared one (its last one among equals), as Linux's wake-up balancing places
+    /// a task.
     pub fn make_runnable(&mut self, now: SimTime, t: ThreadId, ev: &mut Events) {
         let th = &self.threads[t];
         let target = match th.pin {
@@ -168,27 +180,46 @@ impl Cpu {
         match target {
             Some(h) => self.start_on(now, t, h, ev),
             None => {
-                self.threads[t].state = TState::Runnable;
-                self.enqueue(t);
+                let h = self.threads[t].pin.unwrap_or_else(|| self.least_loaded(now, t));
+                let th = &mut self.threads[t];
+                th.set_state(now, TState::Runnable);
+                th.last_hw = h;
+                self.hw[h].queue.push_back(t);
             }
         }
     }
 
-    fn enqueue(&mut self, t: ThreadId) {
-        self.seq += 1;
-        let th = &mut self.threads[t];
-        th.enq_seq = self.seq;
-        match th.pin {
-            Some(h) => self.pinned_q[h].push_back(t),
-            None => self.runq.push_back(t),
+    /// Each hardware thread's load at `now`, as Linux's balancer weighs a CPU's: the runnable
+    /// averages of the threads whose CPU it is (those that run or wait there, and the sleeping
+    /// ones that last did).
+    fn loads(&self, now: SimTime) -> IdVec<HwThreadId, f64> {
+        let mut load: IdVec<HwThreadId, f64> = self.hw.iter().map(|_| 0.0).collect();
+        for th in self.threads.iter() {
+            load[th.last_hw] += th.runnable_avg(now);
         }
+        load
+    }
+
+    /// The shared hardware thread with the least load without thread `t`: the one `t` last ran
+    /// on among equals, else the lowest-numbered.
+    fn least_loaded(&self, now: SimTime, t: ThreadId) -> HwThreadId {
+        let mut load = self.loads(now);
+        let last = self.threads[t].last_hw;
+        load[last] -= self.threads[t].runnable_avg(now);
+        let mut best = last;
+        for (h, hw) in self.hw.iter_enumerated() {
+            if hw.shared && (!self.hw[best].shared || load[h] < load[best]) {
+                best = h;
+            }
+        }
+        best
     }
 
     fn start_on(&mut self, now: SimTime, t: ThreadId, h: HwThreadId, ev: &mut Events) {
         debug_assert!(self.hw[h].current.is_none(), "{h:?} is busy");
         self.hw[h].current = Some(t);
         let th = &mut self.threads[t];
-        th.state = TState::OnCpu(h);
+        th.set_state(now, TState::OnCpu(h));
         th.on_since = now;
         th.slice_start = now;
         th.last_hw = h;
@@ -202,12 +233,12 @@ impl Cpu {
         let th = &mut self.threads[t];
         let TState::OnCpu(h) = th.state else { panic!("thread {t:?} is not on a CPU") };
         th.oncpu_ns += now.since(th.on_since).0;
-        th.state = to;
+        th.set_state(now, to);
         th.cur = Cur::Idle;
         th.gen += 1;
         self.hw[h].current = None;
         if to == TState::Runnable {
-            self.enqueue(t);
+            self.hw[h].queue.push_back(t);
         }
         self.fill(now, h, ev);
     }
@@ -218,19 +249,34 @@ impl Cpu {
         self.leave_cpu(now, t, TState::Blocked, ev);
     }
 
-    /// Hardware thread `h` is free: run the longest-waiting thread that may use it.
+    /// Hardware thread `h` is free: it runs the longest-waiting thread of its own run queue;
+    /// with none, a shared one pulls the longest-waiting unpinned thread of the most loaded
+    /// other run queue (Linux's balancing when a CPU goes idle).
     fn fill(&mut self, now: SimTime, h: HwThreadId, ev: &mut Events) {
-        let pinned = self.pinned_q[h].front().map(|&t| self.threads[t].enq_seq);
-        let shared = if self.hw[h].shared { self.runq.front().map(|&t| self.threads[t].enq_seq) } else { None };
-        let t = match (pinned, shared) {
-            (Some(a), Some(b)) if b < a => self.runq.pop_front(),
-            (Some(_), _) => self.pinned_q[h].pop_front(),
-            (None, Some(_)) => self.runq.pop_front(),
-            (None, None) => None,
+        let t = match self.hw[h].queue.pop_front() {
+            Some(t) => Some(t),
+            None if self.hw[h].shared => self.pull(now),
+            None => None,
         };
         if let Some(t) = t {
             self.start_on(now, t, h, ev);
         }
+    }
+
+    /// Takes the longest-waiting unpinned thread out of the most loaded run queue that has one
+    /// (the lowest-numbered among equals).
+    fn pull(&mut self, now: SimTime) -> Option<ThreadId> {
+        let load = self.loads(now);
+        let mut from: Option<(HwThreadId, usize)> = None;
+        for (h, hw) in self.hw.iter_enumerated() {
+            if let Some(i) = hw.queue.iter().position(|&t| self.threads[t].pin.is_none()) {
+                if from.is_none_or(|(f, _)| load[h] > load[f]) {
+                    from = Some((h, i));
+                }
+            }
+        }
+        let (h, i) = from?;
+        self.hw[h].queue.remove(i)
     }
 
     /// Another hardware thread of `h`'s core runs a thread.
@@ -245,7 +291,7 @@ impl Cpu {
     pub fn preempt(&mut self, now: SimTime, t: ThreadId, op: Op, ev: &mut Events) -> bool {
         let TState::OnCpu(h) = self.threads[t].state else { panic!("thread {t:?} runs off its CPU") };
         let expired = now.since(self.threads[t].slice_start) >= self.cfg.quantum;
-        let someone_waits = !self.pinned_q[h].is_empty() || (self.hw[h].shared && !self.runq.is_empty());
+        let someone_waits = !self.hw[h].queue.is_empty();
         if !(expired && someone_waits) {
             return false;
         }
@@ -322,7 +368,7 @@ impl Cpu {
                 None
             }
             TState::LockSleep => {
-                th.state = TState::Waking;
+                th.set_state(now, TState::Waking);
                 ev.push((now + self.cfg.wakeup, MachineEvent::Wake(w)));
                 Some(w)
             }
@@ -349,6 +395,17 @@ impl Cpu {
                 }
             }
         }
+        for (h, hw) in self.hw.iter_enumerated() {
+            for &t in &hw.queue {
+                let th = &self.threads[t];
+                assert_eq!(th.state, TState::Runnable, "thread {t:?} queued at {h:?} is not runnable");
+                assert_eq!(th.last_hw, h, "thread {t:?} queued at {h:?} counts as another's load");
+                assert!(th.pin.is_none_or(|p| p == h), "pinned thread {t:?} queued at {h:?}");
+            }
+        }
+        let queued: usize = self.hw.iter().map(|hw| hw.queue.len()).sum();
+        let runnable = self.threads.iter().filter(|th| th.state == TState::Runnable).count();
+        assert_eq!(queued, runnable, "a runnable thread is in no run queue, or in two");
         for (l, lock) in self.locks.iter_enumerated() {
             lock.check_invariants(l.index());
         }

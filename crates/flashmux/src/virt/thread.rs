@@ -21,6 +21,9 @@ use super::ExitReason;
 use crate::units::{Nanos, ReqId, SimTime};
 use std::collections::VecDeque;
 
+/// PELT's half-life: 32 periods of 1,024 us (Linux's `y^32 = 1/2`).
+pub(super) const PELT_HALF_LIFE: Nanos = Nanos(32 * 1_024_000);
+
 /// What a burst does when it ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Act {
@@ -113,8 +116,11 @@ pub(super) struct Thread {
     pub burst_end: SimTime,
     pub on_since: SimTime,
     pub slice_start: SimTime,
-    pub enq_seq: u64,
+    /// The hardware thread it last ran on or waits for (Linux's task CPU).
     pub last_hw: HwThreadId,
+    /// Its runnable average as of `avg_at` (below).
+    avg: f64,
+    avg_at: SimTime,
     pub oncpu_ns: u64,
     pub voluntary: u64,
     pub involuntary: u64,
@@ -134,8 +140,9 @@ impl Thread {
             burst_end: SimTime::ZERO,
             on_since: SimTime::ZERO,
             slice_start: SimTime::ZERO,
-            enq_seq: 0,
             last_hw: pin.unwrap_or_default(),
+            avg: 0.0,
+            avg_at: SimTime::ZERO,
             oncpu_ns: 0,
             voluntary: 0,
             involuntary: 0,
@@ -147,6 +154,22 @@ impl Thread {
         for &op in ops.iter().rev() {
             self.ops.push_front(op);
         }
+    }
+
+    /// Linux's runnable average (PELT): the share of recent time it was running or waiting to
+    /// run, each moment weighted by how recent it is (a moment's weight halves every
+    /// [`PELT_HALF_LIFE`]).
+    pub fn runnable_avg(&self, now: SimTime) -> f64 {
+        let decay = 0.5f64.powf(now.since(self.avg_at).0 as f64 / PELT_HALF_LIFE.0 as f64);
+        let runnable = matches!(self.state, TState::Runnable | TState::OnCpu(_));
+        self.avg * decay + if runnable { 1.0 - decay } else { 0.0 }
+    }
+
+    /// It enters state `s` at `now`.
+    pub fn set_state(&mut self, now: SimTime, s: TState) {
+        self.avg = self.runnable_avg(now);
+        self.avg_at = now;
+        self.state = s;
     }
 
     /// Time on a hardware thread up to `now`, the current stretch included.

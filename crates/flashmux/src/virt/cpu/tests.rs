@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::virt::ids::{ProcId, VcpuId};
+use crate::virt::thread::PELT_HALF_LIFE;
 
 const US: u64 = 1_000;
 
@@ -100,7 +101,7 @@ fn a_freed_hardware_thread_takes_the_longest_waiting_thread() {
     h.cpu.make_runnable(SimTime(10), b, &mut h.ev);
     h.cpu.make_runnable(SimTime(20), c, &mut h.ev);
     h.cpu.block(SimTime(US), a, &mut h.ev);
-    assert_eq!(h.take(), [(SimTime(2_500), h.step(b))], "b (shared queue) waited longer than c (pinned)");
+    assert_eq!(h.take(), [(SimTime(2_500), h.step(b))], "b waited longer than c");
     h.cpu.block(SimTime(3 * US), b, &mut h.ev);
     assert_eq!(h.take(), [(SimTime(4_500), h.step(c))]);
 }
@@ -116,6 +117,56 @@ fn an_unpinned_thread_returns_to_its_last_hardware_thread() {
     h.cpu.block(SimTime(US), a, &mut h.ev);
     h.run(2 * US, b);
     assert_eq!(h.cpu.on_hw(b), Some(HwThreadId(1)), "back where it ran, not on the first free one");
+}
+
+#[test]
+fn a_runnable_average_halves_with_each_half_life_of_sleep() {
+    let mut th = Thread::new(Role::Process(ProcId(0)), None, false);
+    let half = PELT_HALF_LIFE.0;
+    th.set_state(SimTime(0), TState::OnCpu(HwThreadId(0)));
+    assert_eq!(th.runnable_avg(SimTime(half)), 0.5, "running one half-life from nothing");
+    th.set_state(SimTime(half), TState::Blocked);
+    assert_eq!(th.runnable_avg(SimTime(2 * half)), 0.25, "then asleep one half-life");
+    th.set_state(SimTime(2 * half), TState::Runnable);
+    assert_eq!(th.runnable_avg(SimTime(3 * half)), 0.625, "waiting to run counts as running");
+}
+
+#[test]
+fn a_thread_that_must_wait_queues_at_the_least_loaded_hardware_thread() {
+    let mut h = Harness::new(2, 1);
+    let (p, p2, a, b) = (h.process(Some(0)), h.process(Some(0)), h.process(None), h.process(None));
+    h.run(0, p);
+    h.cpu.make_runnable(SimTime(0), p2, &mut h.ev);
+    h.run(0, a);
+    assert_eq!(h.cpu.on_hw(a), Some(HwThreadId(1)));
+    // At 1 ms hardware thread 0 has two runnable threads behind it, 1 one: b, which last ran
+    // on 0 (it never ran), waits for 1.
+    h.cpu.make_runnable(SimTime(1_000_000), b, &mut h.ev);
+    assert!(h.take().is_empty());
+    assert_eq!(h.cpu.thread(b).last_hw, HwThreadId(1));
+    h.cpu.block(SimTime(2_000_000), a, &mut h.ev);
+    assert_eq!(h.take(), [(SimTime(2_001_500), h.step(b))], "b runs on 1 as soon as a leaves it");
+    h.cpu.check_invariants();
+}
+
+#[test]
+fn an_idle_hardware_thread_pulls_a_thread_waiting_elsewhere() {
+    let mut h = Harness::new(2, 1);
+    let (a, b, r, p) = (h.process(None), h.process(None), h.process(None), h.process(Some(0)));
+    h.run(0, a);
+    h.run(0, b);
+    // All loads are nil at 0: r waits where it would go back to, hardware thread 0, and p, pinned
+    // there, behind it.
+    h.cpu.make_runnable(SimTime(0), r, &mut h.ev);
+    h.cpu.make_runnable(SimTime(0), p, &mut h.ev);
+    assert_eq!(h.cpu.thread(r).last_hw, HwThreadId(0));
+    h.cpu.block(SimTime(US), b, &mut h.ev);
+    assert_eq!(h.take(), [(SimTime(2_500), h.step(r))], "1's queue is empty: it pulls r from 0's");
+    assert_eq!(h.cpu.on_hw(r), Some(HwThreadId(1)));
+    h.cpu.block(SimTime(3 * US), r, &mut h.ev);
+    assert!(h.take().is_empty(), "p is pinned to 0: 1 stays idle");
+    assert_eq!(h.cpu.thread(p).state, TState::Runnable);
+    h.cpu.check_invariants();
 }
 
 #[test]
