@@ -749,6 +749,16 @@ fn the_kernels_tags_default_to_its_block_devices() {
 }
 
 #[test]
+fn the_metadata_calls_cost_what_is_set_and_never_nothing() {
+    let calls = |keys: &str| load(&format!("{MINIMAL}\n[kernel]\n[kernel.calls]\n{keys}")).unwrap().kernel.unwrap().calls;
+    let c = calls("create = \"50us\"\nunlink = \"1ms\"");
+    assert_eq!((c.create, c.unlink, c.stat), (Nanos(50_000), Nanos(1_000_000), crate::kernel::CallCosts::default().stat));
+    assert!(err(&format!("{MINIMAL}\n[kernel.calls]\nunlink = \"0s\"")).contains("kernel.calls.unlink: must be longer than zero"));
+    let e = err(&format!("{MINIMAL}\n[kernel.calls]\nfsync = \"1us\""));
+    assert!(e.contains("fsync") && e.contains("unknown field"), "{e}");
+}
+
+#[test]
 fn filename_and_directory_are_noted_only_where_they_are_not_modelled() {
     let scenario = |fs: &str, direct: u8| {
         let text = format!(

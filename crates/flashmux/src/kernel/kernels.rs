@@ -45,7 +45,7 @@ use super::ext4::{Ext4, Ext4Result, FsIoId, FsOut};
 use super::fs::Ino;
 use super::io::{AppOp, DevId, DevIo, KernelIo, KernelOut};
 use super::tags::Tags;
-use super::{CacheStats, FileId, KernelConfig, StreamId, PAGE_SIZE};
+use super::{CacheStats, FileId, KernelConfig, MetaCall, StreamId, PAGE_SIZE};
 use crate::device::IoOp;
 use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
 use serde::Serialize;
@@ -116,7 +116,10 @@ pub enum FileOp {
     Write,
     Fsync,
     Delete,
-    /// Its effect was made when it was issued (create, open, close, stat): it returns at once.
+    /// Its effect was made when it was issued (create, open, close, stat): it returns after the
+    /// call's CPU time (`[kernel.calls]`).
+    Meta(MetaCall),
+    /// Nothing left to do (a delete another job makes): it returns at once.
     Done,
 }
 
@@ -584,7 +587,7 @@ impl Kernels {
                 assert!(!self.open_streams.contains_key(&file), "file {file:?} deleted while open");
                 AppOp::Truncate { file, from: 0 }
             }
-            FileOp::Done => {
+            FileOp::Meta(_) | FileOp::Done => {
                 out.done.push(r);
                 return Ok(());
             }
@@ -773,9 +776,15 @@ impl Kernels {
         (start + d.offset, d.len.min(len - d.offset))
     }
 
-    /// The time the application's buffer takes to fill or empty after the kernel completed its
-    /// request: `page_copy` per page touched.
-    pub fn copy_time(&self, op: IoOp, offset: u64, len: u64) -> Nanos {
+    /// The time the application's call takes after the kernel completed its request: the copy
+    /// to or from its buffer (`page_copy` per page touched), or a metadata call's CPU time
+    /// (`[kernel.calls]`; a delete's unlink once the I/O on its pages is over).
+    pub fn call_time(&self, op: IoOp, offset: u64, len: u64, call: Option<FileCall>) -> Nanos {
+        match call.map(|c| c.op) {
+            Some(FileOp::Meta(m)) => return self.cfg.calls.of(m),
+            Some(FileOp::Delete) => return self.cfg.calls.unlink,
+            _ => {}
+        }
         if !matches!(op, IoOp::Read | IoOp::Write) || len == 0 {
             return Nanos::ZERO;
         }

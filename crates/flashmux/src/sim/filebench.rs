@@ -23,6 +23,7 @@ use crate::device::IoOp;
 use crate::engine::rng_for;
 use crate::kernel::fs::Ino;
 use crate::kernel::kernels::{FileCall, FileOp};
+use crate::kernel::MetaCall;
 use crate::kernel::FileId;
 use crate::units::{JobId, SimTime, TenantId};
 use crate::workload::filebench::run::{Call, CallKind, EntryId, Runner, RunnerStats, Step};
@@ -152,7 +153,10 @@ impl Simulator {
             CallKind::Write => (IoOp::Write, FileOp::Write),
             CallKind::Fsync => (IoOp::Flush, FileOp::Fsync),
             CallKind::Delete => (IoOp::Flush, FileOp::Delete),
-            CallKind::Create | CallKind::Open | CallKind::Close | CallKind::Stat => (IoOp::Flush, FileOp::Done),
+            CallKind::Create => (IoOp::Flush, FileOp::Meta(MetaCall::Create)),
+            CallKind::Open => (IoOp::Flush, FileOp::Meta(MetaCall::Open)),
+            CallKind::Close => (IoOp::Flush, FileOp::Meta(MetaCall::Close)),
+            CallKind::Stat => (IoOp::Flush, FileOp::Meta(MetaCall::Stat)),
         };
         let file = match call.kind {
             CallKind::Create => self.filebench_create(tenant, call.entry),

@@ -649,7 +649,7 @@ impl Simulator {
         kernels.note_plug_merges(k, merged);
         for r in out.done.drain(..) {
             let req = &self.reqs[r.index()];
-            let at = now + kernels.copy_time(req.op, req.offset, req.app_len) + self.scenario.host.completion_overhead;
+            let at = now + kernels.call_time(req.op, req.offset, req.app_len, req.call) + self.scenario.host.completion_overhead;
             self.events.push(at, Event::AppComplete(r));
         }
         if let Some(at) = kernels.arm(now, k) {
@@ -820,7 +820,7 @@ impl Simulator {
         let job = &mut self.work.jobs[j.index()];
         let measured = match req.call {
             // A call that moves no data and is not a sync: the thread's, not the job's I/O.
-            Some(c) if matches!(c.op, FileOp::Done | FileOp::Delete) => {
+            Some(c) if matches!(c.op, FileOp::Meta(_) | FileOp::Done | FileOp::Delete) => {
                 job.call_returned();
                 false
             }

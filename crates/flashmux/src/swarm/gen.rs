@@ -194,6 +194,12 @@ fn kernel(g: &mut G, doc: &mut Doc, check_every: u64) -> bool {
         if g.chance(0.5) {
             doc.set("kernel", "discard", "true".into());
         }
+        // The metadata calls' CPU time, from far below to far above their measured defaults.
+        for key in ["create", "open", "close", "stat", "unlink"] {
+            if g.chance(0.2) {
+                doc.set("kernel.calls", key, t::string(&t::duration(g.int(1, 200_000))));
+            }
+        }
     }
     // A check walks every cached page: frequent checks get a small cache.
     if check_every < 30 || g.chance(0.7) {

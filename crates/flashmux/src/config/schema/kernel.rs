@@ -2,7 +2,7 @@
 //! (`[kernel.pagecache]`, keys named as Linux's sysctls and sysfs files name them).
 
 use super::*;
-use crate::kernel::{KernelConfig, PageCacheConfig, PAGE_SIZE};
+use crate::kernel::{CallCosts, KernelConfig, PageCacheConfig, PAGE_SIZE};
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -14,6 +14,19 @@ pub(super) struct KernelSection {
     pub(super) nr_requests: Option<u32>,
     #[serde(default)]
     pub(super) pagecache: PageCacheSection,
+    #[serde(default)]
+    pub(super) calls: CallsSection,
+}
+
+/// `[kernel.calls]`: the metadata system calls' CPU time.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CallsSection {
+    pub(super) create: Option<Duration>,
+    pub(super) open: Option<Duration>,
+    pub(super) close: Option<Duration>,
+    pub(super) stat: Option<Duration>,
+    pub(super) unlink: Option<Duration>,
 }
 
 #[derive(Deserialize, Default)]
@@ -69,6 +82,16 @@ pub(super) fn resolve_kernel(
         filesystem: k.filesystem.unwrap_or_default(),
         discard: k.discard.unwrap_or(false),
         nr_requests: k.nr_requests.or(tags),
+        calls: {
+            let (c, d) = (&k.calls, CallCosts::default());
+            CallCosts {
+                create: or(&c.create, d.create),
+                open: or(&c.open, d.open),
+                close: or(&c.close, d.close),
+                stat: or(&c.stat, d.stat),
+                unlink: or(&c.unlink, d.unlink),
+            }
+        },
     };
     if cfg.discard && cfg.filesystem == crate::kernel::kernels::Filesystem::None {
         return Err(ctx.err("kernel.discard: true: a mount option of a filesystem: set filesystem = \"ext4\""));
