@@ -38,8 +38,8 @@
 //! dirties one page and reaches it 500 ns later; an fsync reaches it when its flush completes.
 //!
 //! # Simplifications
-//! The system call's CPU time is the copy alone: with a CPU model (`[host.cpu]`, VMs), the cache's
-//! hits take no thread's time.
+//! A read's or write's CPU time is the copy alone, a metadata call's its fixed cost
+//! (`[kernel.calls]`): with a CPU model (`[host.cpu]`, VMs), neither takes a thread's time.
 
 use super::ext4::{Ext4, Ext4Result, FsIoId, FsOut};
 use super::fs::Ino;

@@ -199,14 +199,14 @@ pub struct KernelConfig {
     pub nr_requests: Option<u32>,
 }
 
-/// A metadata system call on a file or directory, by what it costs (`[kernel.calls]`).
+/// A metadata system call on a file that returns once made, by what it costs
+/// (`[kernel.calls]`; a delete, which waits for the I/O on the file's pages, costs `unlink`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MetaCall {
     Create,
     Open,
     Close,
     Stat,
-    Unlink,
 }
 
 /// The time each metadata system call takes on the application's thread: the system call and
@@ -221,7 +221,7 @@ pub struct CallCosts {
     /// `open` of an existing file.
     pub open: Nanos,
     pub close: Nanos,
-    /// `stat` of a file or directory.
+    /// `stat` of a file.
     pub stat: Nanos,
     /// `unlink` of a file (its blocks freed into the journal; a file of one 4 KiB block).
     pub unlink: Nanos,
@@ -251,13 +251,13 @@ impl CallCosts {
         ]
     }
 
+    /// The cost of `call`.
     pub fn of(&self, call: MetaCall) -> Nanos {
         match call {
             MetaCall::Create => self.create,
             MetaCall::Open => self.open,
             MetaCall::Close => self.close,
             MetaCall::Stat => self.stat,
-            MetaCall::Unlink => self.unlink,
         }
     }
 }
