@@ -266,10 +266,15 @@ impl Cpu {
     /// Takes the longest-waiting unpinned thread out of the most loaded run queue that has one
     /// (the lowest-numbered among equals).
     fn pull(&mut self, now: SimTime) -> Option<ThreadId> {
+        let unpinned = |hw: &Hw| hw.queue.iter().position(|&t| self.threads[t].pin.is_none());
+        // Most frees find nothing to pull: the loads are weighed only when there is something.
+        if !self.hw.iter().any(|hw| unpinned(hw).is_some()) {
+            return None;
+        }
         let load = self.loads(now);
         let mut from: Option<(HwThreadId, usize)> = None;
         for (h, hw) in self.hw.iter_enumerated() {
-            if let Some(i) = hw.queue.iter().position(|&t| self.threads[t].pin.is_none()) {
+            if let Some(i) = unpinned(hw) {
                 if from.is_none_or(|(f, _)| load[h] > load[f]) {
                     from = Some((h, i));
                 }
