@@ -116,7 +116,7 @@ pub struct Ext4 {
     next_token: u32,
     /// Metadata blocks (with the file they changed) the journal told to wait: tried again when
     /// it says.
-    waiting: VecDeque<(u64, FileId)>,
+    waiting: VecDeque<(u64, Option<FileId>)>,
     jout: JournalOut,
     /// `-o discard`: extents freed, merged per transaction as mballoc merges them, to trim once
     /// their transaction has committed (`freed.rs`).
@@ -291,9 +291,59 @@ impl Ext4 {
         };
         self.files.insert(file, File { ino, first: 0, tid: Tid(0), reserved: 0 });
         for m in &ch.dirtied {
-            self.dirty(now, m.block, file)?;
+            self.dirty(now, m.block, Some(file))?;
         }
         self.drain(now, out).map(Ok)
+    }
+
+    /// Makes directory `name` in `parent` at `now` (`mkdir`): its inode, its first block and the
+    /// parent's entry join the journal. No free inode or block beyond those kept: ENOSPC,
+    /// nothing changed.
+    pub fn mkdir(
+        &mut self,
+        now: SimTime,
+        parent: Ino,
+        name: &str,
+        out: &mut FsOut,
+    ) -> Result<Result<Ino, NoSpace>, String> {
+        if self.fs.free_blocks() <= self.reserved + self.resv_metadata {
+            return Ok(Err(NoSpace));
+        }
+        let (ino, ch) = match self.fs.mkdir(parent, name) {
+            Ok(c) => c,
+            Err(super::fs::FsError::NoInodes | super::fs::FsError::NoSpace) => return Ok(Err(NoSpace)),
+            Err(e) => return Err(fs_err(e)),
+        };
+        for m in &ch.dirtied {
+            self.dirty(now, m.block, None)?;
+        }
+        self.drain(now, out)?;
+        Ok(Ok(ino))
+    }
+
+    /// Removes empty directory `dir` at `now` (`rmdir`): its inode and block are freed into the
+    /// journal (trimmed after the commit with `discard`), as a file's are by `unlink`.
+    pub fn rmdir(&mut self, now: SimTime, dir: Ino, out: &mut FsOut) -> Result<(), String> {
+        let ch = self.fs.rmdir(dir).map_err(fs_err)?;
+        for m in &ch.dirtied {
+            self.dirty(now, m.block, None)?;
+        }
+        self.free_into_discard(&ch.freed);
+        self.drain(now, out)
+    }
+
+    /// Extents freed by a change join the discard list of the transaction its metadata joined
+    /// (or, if that waits, the next one), with `-o discard`.
+    fn free_into_discard(&mut self, freed: &[PhysExtent]) {
+        if let Some(d) = &mut self.discard {
+            let tid = match self.journal.running_tid() {
+                Some(t) => t,
+                None => Tid(self.journal.commit_sequence().0 + 1),
+            };
+            for &e in freed {
+                d.free(tid, e);
+            }
+        }
     }
 
     /// A write makes `file` `size` bytes long (if it was shorter): its i_size, and a block
@@ -320,7 +370,7 @@ impl Ext4 {
     pub fn release(&mut self, now: SimTime, file: FileId, out: &mut FsOut) -> Result<(), String> {
         let ch = self.fs.release(self.files[&file].ino).map_err(fs_err)?;
         for m in &ch.dirtied {
-            self.dirty(now, m.block, file)?;
+            self.dirty(now, m.block, Some(file))?;
         }
         self.drain(now, out)
     }
@@ -332,18 +382,9 @@ impl Ext4 {
         // Its pages were dropped unwritten: their reservation goes.
         self.reserved -= self.files[&file].reserved;
         for m in &ch.dirtied {
-            self.dirty(now, m.block, file)?;
+            self.dirty(now, m.block, Some(file))?;
         }
-        if let Some(d) = &mut self.discard {
-            // The transaction its metadata joined (or, if that waits, the next one).
-            let tid = match self.journal.running_tid() {
-                Some(t) => t,
-                None => Tid(self.journal.commit_sequence().0 + 1),
-            };
-            for &e in &ch.freed {
-                d.free(tid, e);
-            }
-        }
+        self.free_into_discard(&ch.freed);
         self.files.remove(&file);
         self.drain(now, out)
     }
@@ -358,17 +399,19 @@ impl Ext4 {
     /// A buffered write to `file` at `now` changed its inode.
     pub fn note_write(&mut self, now: SimTime, file: FileId, out: &mut FsOut) -> Result<(), String> {
         let block = self.fs.inode_block(self.files[&file].ino);
-        self.dirty(now, block, file)?;
+        self.dirty(now, block, Some(file))?;
         self.drain(now, out)
     }
 
     /// Metadata block `block` changed for `file`: it joins the running transaction, which
     /// becomes the file's last (what its fsync commits), or waits until the journal has room.
-    fn dirty(&mut self, now: SimTime, block: u64, file: FileId) -> Result<(), String> {
+    /// Metadata block `block` changed at `now` (for `file`, whose fsync must commit it; a
+    /// directory's change has none).
+    fn dirty(&mut self, now: SimTime, block: u64, file: Option<FileId>) -> Result<(), String> {
         match self.journal.dirty_metadata(now, block, &mut self.jout).map_err(fs_err)? {
             Admit::Joined(tid) => {
                 // A file deleted since its change waited has no fsync to remember it for.
-                if let Some(f) = self.files.get_mut(&file) {
+                if let Some(f) = file.and_then(|file| self.files.get_mut(&file)) {
                     f.tid = tid;
                 }
             }
@@ -396,7 +439,7 @@ impl Ext4 {
             let holes: u64 = map.iter().filter(|m| m.physical.is_none()).map(|m| m.len).sum();
             let ch = self.fs.allocate(ino, first, count, 0).map_err(fs_err)?;
             for m in &ch.dirtied {
-                self.dirty(now, m.block, d.file)?;
+                self.dirty(now, m.block, Some(d.file))?;
             }
             map = ch.mapped;
             // The reservation becomes blocks.

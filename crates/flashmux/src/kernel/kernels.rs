@@ -48,6 +48,7 @@ use super::tags::Tags;
 use super::{CacheStats, FileId, KernelConfig, MetaCall, StreamId, PAGE_SIZE};
 use crate::device::IoOp;
 use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
+use crate::workload::fio::FileEngine;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -109,25 +110,25 @@ impl KernelDeviceIo {
     }
 }
 
-/// A system call on a file of a workload's (Filebench's): what it asks of the kernel.
+/// A system call on a file of a workload's (Filebench's, a fio job's): what it asks of the kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileOp {
     Read,
     Write,
     Fsync,
     Delete,
-    /// Its effect was made when it was issued (create, open, close, stat): it returns after the
-    /// call's CPU time (`[kernel.calls]`).
+    /// Its effect was made when it was issued (create, open, close, stat, mkdir, rmdir): it
+    /// returns after the call's CPU time (`[kernel.calls]`).
     Meta(MetaCall),
     /// Nothing left to do (a delete another job makes): it returns at once.
     Done,
 }
 
-/// A system call on a file: its operation and the file.
+/// A system call on a file: its operation and the file (`None` for a call on a directory).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileCall {
     pub op: FileOp,
-    pub file: FileId,
+    pub file: Option<FileId>,
 }
 
 /// A kernel's device request, by whose it is.
@@ -190,6 +191,9 @@ pub struct Kernels {
     jobs: Vec<Option<JobFiles>>,
     /// The jobs' files that are made at their first use or deleted at their jobs' end.
     shared: BTreeMap<FileId, SharedFile>,
+    /// Each job of fio's file and directory operation engines: its files (`None` for any
+    /// other job).
+    engines: Vec<Option<EngineFiles>>,
     kout: KernelOut,
     fsout: FsOut,
     /// Page-cache I/O the filesystem completed, to report to the cache.
@@ -214,6 +218,37 @@ pub struct BufferedJob {
     pub allocate: bool,
 }
 
+/// A job of one of fio's file and directory operation engines (`ioengine=filecreate`, ...): its
+/// tenant, its engine and its files (each one's path, as a [`BufferedJob`]'s, and its range of
+/// the device), in the order of their ranges.
+#[derive(Clone, Debug)]
+pub struct EngineJob {
+    pub tenant: TenantId,
+    pub engine: FileEngine,
+    pub files: Vec<(String, (u64, u64))>,
+    /// Its files' blocks are allocated when laid out (`filestat`, `filedelete`; as a
+    /// [`BufferedJob`]'s).
+    pub allocate: bool,
+}
+
+/// An engine job's files in the kernel, each with its range's first byte.
+#[derive(Clone, Debug)]
+struct EngineFiles {
+    engine: FileEngine,
+    files: Vec<(EngineFile, u64)>,
+}
+
+/// What an engine job's file is now.
+#[derive(Clone, Debug)]
+enum EngineFile {
+    /// Not made yet (`filecreate`, `dircreate`): its directory and name.
+    ToMake(Ino, String),
+    File(FileId),
+    Dir(Ino),
+    /// Deleted.
+    Gone,
+}
+
 /// A file of the jobs' on a filesystem: whether it waits to be made at its first use (its name
 /// and first byte in its jobs' requests), and how many jobs that delete it at their end have
 /// not yet ended.
@@ -231,12 +266,14 @@ impl Kernels {
     /// `regions`: each tenant's (offset, length) on the device. `jobs`: each job, `Some` if it
     /// is buffered.
     /// `files_of`: per tenant, whether its workload makes files of its own on its filesystem
-    /// (a Filebench workload's), so it needs one even without buffered jobs.
+    /// (a Filebench workload's), so it needs one even without buffered jobs. `engines`: each
+    /// job, `Some` if it is one of fio's file operation engines' (on its tenant's filesystem).
     pub fn new(
         cfg: KernelConfig,
         regions: &[(u64, u64)],
         jobs: &[Option<BufferedJob>],
         files_of: &[bool],
+        engines: &[Option<EngineJob>],
     ) -> Result<Kernels, String> {
         let tenants = regions.len();
         let count = if cfg.per_tenant { tenants } else { 1 };
@@ -257,7 +294,17 @@ impl Kernels {
         let mut file_tenant: Vec<TenantId> = (0..tenants).map(|t| TenantId(t as u16)).collect();
         for (t, &(start, len)) in regions.iter().enumerate() {
             kernels[of_tenant[t]].io.cache_mut().set_file_end(FileId(t as u32), len.div_ceil(PAGE_SIZE));
-            let buffered = jobs.iter().flatten().any(|j| j.tenant.index() == t) || files_of[t];
+            let buffered = jobs.iter().flatten().any(|j| j.tenant.index() == t)
+                || engines.iter().flatten().any(|j| j.tenant.index() == t)
+                || files_of[t];
+            if cfg.filesystem != Filesystem::Ext4 {
+                if let Some(e) = engines.iter().flatten().find(|j| j.tenant.index() == t) {
+                    return Err(format!(
+                        "tenant {t}: ioengine={} makes and stats files of a filesystem: set [kernel] filesystem = \"ext4\"",
+                        e.engine.fio_name()
+                    ));
+                }
+            }
             if cfg.filesystem == Filesystem::Ext4 && buffered {
                 ext4[t] = Some(Ext4::new(start, len, cfg.discard).map_err(|e| format!("tenant {t}: {e}"))?);
             }
@@ -300,23 +347,7 @@ impl Kernels {
             let f = FileId(file_tenant.len() as u32);
             file_tenant.push(t);
             let fs = ext4[t.index()].as_mut().expect("a filesystem");
-            let parts: Vec<&str> = path.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
-            let Some((name, parents)) = parts.split_last() else {
-                return Err(format!("tenant {}: a job's file has no name ('{path}')", t.index()));
-            };
-            let mut dir = fs.root();
-            for k in 0..parents.len() {
-                let key = (t, parents[..=k].join("/"));
-                dir = match dirs.get(&key) {
-                    Some(&d) => d,
-                    None => {
-                        let d = fs.setup_dir(Some(dir), parents[k]).map_err(|e| format!("tenant {}: {e}", t.index()))?;
-                        dirs.insert(key, d);
-                        d
-                    }
-                };
-            }
-            let name = *name;
+            let (dir, name) = parent_dir(fs, &mut dirs, t, path)?;
             if n.unlinkers > 0 && n.unlinkers < n.users {
                 return Err(format!(
                     "tenant {}: file '{path}' is used by {} jobs and {} of them delete it at their end (unlink=1): give all or none of them unlink=1",
@@ -366,6 +397,53 @@ impl Kernels {
             assert!(own.windows(2).all(|w| w[0].2 < w[1].2), "a job's files in the order of their ranges");
             files.push(Some(own));
         }
+        let mut engine_files = Vec::with_capacity(engines.len());
+        let mut engine_paths: BTreeMap<(TenantId, &str), ()> = BTreeMap::new();
+        let mut to_make: Vec<(u64, u64)> = vec![(0, 0); tenants];
+        for e in engines {
+            let Some(e) = e else {
+                engine_files.push(None);
+                continue;
+            };
+            let t = e.tenant;
+            let mut files = Vec::with_capacity(e.files.len());
+            for (path, (first, len)) in &e.files {
+                if named.contains_key(&(t, path.as_str())) || engine_paths.insert((t, path.as_str()), ()).is_some() {
+                    return Err(format!(
+                        "tenant {}: '{path}' is the file of more than one job, one of them with ioengine={}: give the jobs different names or directories",
+                        t.index(),
+                        e.engine.fio_name()
+                    ));
+                }
+                let fs = ext4[t.index()].as_mut().expect("a filesystem");
+                let (dir, name) = parent_dir(fs, &mut dirs, t, path)?;
+                let err = |e: String| format!("tenant {}: {e}", t.index());
+                let state = match e.engine {
+                    FileEngine::FileCreate | FileEngine::DirCreate => {
+                        to_make[t.index()].1 += 1;
+                        to_make[t.index()].0 += u64::from(e.engine == FileEngine::DirCreate);
+                        EngineFile::ToMake(dir, name.to_string())
+                    }
+                    FileEngine::FileStat | FileEngine::FileDelete => {
+                        let f = FileId(file_tenant.len() as u32);
+                        file_tenant.push(t);
+                        fs.add_file(f, (dir, name), *first, *len, e.allocate).map_err(err)?;
+                        kernels[of_tenant[t.index()]].io.cache_mut().set_file_end(f, len.div_ceil(PAGE_SIZE));
+                        EngineFile::File(f)
+                    }
+                    FileEngine::DirStat | FileEngine::DirDelete => EngineFile::Dir(fs.setup_dir(Some(dir), name).map_err(err)?),
+                };
+                files.push((state, *first));
+            }
+            engine_files.push(Some(EngineFiles { engine: e.engine, files }));
+        }
+        for (t, &(blocks, files)) in to_make.iter().enumerate() {
+            if files > 0 && !ext4[t].as_ref().expect("a filesystem").has_room_for(blocks, files) {
+                return Err(format!(
+                    "tenant {t}: the {files} files or directories its jobs make (ioengine=filecreate, dircreate) do not fit in its filesystem"
+                ));
+            }
+        }
         let next_file = file_tenant.len() as u32;
         Ok(Kernels {
             cfg,
@@ -379,6 +457,7 @@ impl Kernels {
             open_streams: BTreeMap::new(),
             jobs: files,
             shared,
+            engines: engine_files,
             kout: KernelOut::default(),
             fsout: FsOut::default(),
             cache_done: Vec::new(),
@@ -468,7 +547,98 @@ impl Kernels {
         let s = self.shared.get_mut(&file).expect("a file its jobs delete");
         s.unlinkers -= 1;
         let op = if s.unlinkers == 0 && s.create.is_none() { FileOp::Delete } else { FileOp::Done };
-        Ok(FileCall { op, file })
+        Ok(FileCall { op, file: Some(file) })
+    }
+
+    /// Job `j` (of tenant `t`, of one of fio's file operation engines) opens its file whose
+    /// range starts at device byte `first` at `now`: the engine's call on it takes effect (a
+    /// create or mkdir joins the journal; an unlink or rmdir frees into it) and is returned to
+    /// be timed.
+    pub fn engine_open(
+        &mut self,
+        now: SimTime,
+        t: TenantId,
+        j: JobId,
+        first: u64,
+        out: &mut KernelsOut,
+    ) -> Result<FileCall, String> {
+        let (engine, i) = self.engine_file(j, first);
+        let state = std::mem::replace(&mut self.engines[j.index()].as_mut().expect("checked").files[i].0, EngineFile::Gone);
+        let no_room = |what: &str| format!("tenant {}: ext4 has no room to make the {what} of a job with ioengine={}", t.index(), engine.fio_name());
+        let (state, call) = match (engine, state) {
+            (FileEngine::FileCreate, EngineFile::ToMake(dir, name)) => {
+                let f = FileId(self.next_file);
+                let (fs, fsout) = self.fs_out(t);
+                if fs.create(now, f, dir, &name, fsout)?.is_err() {
+                    return Err(no_room("file"));
+                }
+                assert_eq!(self.new_file(t), f);
+                let k = self.of_tenant[t.index()];
+                self.kernels[k].io.cache_mut().set_file_end(f, 0);
+                (EngineFile::File(f), FileCall { op: FileOp::Meta(MetaCall::Create), file: Some(f) })
+            }
+            // fio's open(O_CREAT) of a file an earlier pass made.
+            (FileEngine::FileCreate, EngineFile::File(f)) => {
+                (EngineFile::File(f), FileCall { op: FileOp::Meta(MetaCall::Open), file: Some(f) })
+            }
+            (FileEngine::FileStat, EngineFile::File(f)) => {
+                (EngineFile::File(f), FileCall { op: FileOp::Meta(MetaCall::Stat), file: Some(f) })
+            }
+            // Deleted when the call reaches the kernel, as a Filebench delete.
+            (FileEngine::FileDelete, EngineFile::File(f)) => (EngineFile::Gone, FileCall { op: FileOp::Delete, file: Some(f) }),
+            (FileEngine::DirCreate, EngineFile::ToMake(parent, name)) => {
+                let (fs, fsout) = self.fs_out(t);
+                let Ok(dir) = fs.mkdir(now, parent, &name, fsout)? else { return Err(no_room("directory")) };
+                (EngineFile::Dir(dir), FileCall { op: FileOp::Meta(MetaCall::Mkdir), file: None })
+            }
+            (FileEngine::DirStat, EngineFile::Dir(d)) => (EngineFile::Dir(d), FileCall { op: FileOp::Meta(MetaCall::Stat), file: None }),
+            (FileEngine::DirDelete, EngineFile::Dir(d)) => {
+                let (fs, fsout) = self.fs_out(t);
+                fs.rmdir(now, d, fsout)?;
+                (EngineFile::Gone, FileCall { op: FileOp::Meta(MetaCall::Rmdir), file: None })
+            }
+            (engine, state) => unreachable!("ioengine={} opens a file in state {state:?}", engine.fio_name()),
+        };
+        self.engines[j.index()].as_mut().expect("checked").files[i].0 = state;
+        let k = self.of_tenant[t.index()];
+        self.settle(now, k, t, out)?;
+        Ok(call)
+    }
+
+    /// Job `j` (of tenant `t`, of one of fio's file operation engines), at its end with fio's
+    /// `unlink`, deletes its file whose range starts at device byte `first` at `now`
+    /// (`close_and_free_files`; the engine's `unlink_file`, `rmdir` for the directory
+    /// engines): the call, or one that does nothing if the file is gone or was never made.
+    pub fn engine_unlink(
+        &mut self,
+        now: SimTime,
+        t: TenantId,
+        j: JobId,
+        first: u64,
+        out: &mut KernelsOut,
+    ) -> Result<FileCall, String> {
+        let (_, i) = self.engine_file(j, first);
+        let state = std::mem::replace(&mut self.engines[j.index()].as_mut().expect("checked").files[i].0, EngineFile::Gone);
+        let call = match state {
+            EngineFile::File(f) => FileCall { op: FileOp::Delete, file: Some(f) },
+            EngineFile::Dir(d) => {
+                let (fs, fsout) = self.fs_out(t);
+                fs.rmdir(now, d, fsout)?;
+                FileCall { op: FileOp::Meta(MetaCall::Rmdir), file: None }
+            }
+            EngineFile::ToMake(..) | EngineFile::Gone => FileCall { op: FileOp::Done, file: None },
+        };
+        let k = self.of_tenant[t.index()];
+        self.settle(now, k, t, out)?;
+        Ok(call)
+    }
+
+    /// Engine job `j`'s engine and the index of its file whose range starts at `first`.
+    fn engine_file(&self, j: JobId, first: u64) -> (FileEngine, usize) {
+        let e = self.engines[j.index()].as_ref().expect("a job of a file operation engine");
+        let i = e.files.partition_point(|f| f.1 < first);
+        assert!(e.files.get(i).is_some_and(|f| f.1 == first), "no file of job {j:?} starts at {first}");
+        (e.engine, i)
     }
 
     /// Job `j`'s file whose range holds device offset `offset` (a sync carries its file's
@@ -575,7 +745,14 @@ impl Kernels {
         out: &mut KernelsOut,
     ) -> Result<(), String> {
         let k = self.of_tenant[t.index()];
-        let file = call.file;
+        let file = match (call.op, call.file) {
+            (FileOp::Meta(_) | FileOp::Done, _) => {
+                out.done.push(r);
+                return Ok(());
+            }
+            (_, Some(file)) => file,
+            (op, None) => panic!("{op:?} of no file"),
+        };
         let app = match call.op {
             FileOp::Read => AppOp::Read { file, offset, len, stream: self.open_streams.get(&file).copied() },
             // Its pages were reserved when it was issued (`reserve`).
@@ -824,6 +1001,33 @@ impl Kernels {
             fs.check_invariants();
         }
     }
+}
+
+/// The directory of a job's file `path` (`/`-separated) on tenant `t`'s filesystem `fs`, and the
+/// file's name: the directories on the path are made before the run, once each (`dirs`).
+fn parent_dir<'p>(
+    fs: &mut Ext4,
+    dirs: &mut BTreeMap<(TenantId, String), Ino>,
+    t: TenantId,
+    path: &'p str,
+) -> Result<(Ino, &'p str), String> {
+    let parts: Vec<&str> = path.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+    let Some((name, parents)) = parts.split_last() else {
+        return Err(format!("tenant {}: a job's file has no name ('{path}')", t.index()));
+    };
+    let mut dir = fs.root();
+    for k in 0..parents.len() {
+        let key = (t, parents[..=k].join("/"));
+        dir = match dirs.get(&key) {
+            Some(&d) => d,
+            None => {
+                let d = fs.setup_dir(Some(dir), parents[k]).map_err(|e| format!("tenant {}: {e}", t.index()))?;
+                dirs.insert(key, d);
+                d
+            }
+        };
+    }
+    Ok((dir, name))
 }
 
 /// The filesystem on each tenant's region (`[kernel] filesystem`).

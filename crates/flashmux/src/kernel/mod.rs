@@ -206,7 +206,11 @@ pub enum MetaCall {
     Create,
     Open,
     Close,
+    /// `stat` of a file or a directory.
     Stat,
+    Mkdir,
+    /// `rmdir` of an empty directory.
+    Rmdir,
 }
 
 /// The time each metadata system call takes on the application's thread: the system call and
@@ -225,6 +229,10 @@ pub struct CallCosts {
     pub stat: Nanos,
     /// `unlink` of a file (its blocks freed into the journal; a file of one 4 KiB block).
     pub unlink: Nanos,
+    /// `mkdir`: a directory entry, an inode and the directory's first block.
+    pub mkdir: Nanos,
+    /// `rmdir` of an empty directory.
+    pub rmdir: Nanos,
 }
 
 impl Default for CallCosts {
@@ -235,19 +243,23 @@ impl Default for CallCosts {
             close: Nanos(500),
             stat: Nanos(800),
             unlink: Nanos(12_200),
+            mkdir: Nanos(27_900),
+            rmdir: Nanos(15_100),
         }
     }
 }
 
 impl CallCosts {
     /// The keys of `[kernel.calls]`, each with its cost.
-    pub fn named(&self) -> [(&'static str, Nanos); 5] {
+    pub fn named(&self) -> [(&'static str, Nanos); 7] {
         [
             ("create", self.create),
             ("open", self.open),
             ("close", self.close),
             ("stat", self.stat),
             ("unlink", self.unlink),
+            ("mkdir", self.mkdir),
+            ("rmdir", self.rmdir),
         ]
     }
 
@@ -258,6 +270,8 @@ impl CallCosts {
             MetaCall::Open => self.open,
             MetaCall::Close => self.close,
             MetaCall::Stat => self.stat,
+            MetaCall::Mkdir => self.mkdir,
+            MetaCall::Rmdir => self.rmdir,
         }
     }
 }

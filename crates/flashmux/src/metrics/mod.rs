@@ -358,6 +358,18 @@ impl DirStats {
         self.clat_buckets.record(clat_ns);
         self.lat.record(slat_ns + clat_ns);
     }
+    /// An I/O of `bytes` that took no measured time (a file operation engine's, fio's
+    /// `FIO_FAKEIO`): counted, without latency samples.
+    pub fn count(&mut self, bytes: u64) {
+        self.ios += 1;
+        self.bytes += bytes;
+    }
+    /// A completion latency with no I/O of its own (a file operation engine's call, fio's
+    /// `add_clat_sample` in its `open_file`): no submission or total latency.
+    pub fn record_clat(&mut self, clat_ns: u64) {
+        self.clat.record(clat_ns);
+        self.clat_buckets.record(clat_ns);
+    }
     pub fn merge(&mut self, o: &DirStats) {
         self.ios += o.ios;
         self.bytes += o.bytes;
@@ -380,6 +392,13 @@ pub struct IoStats {
 }
 
 impl IoStats {
+    pub fn dir_mut(&mut self, d: crate::workload::fio::Dir) -> &mut DirStats {
+        match d {
+            crate::workload::fio::Dir::Read => &mut self.read,
+            crate::workload::fio::Dir::Write => &mut self.write,
+            crate::workload::fio::Dir::Trim => &mut self.trim,
+        }
+    }
     pub fn merge(&mut self, o: &IoStats) {
         self.read.merge(&o.read);
         self.write.merge(&o.write);

@@ -24,7 +24,7 @@ use crate::engine::derive_seed;
 use crate::metrics::{IoStats, JobResult, JobSample, Samples};
 use crate::units::{Nanos, SimTime, TenantId};
 use crate::kernel::kernels::FileCall;
-use crate::workload::fio::{Dir, FioJob, IoUnit, JobGen, ThinktimeBlocksType};
+use crate::workload::fio::{Dir, FileEngine, FioJob, IoUnit, JobGen, ThinktimeBlocksType};
 use std::collections::VecDeque;
 
 /// fio's `bw_avg_time` and `iops_avg_time` default: one bandwidth/IOPS sample per 500 ms.
@@ -80,6 +80,10 @@ pub enum Next {
     Exhausted,
     /// A Filebench thread (its index in its tenant's runner) may make its next call.
     Pull(u32),
+    /// A job of one of fio's file operation engines opens its file whose range starts at
+    /// device byte `first`: the engine's call on it, timed, in flight until it returns
+    /// ([`JobRt::call_returned`]).
+    Open { first: u64 },
 }
 
 /// Where a job's requests come from.
@@ -135,12 +139,39 @@ pub struct JobRt {
     /// turn once it has stopped and synced; the next one's index.
     unlink: bool,
     unlink_file: usize,
+    /// A job of one of fio's file and directory operation engines (`ioengine=filecreate`, ...).
+    engine: Option<EngineRt>,
     stats: IoStats,
     samples: Samples,
     /// What the current sample window has completed so far.
     cur_sample: JobSample,
     cur_window: u64,
     depth_counts: [u64; 7],
+}
+
+/// A job of one of fio's file and directory operation engines (fio's `engines/fileoperations.c`):
+/// an I/O of a file that is not open first opens it — the engine's system call, the job's only
+/// request in flight, whose time is the job's completion latency (fio's `add_clat_sample` in
+/// the engine's `open_file`, in `stat_ddir`); then the file's I/Os complete as they are issued,
+/// doing nothing (`FIO_FAKEIO`): counted in the job's I/Os and bytes, without a latency. A file
+/// closes once its size in bytes has been done since it opened (fio's `fio_file_done`: a
+/// time-based job's file that wraps is closed and opened again, one call per pass over it), and
+/// at the end of each pass (`loops`).
+struct EngineRt {
+    engine: FileEngine,
+    /// Per file: its size, whether it was ever opened, and while open, the pass it opened in
+    /// and the bytes left before it closes.
+    files: Vec<EngineFileRt>,
+    /// An open is out.
+    call_out: bool,
+    stat_dir: Dir,
+}
+
+#[derive(Clone, Copy)]
+struct EngineFileRt {
+    size: u64,
+    ever_opened: bool,
+    open: Option<(u64, u64)>,
 }
 
 fn op_of(d: Dir) -> IoOp {
@@ -175,6 +206,17 @@ impl JobRt {
             // Numbered by the simulator once every job exists (`set_filebench_thread`).
             Workload::Filebench { .. } => Source::Filebench { thread: u32::MAX },
         };
+        let engine = match (&source, spec.engine) {
+            (Source::Fio { gen, .. }, Some(engine)) => Some(EngineRt {
+                engine,
+                files: (0..gen.file_count())
+                    .map(|i| EngineFileRt { size: gen.file_range(i).1, ever_opened: false, open: None })
+                    .collect(),
+                call_out: false,
+                stat_dir: spec.engine_stat_dir(),
+            }),
+            _ => None,
+        };
         let start_delay = match &source {
             Source::Fio { gen, .. } => gen.start_delay(),
             Source::Trace { .. } | Source::Export(_) | Source::Filebench { .. } => 0,
@@ -208,6 +250,7 @@ impl JobRt {
             end_sync_file: 0,
             unlink: false,
             unlink_file: 0,
+            engine,
             stats: IoStats::default(),
             samples: Samples::default(),
             cur_sample: JobSample::default(),
@@ -294,13 +337,48 @@ impl JobRt {
     }
 
     /// A call that moves no data and is not a sync (a create, open, close, stat or delete)
-    /// returned: not in the job's I/O statistics.
-    pub fn call_returned(&mut self) {
+    /// returned at `now`, `clat_ns` after it reached the kernel: not in the job's I/O
+    /// statistics, unless it is a file operation engine's open, whose time is the job's
+    /// completion latency.
+    pub fn call_returned(&mut self, now: SimTime, clat_ns: u64) {
         self.inflight -= 1;
+        if let Some(e) = self.engine.as_mut().filter(|e| e.call_out) {
+            e.call_out = false;
+            if now >= self.measure_from {
+                self.stats.dir_mut(e.stat_dir).record_clat(clat_ns);
+            }
+        }
     }
 
-    /// fio's generator's next I/O, within the job's rate limits.
+    /// It is a job of one of fio's file and directory operation engines.
+    pub fn engine(&self) -> Option<FileEngine> {
+        self.engine.as_ref().map(|e| e.engine)
+    }
+
+    /// fio's generator's next I/O, within the job's rate limits; for a file operation engine's
+    /// job, the open of the next I/O's file first if it is not open, and I/Os that complete as
+    /// they are issued.
     fn next_fio_io(&mut self, now: SimTime) -> Next {
+        loop {
+            let next = self.next_fio_unit(now);
+            match next {
+                Next::Io(io) if self.engine.is_some() => {
+                    // A fake I/O: issued (counted in flight) and complete at once.
+                    self.inflight -= 1;
+                    self.count_fake(now, io);
+                    if now < self.think_until {
+                        return Next::WaitUntil(self.think_until);
+                    }
+                }
+                next => return next,
+            }
+        }
+    }
+
+    fn next_fio_unit(&mut self, now: SimTime) -> Next {
+        if self.engine.as_ref().is_some_and(|e| e.call_out) {
+            return Next::Blocked;
+        }
         let Source::Fio { gen, held } = &mut self.source else { unreachable!("a fio job") };
         let io = match held.take().or_else(|| gen.next()) {
             Some(io) => io,
@@ -309,7 +387,33 @@ impl JobRt {
                 return Next::Exhausted;
             }
         };
+        if let Some(e) = &mut self.engine {
+            let pass = gen.passes_done();
+            let file = gen.file_of(io.offset);
+            let f = &mut e.files[file];
+            if f.open.is_some_and(|(p, _)| p != pass) {
+                f.open = None; // closed at the end of its pass
+            }
+            match f.open {
+                Some(_) => {}
+                None if f.ever_opened && e.engine.once_per_file() => {
+                    // fio's second open of the file fails (it is gone, or exists): the job ends.
+                    self.exhausted = true;
+                    return Next::Exhausted;
+                }
+                None => {
+                    f.ever_opened = true;
+                    f.open = Some((pass, f.size));
+                    e.call_out = true;
+                    let first = gen.file_range(file).0;
+                    *held = Some(io);
+                    self.count_issue();
+                    return Next::Open { first };
+                }
+            }
+        }
         let d = io.dir.index();
+        let file = gen.file_of(io.offset);
         if now < self.next_allowed[d] {
             *held = Some(io);
             return Next::WaitUntil(self.next_allowed[d]);
@@ -324,6 +428,16 @@ impl JobRt {
             self.next_allowed[d] += g;
         }
         self.count_issue();
+        if let Some(e) = &mut self.engine {
+            // Issued: the file closes if this I/O used up its size.
+            let f = &mut e.files[file];
+            if let Some((_, left)) = &mut f.open {
+                *left = left.saturating_sub(io.len);
+                if *left == 0 {
+                    f.open = None;
+                }
+            }
+        }
         if self.spec.thinktime > 0 && self.spec.thinktime_blocks_type == ThinktimeBlocksType::Issue {
             self.count_toward_think(now);
         }
@@ -332,6 +446,28 @@ impl JobRt {
             self.count_write();
         }
         Next::Io(IoReq { op: op_of(io.dir), offset: io.offset, len: io.len, tag: 0, call: None })
+    }
+
+    /// A file operation engine's I/O, done as issued: in the job's I/Os and bytes (and its
+    /// bandwidth samples), without a latency.
+    fn count_fake(&mut self, now: SimTime, io: IoReq) {
+        if self.spec.thinktime > 0 && self.spec.thinktime_blocks_type == ThinktimeBlocksType::Complete {
+            self.count_toward_think(now);
+        }
+        if now < self.measure_from {
+            return;
+        }
+        self.stats.dir_mut(match io.op {
+            IoOp::Read => Dir::Read,
+            IoOp::Write => Dir::Write,
+            _ => Dir::Trim,
+        })
+        .count(io.len);
+        let d = io.op.index();
+        let window = now.since(self.measure_from).0 / SAMPLE_INTERVAL.0;
+        self.advance_samples(window);
+        self.cur_sample.bytes[d] += io.len;
+        self.cur_sample.ios[d] += 1;
     }
 
     /// The trace's next request once it is due (open loop), or at once (closed loop).

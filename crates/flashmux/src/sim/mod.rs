@@ -27,7 +27,7 @@ use crate::device::precondition::{PreconditionReport, PreconditionState};
 use crate::device::{Command, Device, DeviceEvent, IoOp, Outbox};
 use crate::engine::EventQueue;
 use crate::host::{BlockLayer, BlockReq};
-use crate::kernel::kernels::{BufferedJob, FileCall, FileOp, KernelDev, Kernels, KernelsOut};
+use crate::kernel::kernels::{BufferedJob, EngineJob, FileCall, FileOp, KernelDev, Kernels, KernelsOut};
 use crate::metrics::StopReason;
 use crate::units::{JobId, Nanos, ReqId, SimTime, TenantId};
 use crate::virt::{Io, Machine, MachineEvent, VirtOutbox};
@@ -234,36 +234,57 @@ impl Simulator {
             ));
         }
         if let Some(k) = sim.scenario.kernel {
+            // Each fio job's files on its tenant's filesystem: each one's path (fio's
+            // `directory`, then `filename` or `jobname.instance.filenum`) and range.
+            let paths = |j: &job::JobRt| -> Option<Vec<(String, (u64, u64))>> {
+                let workload = &sim.scenario.tenants[j.tenant.index()].workload;
+                if !matches!(workload, crate::config::Workload::Fio(_)) {
+                    return None;
+                }
+                let ranges = j.fio_files()?;
+                let named = j.spec.all_options().filter(|(k, _)| k == "filename").last().map(|(_, v)| v.clone());
+                // fio's `directory`: one, or several separated by ':' that the files take in turn.
+                let dirs: Vec<String> = j
+                    .spec
+                    .all_options()
+                    .filter(|(k, _)| k == "directory")
+                    .last()
+                    .map_or_else(Vec::new, |(_, v)| v.split(':').map(|d| format!("{d}/")).collect());
+                let dir = |i: usize| dirs.get(i % dirs.len().max(1)).map_or("", String::as_str);
+                Some(match named {
+                    Some(name) if ranges.len() == 1 => vec![(format!("{}{name}", dir(0)), ranges[0])],
+                    _ => ranges
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, r)| (format!("{}{}.{}.{i}", dir(i), j.spec.name, j.clone), r))
+                        .collect(),
+                })
+            };
+            let reads = |j: &job::JobRt| j.spec.rw.does(crate::workload::fio::Dir::Read);
             let jobs: Vec<Option<BufferedJob>> = sim
                 .work
                 .jobs
                 .iter()
                 .map(|j| {
-                    let workload = &sim.scenario.tenants[j.tenant.index()].workload;
-                    let fio = matches!(workload, crate::config::Workload::Fio(_));
-                    let ranges = j.fio_files().filter(|_| fio && !j.spec.direct)?;
-                    let named = j.spec.all_options().filter(|(k, _)| k == "filename").last().map(|(_, v)| v.clone());
-                    // fio's `directory`: one, or several separated by ':' that the files take in turn.
-                    let dirs: Vec<String> = j
-                        .spec
-                        .all_options()
-                        .filter(|(k, _)| k == "directory")
-                        .last()
-                        .map_or_else(Vec::new, |(_, v)| v.split(':').map(|d| format!("{d}/")).collect());
-                    let dir = |i: usize| dirs.get(i % dirs.len().max(1)).map_or("", String::as_str);
-                    let files = match named {
-                        Some(name) if ranges.len() == 1 => vec![(format!("{}{name}", dir(0)), ranges[0])],
-                        _ => ranges
-                            .into_iter()
-                            .enumerate()
-                            .map(|(i, r)| (format!("{}{}.{}.{i}", dir(i), j.spec.name, j.clone), r))
-                            .collect(),
-                    };
+                    if j.spec.direct || j.engine().is_some() {
+                        return None;
+                    }
+                    let files = paths(j)?;
                     // fio lays out a reading job's files (they need data) even with create_on_open.
-                    let reads = j.spec.rw.does(crate::workload::fio::Dir::Read);
-                    let create_on_open = j.spec.create_on_open && !reads;
-                    let allocate = j.spec.fallocate || reads;
+                    let create_on_open = j.spec.create_on_open && !reads(j);
+                    let allocate = j.spec.fallocate || reads(j);
                     Some(BufferedJob { tenant: j.tenant, files, create_on_open, unlink: j.spec.unlink, allocate })
+                })
+                .collect();
+            // fio's file operation engines: their calls go to the filesystem whatever `direct` says.
+            let engines: Vec<Option<EngineJob>> = sim
+                .work
+                .jobs
+                .iter()
+                .map(|j| {
+                    let engine = j.engine()?;
+                    let allocate = j.spec.fallocate || reads(j);
+                    Some(EngineJob { tenant: j.tenant, engine, files: paths(j)?, allocate })
                 })
                 .collect();
             let regions: Vec<(u64, u64)> = sim.scenario.tenants.iter().map(|t| t.region).collect();
@@ -273,10 +294,11 @@ impl Simulator {
                 .iter()
                 .map(|t| matches!(t.workload, crate::config::Workload::Filebench { .. }))
                 .collect();
-            let kernels = Kernels::new(k, &regions, &jobs, &files_of).map_err(SimError::Config)?;
+            let kernels = Kernels::new(k, &regions, &jobs, &files_of, &engines).map_err(SimError::Config)?;
             // fio's unlink deletes files only on a filesystem.
-            for (job, b) in sim.work.jobs.iter_mut().zip(&jobs) {
-                if b.as_ref().is_some_and(|b| b.unlink && k.filesystem == crate::kernel::kernels::Filesystem::Ext4) {
+            for ((job, b), e) in sim.work.jobs.iter_mut().zip(&jobs).zip(&engines) {
+                let buffered = b.as_ref().is_some_and(|b| b.unlink && k.filesystem == crate::kernel::kernels::Filesystem::Ext4);
+                if buffered || (e.is_some() && job.spec.unlink) {
                     job.set_unlink();
                 }
             }
@@ -497,6 +519,14 @@ impl Simulator {
                 job::Next::Exhausted => {
                     self.maybe_finish_job(j);
                     return;
+                }
+                job::Next::Open { first } => {
+                    let mut out = std::mem::take(&mut self.kout);
+                    let kernels = self.kernels_mut();
+                    let call = kernels.engine_open(now, tenant, j, first, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
+                    let k = kernels.kernel_of(tenant);
+                    self.apply_kernel_out(k, out, false);
+                    self.issue(j, tenant, IoReq { op: IoOp::Flush, offset: first, len: 0, tag: 0, call: Some(call) });
                 }
                 job::Next::Pull(thread) => match self.filebench_next(j, tenant, thread) {
                     filebench::FbNext::Issue(io) => {
@@ -821,7 +851,9 @@ impl Simulator {
         let measured = match req.call {
             // A call that moves no data and is not a sync: the thread's, not the job's I/O.
             Some(c) if matches!(c.op, FileOp::Meta(_) | FileOp::Done | FileOp::Delete) => {
-                job.call_returned();
+                // The call's own time, as a program timing it sees it (fio's file operation
+                // engines): not the completion overhead after it.
+                job.call_returned(self.now, clat.saturating_sub(self.scenario.host.completion_overhead.0));
                 false
             }
             _ => job.complete(self.now, req.op, req.app_len, slat, clat),
@@ -852,7 +884,16 @@ impl Simulator {
         }
         if let Some(first) = job.end_unlink(self.now) {
             let tenant = job.tenant;
-            let call = self.kernels_mut().job_unlink(tenant, j, first).unwrap_or_else(|e| panic!("kernel: {e}"));
+            let call = if job.engine().is_some() {
+                let (now, mut out) = (self.now, std::mem::take(&mut self.kout));
+                let kernels = self.kernels_mut();
+                let call = kernels.engine_unlink(now, tenant, j, first, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
+                let k = kernels.kernel_of(tenant);
+                self.apply_kernel_out(k, out, false);
+                call
+            } else {
+                self.kernels_mut().job_unlink(tenant, j, first).unwrap_or_else(|e| panic!("kernel: {e}"))
+            };
             self.issue(j, tenant, IoReq { op: IoOp::Flush, offset: 0, len: 0, tag: 0, call: Some(call) });
             return;
         }

@@ -195,7 +195,7 @@ fn kernel(g: &mut G, doc: &mut Doc, check_every: u64) -> bool {
             doc.set("kernel", "discard", "true".into());
         }
         // The metadata calls' CPU time, from far below to far above their measured defaults.
-        for key in ["create", "open", "close", "stat", "unlink"] {
+        for (key, _) in crate::kernel::CallCosts::default().named() {
             if g.chance(0.2) {
                 doc.set("kernel.calls", key, t::string(&t::duration(g.int(1, 200_000))));
             }

@@ -27,6 +27,8 @@ pub(super) struct CallsSection {
     pub(super) close: Option<Duration>,
     pub(super) stat: Option<Duration>,
     pub(super) unlink: Option<Duration>,
+    pub(super) mkdir: Option<Duration>,
+    pub(super) rmdir: Option<Duration>,
 }
 
 #[derive(Deserialize, Default)]
@@ -90,6 +92,8 @@ pub(super) fn resolve_kernel(
                 close: or(&c.close, d.close),
                 stat: or(&c.stat, d.stat),
                 unlink: or(&c.unlink, d.unlink),
+                mkdir: or(&c.mkdir, d.mkdir),
+                rmdir: or(&c.rmdir, d.rmdir),
             }
         },
     };

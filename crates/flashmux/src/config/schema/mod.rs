@@ -279,8 +279,25 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
     }
     let mut collected = Collected::default();
     collect_diagnostics(&jf, &mut collected);
+    let host = resolve_host(&ctx, &HostSection::default(), device_preset)?;
+    let stem = Path::new(file).file_stem().map_or("fio".into(), |s| s.to_string_lossy().into_owned());
     let mut tenants: Vec<TenantSpec> = Vec::new();
-    for job in jf.jobs {
+    let mut kernel = None;
+    let mut jobs = jf.jobs;
+    if jobs.iter().any(|j| j.engine.is_some()) {
+        // fio's file operation engines make, stat and delete files in the directory fio runs
+        // in: the jobs share one filesystem on the device, as one tenant.
+        let section = KernelSection { filesystem: Some(crate::kernel::kernels::Filesystem::Ext4), ..Default::default() };
+        kernel = Some(resolve_kernel(&ctx, &section, host.merge.max_bytes, false, Some(host.queue_depth))?);
+        tenants.push(TenantSpec {
+            name: stem.clone(),
+            region: (0, capacity),
+            weight: DEFAULT_WEIGHT,
+            workload: Workload::Fio(std::mem::take(&mut jobs)),
+            domain: 0,
+        });
+    }
+    for job in jobs {
         // Job names may repeat in fio files; tenants need unique names.
         let mut name = job.name.clone();
         let mut k = 1;
@@ -296,15 +313,17 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
             domain: 0,
         });
     }
-    note_buffered_jobs(&tenants, &mut collected);
+    if kernel.is_none() {
+        note_buffered_jobs(&tenants, &mut collected);
+    }
     Ok(Scenario {
-        name: Path::new(file).file_stem().map_or("fio".into(), |s| s.to_string_lossy().into()),
+        name: stem,
         seed: DEFAULT_SEED,
         device,
         precondition: PreconditionSpec { state: PreconditionState::Clean, fill: 1.0 },
-        host: resolve_host(&ctx, &HostSection::default(), device_preset)?,
+        host,
         virt: VirtConfig::default(),
-        kernel: None,
+        kernel,
         stop: StopSpec { time: None, requests: None },
         output: OutputSpec { dir: DEFAULT_OUTPUT_DIR.into(), timeline_interval: DEFAULT_TIMELINE_INTERVAL },
         tenants,

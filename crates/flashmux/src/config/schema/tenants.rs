@@ -155,7 +155,7 @@ fn resolve_workload(
     collect_diagnostics(&jf, collected);
     // fio trims a regular file by punching holes in it (`fallocate`), which the filesystem
     // model does not do; a buffered job's trims would otherwise reach the raw device under it.
-    if let Some(j) = jf.jobs.iter().find(|j| ext4 && !j.direct && j.rw.does(crate::workload::fio::Dir::Trim)) {
+    if let Some(j) = jf.jobs.iter().find(|j| ext4 && !j.direct && j.engine.is_none() && j.rw.does(crate::workload::fio::Dir::Trim)) {
         return Err(ctx.err(format!(
             "{key}: job '{}' ({}:{}) trims (rw={}) a file on the filesystem, which fio does by punching holes: not modelled; give it direct=1 to trim the device under the filesystem",
             j.name,
@@ -164,8 +164,19 @@ fn resolve_workload(
             j.rw.fio_name()
         )));
     }
-    // Several files per job are files of a filesystem, reached through its page cache.
-    if let Some(j) = jf.jobs.iter().find(|j| j.nrfiles > 1 && (!ext4 || j.direct)) {
+    // fio's file and directory operation engines make, stat and delete files of a filesystem.
+    if let Some(j) = jf.jobs.iter().find(|j| j.engine.is_some() && !ext4) {
+        return Err(ctx.err(format!(
+            "{key}: job '{}' ({}:{}) has ioengine={}, which makes, stats or deletes files of a filesystem: add [kernel] with filesystem = \"ext4\"",
+            j.name,
+            j.file,
+            j.line,
+            j.engine.expect("checked").fio_name()
+        )));
+    }
+    // Several files per job are files of a filesystem, reached through its page cache (a file
+    // operation engine's calls reach it whatever `direct` says).
+    if let Some(j) = jf.jobs.iter().find(|j| j.nrfiles > 1 && (!ext4 || (j.direct && j.engine.is_none()))) {
         let need = if ext4 { "buffered I/O (direct=0): a direct job addresses the raw device" } else { "a filesystem: add [kernel] with filesystem = \"ext4\"" };
         return Err(ctx.err(format!("{key}: job '{}' ({}:{}) has nrfiles={}, which needs {need}", j.name, j.file, j.line, j.nrfiles)));
     }

@@ -223,12 +223,35 @@ fn fio_text(g: &mut G, tenant: &str, region: u64, plan: &Plan, i: usize) -> Stri
         if plan.ext4 && !global_direct {
             job_files(g, &mut lines, region / sections);
         }
+        if plan.ext4 && g.chance(0.1) {
+            file_engine(g, &mut lines);
+        }
         for line in lines {
             out.push_str(&line);
             out.push('\n');
         }
     }
     out
+}
+
+/// One of fio's file and directory operation engines for a job on the tenant's ext4: the
+/// options they refuse (syncs, a second loop of a deleting engine, files never made for a
+/// stat) are dropped, and files of a few KiB stand for the job's size unless it has several
+/// files (`job_files` sized those to fit).
+fn file_engine(g: &mut G, lines: &mut Vec<String>) {
+    let engine = g.pick(&["filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete"]);
+    g.tag("fio", format!("ioengine={engine}"));
+    let once = matches!(engine, "filedelete" | "dircreate" | "dirdelete");
+    lines.retain(|l| {
+        let name = l.split('=').next().unwrap_or("");
+        !(matches!(name, "fsync" | "fdatasync" | "end_fsync" | "fsync_on_close" | "ioengine" | "size")
+            || (once && name == "loops")
+            || (name == "create_on_open" && matches!(engine, "filestat" | "filedelete")))
+    });
+    if !lines.iter().any(|l| l.starts_with("filesize=")) {
+        lines.push(format!("filesize={}k", 4 * g.int(1, 64)));
+    }
+    lines.push(format!("ioengine={engine}"));
 }
 
 /// Sometimes, a buffered job on the tenant's ext4 gets several files of its own (`nrfiles`,

@@ -148,6 +148,11 @@ impl JobGen {
         (self.space_offset + self.region_start, self.region_len)
     }
 
+    /// Passes over its files ended so far: the pass of the last I/O returned, from 0.
+    pub fn passes_done(&self) -> u64 {
+        self.passes_done
+    }
+
     /// How many files it has (`nrfiles`; 1 for most jobs).
     pub fn file_count(&self) -> usize {
         self.files.as_ref().map_or(1, |f| f.len())

@@ -16,6 +16,68 @@ mod values;
 pub(crate) use options::{canonical_name, priority, Outcome, RawOption};
 use values::*;
 
+/// fio's file and directory operation engines (`ioengine=`, fio's `engines/fileoperations.c`):
+/// each "opens" a job's file with one timed system call on it and then completes its I/Os
+/// without doing them (`FIO_FAKEIO`). What the job measures is that call's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileEngine {
+    /// `filecreate`: `open(O_CREAT)`, making the file (an existing one is opened).
+    FileCreate,
+    /// `filestat`: `stat` of a file fio lays out before the run.
+    FileStat,
+    /// `filedelete`: `unlink` of a file fio lays out before the run.
+    FileDelete,
+    /// `dircreate`: `mkdir`.
+    DirCreate,
+    /// `dirstat`: `stat` of a directory made before the run.
+    DirStat,
+    /// `dirdelete`: `rmdir` of a directory made before the run.
+    DirDelete,
+}
+
+impl FileEngine {
+    pub fn from_fio(name: &str) -> Option<FileEngine> {
+        Some(match name {
+            "filecreate" => FileEngine::FileCreate,
+            "filestat" => FileEngine::FileStat,
+            "filedelete" => FileEngine::FileDelete,
+            "dircreate" => FileEngine::DirCreate,
+            "dirstat" => FileEngine::DirStat,
+            "dirdelete" => FileEngine::DirDelete,
+            _ => return None,
+        })
+    }
+
+    pub fn fio_name(self) -> &'static str {
+        match self {
+            FileEngine::FileCreate => "filecreate",
+            FileEngine::FileStat => "filestat",
+            FileEngine::FileDelete => "filedelete",
+            FileEngine::DirCreate => "dircreate",
+            FileEngine::DirStat => "dirstat",
+            FileEngine::DirDelete => "dirdelete",
+        }
+    }
+
+    /// Its files are directories.
+    pub fn on_dirs(self) -> bool {
+        matches!(self, FileEngine::DirCreate | FileEngine::DirStat | FileEngine::DirDelete)
+    }
+
+    /// It makes its files or directories as it runs (fio's `FIO_DISKLESSIO` engines with
+    /// `open_file`): nothing is laid out before the run, and a file is `bs` bytes (fio's
+    /// `get_file_size` for them) unless `filesize` or `size` say otherwise.
+    pub fn creates(self) -> bool {
+        matches!(self, FileEngine::FileCreate | FileEngine::DirCreate)
+    }
+
+    /// Its call fails on a second open of the same file (a second `loops` pass): the file is
+    /// gone (`filedelete`, `dirdelete`) or exists (`mkdir` gives EEXIST).
+    pub fn once_per_file(self) -> bool {
+        matches!(self, FileEngine::FileDelete | FileEngine::DirCreate | FileEngine::DirDelete)
+    }
+}
+
 /// fio's I/O pattern (`rw=`/`readwrite=`, HOWTO "I/O type").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RwMode {
@@ -259,6 +321,9 @@ pub struct FioJob {
     /// `fallocate`: on a filesystem, a writing job's files get their blocks when laid out
     /// (`native`, the default, `posix`, `keep`, `1`), or only their size (`none`, `truncate`, `0`).
     pub fallocate: bool,
+    /// `ioengine` when it is one of the file and directory operation engines; `None` for every
+    /// engine that does block I/O.
+    pub engine: Option<FileEngine>,
     /// `io_size`/`io_limit`; `None` means `size`.
     pub io_size: Option<u64>,
     pub number_ios: Option<u64>,
@@ -366,6 +431,7 @@ impl Default for FioJob {
             create_on_open: false,
             unlink: false,
             fallocate: true,
+            engine: None,
             io_size: None,
             number_ios: None,
             iodepth: 1,
@@ -550,7 +616,52 @@ mod tests {
         assert!(err("rw=randomread").contains("option 'rw': invalid value 'randomread'"));
         assert!(err("rw=read:-4k").contains("not supported"));
         assert!(err("rw=randread:0").contains("invalid value"));
-        assert!(err("rw=filecreate").contains("not supported"));
+        // An engine given as a mode: the message says where it belongs.
+        assert!(err("rw=filecreate").contains("ioengine=filecreate"));
+    }
+
+    #[test]
+    fn file_operation_engines() {
+        use super::FileEngine::*;
+        for (name, engine) in [
+            ("filecreate", FileCreate),
+            ("filestat", FileStat),
+            ("filedelete", FileDelete),
+            ("dircreate", DirCreate),
+            ("dirstat", DirStat),
+            ("dirdelete", DirDelete),
+        ] {
+            let j = job(&format!("ioengine={name}\nfilesize=8k\nnrfiles=3"));
+            assert_eq!((j.engine, j.filesize), (Some(engine), Some((8192, 8192))), "{name}");
+            assert_eq!(engine.fio_name(), name);
+        }
+        // Another engine after one of them: block I/O again.
+        assert_eq!(job("ioengine=filestat\nioengine=libaio").engine, None);
+        // fio's get_file_size for the creating engines: a file is the least block size.
+        assert_eq!(job("ioengine=filecreate\nbs=2k,8k").filesize, Some((2048, 2048)));
+        assert_eq!(job("ioengine=dircreate\nrw=write\nbs=2k,8k").filesize, Some((8192, 8192)));
+        assert_eq!(job("ioengine=filecreate\nsize=1m").filesize, None, "size sizes the files");
+        // The calls' latencies go where fio's stat_ddir puts them.
+        assert_eq!(job("ioengine=filestat\nfilesize=4k").engine_stat_dir(), Dir::Read);
+        assert_eq!(job("ioengine=filestat\nfilesize=4k\nrw=randrw").engine_stat_dir(), Dir::Read);
+        assert_eq!(job("ioengine=filecreate\nrw=write").engine_stat_dir(), Dir::Write);
+        assert_eq!(job("ioengine=filecreate\nrw=trim").engine_stat_dir(), Dir::Read);
+        // stat_type is the stat engines' own option.
+        assert_eq!(job("ioengine=filestat\nfilesize=4k\nstat_type=statx").engine, Some(FileStat));
+        assert!(err("ioengine=filestat\nfilesize=4k\nstat_type=fstat").contains("stat, lstat or statx"));
+        // What fio would fail at, or what is not modelled, refused with the reason.
+        assert!(err("ioengine=filestat").contains("needs filesize"));
+        assert!(err("ioengine=filedelete\nfilesize=4k\ncreate_on_open=1").contains("ENOENT"));
+        assert!(err("ioengine=filestat\nfilesize=4k\ncreate_on_open=1").contains("the stat fails"));
+        assert!(err("ioengine=dircreate\nloops=2").contains("EEXIST"));
+        assert!(err("ioengine=filedelete\nfilesize=4k\nloops=3").contains("loops=3"));
+        assert!(err("ioengine=filecreate\nrw=write\nfsync=1").contains("syncs"));
+        assert!(err("ioengine=filecreate\nend_fsync=1").contains("syncs"));
+        // A second pass of filecreate opens what the first made: allowed.
+        assert_eq!(job("ioengine=filecreate\nloops=2").loops, 2);
+        // time_based: a deleting engine's second pass would fail; said, not refused.
+        let f = parse("ioengine=dirdelete\nfilesize=4k\ntime_based\nruntime=1");
+        assert!(f.warnings.iter().any(|w| w.message.contains("ends after its first pass")), "{:?}", f.warnings);
     }
 
     #[test]
@@ -969,8 +1080,6 @@ mod tests {
     #[test]
     fn unsupported_and_unmodelled_options() {
         assert!(err("zonemode=strided").contains("not supported"));
-        assert!(err("ioengine=filecreate").contains("not supported"));
-        assert!(err("ioengine=dirstat").contains("metadata system calls"));
         assert!(err("bs_unaligned").contains("not supported"));
         assert!(err("size=(1+2)*1g").contains("arithmetic"));
         assert!(err("size=8*$mb_memory").contains("host-dependent"));

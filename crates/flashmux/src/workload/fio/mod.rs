@@ -24,7 +24,7 @@ use std::ops::{Index, IndexMut};
 
 pub use gen::{IoUnit, JobGen};
 pub use job::{
-    groups, phases, AbsZone, BsSplit, FileService, FioJob, RandomDistribution, RateProcess, RwMode, RwModifier,
+    groups, phases, AbsZone, BsSplit, FileEngine, FileService, FioJob, RandomDistribution, RateProcess, RwMode, RwModifier,
     RwSequencer, SizeSpec, ThinktimeBlocksType, Zone,
 };
 pub use parse::{parse_job_file, parse_job_text, read_job_file, JobFile, MAX_JOBS};

@@ -147,16 +147,20 @@ impl FioJob {
             "new_group" => self.new_group = o.flag()?,
             "group_reporting" => self.group_reporting = o.flag()?,
             "ioengine" => {
-                // The engines whose "I/O" is a system call on a file or directory, timed
-                // (fio's engines/fileoperations.c): their figures are the CPU cost of metadata
-                // calls, which the model does not time. Any other engine issues block I/O.
+                // The engines whose "I/O" is a timed system call on a file or directory (fio's
+                // engines/fileoperations.c) change what the job does; any other engine issues
+                // block I/O, which the model times the same whatever submits it.
                 let engine = o.text("an I/O engine")?;
-                return match engine {
-                    "filecreate" | "filestat" | "filedelete" | "dircreate" | "dirstat" | "dirdelete" => {
-                        Err(o.unsupported("file and directory operation engines time metadata system calls, whose CPU cost is not modelled"))
-                    }
-                    _ => Ok(Outcome::Noted),
-                };
+                self.engine = FileEngine::from_fio(engine);
+                return Ok(if self.engine.is_some() { Outcome::Applied } else { Outcome::Noted });
+            }
+            // The file and directory stat engines' option (fio's `filestat_options`): which of
+            // stat, lstat and statx; they cost the same here.
+            "stat_type" => {
+                return match o.text("stat, lstat or statx")? {
+                    "stat" | "lstat" | "statx" => Ok(Outcome::Noted),
+                    _ => Err(o.invalid("stat, lstat or statx")),
+                }
             }
             "zonemode" => {
                 return match o.text("none")? {
@@ -206,8 +210,8 @@ impl FioJob {
         };
         let mode = match RwMode::from_fio(mode_text) {
             Some(mode) => mode,
-            None if matches!(mode_text, "filecreate" | "filestat" | "filedelete") => {
-                return Err(o.unsupported("file-system metadata workloads are not modelled"))
+            None if FileEngine::from_fio(mode_text).is_some() => {
+                return Err(o.invalid(&format!("{EXPECT_RW} ({mode_text} is an I/O engine: ioengine={mode_text})")))
             }
             None => return Err(o.invalid(EXPECT_RW)),
         };
@@ -295,6 +299,9 @@ impl FioJob {
                 ),
             });
         }
+        if let Some(engine) = self.engine {
+            self.finish_engine(engine, warnings)?;
+        }
         // fio's fixup_options: a batch of 0 or above the depth is the depth.
         if self.iodepth_batch == 0 || self.iodepth_batch > self.iodepth {
             self.iodepth_batch = self.iodepth;
@@ -305,6 +312,70 @@ impl FioJob {
             return Err(self.error("rate and rate_iops are mutually exclusive"));
         }
         Ok(())
+    }
+}
+
+impl FioJob {
+    /// What fio's file and directory operation engines need of a job, and what they refuse.
+    fn finish_engine(&mut self, engine: FileEngine, warnings: &mut Vec<Diagnostic>) -> Result<(), FioError> {
+        let name = engine.fio_name();
+        if engine.once_per_file() && self.is_time_based() {
+            warnings.push(Diagnostic {
+                file: self.file.clone(),
+                line: self.line,
+                message: format!(
+                    "job '{}': ioengine={name} with time_based: fio's second pass over the files fails and ends the job; here it ends after its first pass",
+                    self.name
+                ),
+            });
+        }
+        if self.fsync > 0 || self.fdatasync > 0 || self.end_fsync || self.fsync_on_close {
+            return Err(self.error(format!(
+                "ioengine={name} with fsync, fdatasync, end_fsync or fsync_on_close: syncs of the files such an engine opens are not modelled"
+            )));
+        }
+        if engine.once_per_file() && self.loops > 1 {
+            let why = match engine {
+                FileEngine::DirCreate => "mkdir of a directory the first made fails (EEXIST)",
+                _ => "the first deleted its files (ENOENT)",
+            };
+            return Err(self.error(format!(
+                "ioengine={name} with loops={}: fio's second loop fails and ends the job ({why}); give loops=1",
+                self.loops
+            )));
+        }
+        if matches!(engine, FileEngine::FileStat | FileEngine::FileDelete) && self.create_on_open {
+            return Err(self.error(format!(
+                "ioengine={name} with create_on_open=1: fio then never makes the files before the run, and the {} fails (ENOENT); drop create_on_open",
+                if engine == FileEngine::FileStat { "stat" } else { "unlink" }
+            )));
+        }
+        if self.filesize.is_none() && self.size.is_none() {
+            if !engine.creates() {
+                return Err(self.error(format!(
+                    "ioengine={name} needs filesize (or size): fio lays the files out before the run at that size"
+                )));
+            }
+            // fio's get_file_size for these engines: each file is the least block size.
+            let least = Dir::ALL
+                .iter()
+                .filter(|&&d| self.rw.does(d))
+                .map(|&d| self.block_size_range(d).0)
+                .min()
+                .unwrap_or(self.bs[Dir::Read]);
+            self.filesize = Some((least, least));
+        }
+        Ok(())
+    }
+
+    /// The direction whose latency statistics a file operation engine's calls go to (fio's
+    /// `stat_ddir`): reads if the job reads, else writes if it writes, else reads.
+    pub fn engine_stat_dir(&self) -> Dir {
+        if !self.rw.does(Dir::Read) && self.rw.does(Dir::Write) {
+            Dir::Write
+        } else {
+            Dir::Read
+        }
     }
 }
 
