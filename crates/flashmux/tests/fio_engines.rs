@@ -132,6 +132,22 @@ fn a_deleting_engine_ends_after_its_first_pass_when_time_based() {
 }
 
 #[test]
+fn a_create_on_a_full_filesystem_ends_the_job() {
+    // One block group (128 MiB): 8,192 inodes, the first 11 ext4's own (the root's, 2, and
+    // lost+found's, 11, among them). The creates past the
+    // last free inode fail (ENOSPC) and the job ends there, as fio's ends on the error.
+    let text = format!(
+        "{EXT4}[[tenant]]\nname = \"t\"\nregion = {{ offset = \"0\", size = \"128MiB\" }}\nfio = \"\"\"\n[j]\n\
+         ioengine=filecreate\nnrfiles=9000\n\"\"\"\n"
+    );
+    let r = run_checked(&text, 1_000);
+    let fs = &kernel(&r).filesystems[0].fs;
+    assert_eq!(fs.free_inodes, 0);
+    assert_eq!(job(&r).io.read.clat.count(), fs.files);
+    assert_eq!(fs.files, 8_192 - 11, "every inode but the first 11");
+}
+
+#[test]
 fn a_rate_limit_paces_the_files_i_os_not_their_opens() {
     // Two files of 16 KiB (four I/Os each), 1,000 I/Os a second: one stat per file, the I/Os
     // a millisecond apart (fio's linear rate), the first at once.

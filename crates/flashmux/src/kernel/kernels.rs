@@ -553,7 +553,7 @@ impl Kernels {
     /// Job `j` (of tenant `t`, of one of fio's file operation engines) opens its file whose
     /// range starts at device byte `first` at `now`: the engine's call on it takes effect (a
     /// create or mkdir joins the journal; an unlink or rmdir frees into it) and is returned to
-    /// be timed.
+    /// be timed. `None`: a create or mkdir found the filesystem full (ENOSPC), nothing changed.
     pub fn engine_open(
         &mut self,
         now: SimTime,
@@ -561,16 +561,15 @@ impl Kernels {
         j: JobId,
         first: u64,
         out: &mut KernelsOut,
-    ) -> Result<FileCall, String> {
-        let (engine, i) = self.engine_file(j, first);
-        let state = std::mem::replace(&mut self.engines[j.index()].as_mut().expect("checked").files[i].0, EngineFile::Gone);
-        let no_room = |what: &str| format!("tenant {}: ext4 has no room to make the {what} of a job with ioengine={}", t.index(), engine.fio_name());
+    ) -> Result<Option<FileCall>, String> {
+        let (engine, i, state) = self.take_engine_file(j, first);
         let (state, call) = match (engine, state) {
             (FileEngine::FileCreate, EngineFile::ToMake(dir, name)) => {
                 let f = FileId(self.next_file);
                 let (fs, fsout) = self.fs_out(t);
                 if fs.create(now, f, dir, &name, fsout)?.is_err() {
-                    return Err(no_room("file"));
+                    self.engines[j.index()].as_mut().expect("checked").files[i].0 = EngineFile::ToMake(dir, name);
+                    return Ok(None);
                 }
                 assert_eq!(self.new_file(t), f);
                 let k = self.of_tenant[t.index()];
@@ -588,7 +587,10 @@ impl Kernels {
             (FileEngine::FileDelete, EngineFile::File(f)) => (EngineFile::Gone, FileCall { op: FileOp::Delete, file: Some(f) }),
             (FileEngine::DirCreate, EngineFile::ToMake(parent, name)) => {
                 let (fs, fsout) = self.fs_out(t);
-                let Ok(dir) = fs.mkdir(now, parent, &name, fsout)? else { return Err(no_room("directory")) };
+                let Ok(dir) = fs.mkdir(now, parent, &name, fsout)? else {
+                    self.engines[j.index()].as_mut().expect("checked").files[i].0 = EngineFile::ToMake(parent, name);
+                    return Ok(None);
+                };
                 (EngineFile::Dir(dir), FileCall { op: FileOp::Meta(MetaCall::Mkdir), file: None })
             }
             (FileEngine::DirStat, EngineFile::Dir(d)) => (EngineFile::Dir(d), FileCall { op: FileOp::Meta(MetaCall::Stat), file: None }),
@@ -602,7 +604,7 @@ impl Kernels {
         self.engines[j.index()].as_mut().expect("checked").files[i].0 = state;
         let k = self.of_tenant[t.index()];
         self.settle(now, k, t, out)?;
-        Ok(call)
+        Ok(Some(call))
     }
 
     /// Job `j` (of tenant `t`, of one of fio's file operation engines), at its end with fio's
@@ -617,8 +619,7 @@ impl Kernels {
         first: u64,
         out: &mut KernelsOut,
     ) -> Result<FileCall, String> {
-        let (_, i) = self.engine_file(j, first);
-        let state = std::mem::replace(&mut self.engines[j.index()].as_mut().expect("checked").files[i].0, EngineFile::Gone);
+        let (_, _, state) = self.take_engine_file(j, first);
         let call = match state {
             EngineFile::File(f) => FileCall { op: FileOp::Delete, file: Some(f) },
             EngineFile::Dir(d) => {
@@ -633,12 +634,13 @@ impl Kernels {
         Ok(call)
     }
 
-    /// Engine job `j`'s engine and the index of its file whose range starts at `first`.
-    fn engine_file(&self, j: JobId, first: u64) -> (FileEngine, usize) {
-        let e = self.engines[j.index()].as_ref().expect("a job of a file operation engine");
+    /// Engine job `j`'s engine, the index of its file whose range starts at `first`, and that
+    /// file's state, taken (the file is left `Gone` until the caller puts its new state).
+    fn take_engine_file(&mut self, j: JobId, first: u64) -> (FileEngine, usize, EngineFile) {
+        let e = self.engines[j.index()].as_mut().expect("a job of a file operation engine");
         let i = e.files.partition_point(|f| f.1 < first);
         assert!(e.files.get(i).is_some_and(|f| f.1 == first), "no file of job {j:?} starts at {first}");
-        (e.engine, i)
+        (e.engine, i, std::mem::replace(&mut e.files[i].0, EngineFile::Gone))
     }
 
     /// Job `j`'s file whose range holds device offset `offset` (a sync carries its file's

@@ -350,6 +350,16 @@ impl JobRt {
         }
     }
 
+    /// Its engine's open failed (the filesystem is full): nothing is in flight for it, and the
+    /// job ends, as fio's ends on the error.
+    pub fn open_failed(&mut self) {
+        let e = self.engine.as_mut().expect("a file operation engine's job");
+        assert!(e.call_out, "an open out");
+        e.call_out = false;
+        self.inflight -= 1;
+        self.exhausted = true;
+    }
+
     /// It is a job of one of fio's file and directory operation engines.
     pub fn engine(&self) -> Option<FileEngine> {
         self.engine.as_ref().map(|e| e.engine)
@@ -378,6 +388,9 @@ impl JobRt {
     fn next_fio_unit(&mut self, now: SimTime) -> Next {
         if self.engine.as_ref().is_some_and(|e| e.call_out) {
             return Next::Blocked;
+        }
+        if self.exhausted {
+            return Next::Exhausted; // a failed open ended it
         }
         let Source::Fio { gen, held } = &mut self.source else { unreachable!("a fio job") };
         let io = match held.take().or_else(|| gen.next()) {

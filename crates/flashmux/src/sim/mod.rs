@@ -526,6 +526,12 @@ impl Simulator {
                     let call = kernels.engine_open(now, tenant, j, first, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
                     let k = kernels.kernel_of(tenant);
                     self.apply_kernel_out(k, out, false);
+                    let Some(call) = call else {
+                        // ENOSPC: the job ends, as fio's ends on the error.
+                        self.work.jobs[j.index()].open_failed();
+                        self.maybe_finish_job(j);
+                        return;
+                    };
                     self.issue(j, tenant, IoReq { op: IoOp::Flush, offset: first, len: 0, tag: 0, call: Some(call) });
                 }
                 job::Next::Pull(thread) => match self.filebench_next(j, tenant, thread) {
