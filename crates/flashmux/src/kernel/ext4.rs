@@ -281,14 +281,7 @@ impl Ext4 {
         name: &str,
         out: &mut FsOut,
     ) -> Result<Result<(), NoSpace>, String> {
-        if self.fs.free_blocks() <= self.reserved + self.resv_metadata {
-            return Ok(Err(NoSpace));
-        }
-        let (ino, ch) = match self.fs.create(dir, name) {
-            Ok(c) => c,
-            Err(super::fs::FsError::NoInodes | super::fs::FsError::NoSpace) => return Ok(Err(NoSpace)),
-            Err(e) => return Err(fs_err(e)),
-        };
+        let Ok((ino, ch)) = self.new_inode(|fs| fs.create(dir, name))? else { return Ok(Err(NoSpace)) };
         self.files.insert(file, File { ino, first: 0, tid: Tid(0), reserved: 0 });
         for m in &ch.dirtied {
             self.dirty(now, m.block, Some(file))?;
@@ -306,19 +299,29 @@ impl Ext4 {
         name: &str,
         out: &mut FsOut,
     ) -> Result<Result<Ino, NoSpace>, String> {
-        if self.fs.free_blocks() <= self.reserved + self.resv_metadata {
-            return Ok(Err(NoSpace));
-        }
-        let (ino, ch) = match self.fs.mkdir(parent, name) {
-            Ok(c) => c,
-            Err(super::fs::FsError::NoInodes | super::fs::FsError::NoSpace) => return Ok(Err(NoSpace)),
-            Err(e) => return Err(fs_err(e)),
-        };
+        let Ok((ino, ch)) = self.new_inode(|fs| fs.mkdir(parent, name))? else { return Ok(Err(NoSpace)) };
         for m in &ch.dirtied {
             self.dirty(now, m.block, None)?;
         }
         self.drain(now, out)?;
         Ok(Ok(ino))
+    }
+
+    /// A new inode (a file's or a directory's) from `make`, unless the free blocks are down to
+    /// those reserved and those kept for metadata, or `make` finds no inode or block: ENOSPC,
+    /// nothing changed.
+    fn new_inode(
+        &mut self,
+        make: impl FnOnce(&mut Fs) -> Result<(Ino, super::fs::Change), super::fs::FsError>,
+    ) -> Result<Result<(Ino, super::fs::Change), NoSpace>, String> {
+        if self.fs.free_blocks() <= self.reserved + self.resv_metadata {
+            return Ok(Err(NoSpace));
+        }
+        match make(&mut self.fs) {
+            Ok(made) => Ok(Ok(made)),
+            Err(super::fs::FsError::NoInodes | super::fs::FsError::NoSpace) => Ok(Err(NoSpace)),
+            Err(e) => Err(fs_err(e)),
+        }
     }
 
     /// Removes empty directory `dir` at `now` (`rmdir`): its inode and block are freed into the

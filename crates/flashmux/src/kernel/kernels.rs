@@ -562,18 +562,12 @@ impl Kernels {
         first: u64,
         out: &mut KernelsOut,
     ) -> Result<Option<FileCall>, String> {
-        let (engine, i, state) = self.take_engine_file(j, first);
+        let (engine, i) = self.engine_file(j, first);
+        let state = self.engines[j.index()].as_ref().expect("checked").files[i].0.clone();
+        // On ENOSPC nothing changes: the file stays to be made.
         let (state, call) = match (engine, state) {
             (FileEngine::FileCreate, EngineFile::ToMake(dir, name)) => {
-                let f = FileId(self.next_file);
-                let (fs, fsout) = self.fs_out(t);
-                if fs.create(now, f, dir, &name, fsout)?.is_err() {
-                    self.engines[j.index()].as_mut().expect("checked").files[i].0 = EngineFile::ToMake(dir, name);
-                    return Ok(None);
-                }
-                assert_eq!(self.new_file(t), f);
-                let k = self.of_tenant[t.index()];
-                self.kernels[k].io.cache_mut().set_file_end(f, 0);
+                let Some(f) = self.make_file(now, t, dir, &name)? else { return Ok(None) };
                 (EngineFile::File(f), FileCall { op: FileOp::Meta(MetaCall::Create), file: Some(f) })
             }
             // fio's open(O_CREAT) of a file an earlier pass made.
@@ -587,10 +581,7 @@ impl Kernels {
             (FileEngine::FileDelete, EngineFile::File(f)) => (EngineFile::Gone, FileCall { op: FileOp::Delete, file: Some(f) }),
             (FileEngine::DirCreate, EngineFile::ToMake(parent, name)) => {
                 let (fs, fsout) = self.fs_out(t);
-                let Ok(dir) = fs.mkdir(now, parent, &name, fsout)? else {
-                    self.engines[j.index()].as_mut().expect("checked").files[i].0 = EngineFile::ToMake(parent, name);
-                    return Ok(None);
-                };
+                let Ok(dir) = fs.mkdir(now, parent, &name, fsout)? else { return Ok(None) };
                 (EngineFile::Dir(dir), FileCall { op: FileOp::Meta(MetaCall::Mkdir), file: None })
             }
             (FileEngine::DirStat, EngineFile::Dir(d)) => (EngineFile::Dir(d), FileCall { op: FileOp::Meta(MetaCall::Stat), file: None }),
@@ -619,8 +610,9 @@ impl Kernels {
         first: u64,
         out: &mut KernelsOut,
     ) -> Result<FileCall, String> {
-        let (_, _, state) = self.take_engine_file(j, first);
-        let call = match state {
+        let (_, i) = self.engine_file(j, first);
+        let file = &mut self.engines[j.index()].as_mut().expect("checked").files[i].0;
+        let call = match std::mem::replace(file, EngineFile::Gone) {
             EngineFile::File(f) => FileCall { op: FileOp::Delete, file: Some(f) },
             EngineFile::Dir(d) => {
                 let (fs, fsout) = self.fs_out(t);
@@ -634,13 +626,12 @@ impl Kernels {
         Ok(call)
     }
 
-    /// Engine job `j`'s engine, the index of its file whose range starts at `first`, and that
-    /// file's state, taken (the file is left `Gone` until the caller puts its new state).
-    fn take_engine_file(&mut self, j: JobId, first: u64) -> (FileEngine, usize, EngineFile) {
-        let e = self.engines[j.index()].as_mut().expect("a job of a file operation engine");
+    /// Engine job `j`'s engine and the index of its file whose range starts at `first`.
+    fn engine_file(&self, j: JobId, first: u64) -> (FileEngine, usize) {
+        let e = self.engines[j.index()].as_ref().expect("a job of a file operation engine");
         let i = e.files.partition_point(|f| f.1 < first);
         assert!(e.files.get(i).is_some_and(|f| f.1 == first), "no file of job {j:?} starts at {first}");
-        (e.engine, i, std::mem::replace(&mut e.files[i].0, EngineFile::Gone))
+        (e.engine, i)
     }
 
     /// Job `j`'s file whose range holds device offset `offset` (a sync carries its file's
@@ -692,16 +683,24 @@ impl Kernels {
         name: &str,
         out: &mut KernelsOut,
     ) -> Result<Option<FileId>, String> {
-        let f = FileId(self.next_file);
+        let Some(f) = self.make_file(now, t, dir, name)? else { return Ok(None) };
+        self.open(t, f);
         let k = self.of_tenant[t.index()];
+        self.settle(now, k, t, out)?;
+        Ok(Some(f))
+    }
+
+    /// Creates an empty file `name` in `dir` of tenant `t`'s filesystem at `now` (journaled),
+    /// not opened and not settled; `None` if its filesystem has no room (ENOSPC).
+    fn make_file(&mut self, now: SimTime, t: TenantId, dir: Ino, name: &str) -> Result<Option<FileId>, String> {
+        let f = FileId(self.next_file);
         let (fs, fsout) = self.fs_out(t);
         if fs.create(now, f, dir, name, fsout)?.is_err() {
             return Ok(None);
         }
         assert_eq!(self.new_file(t), f);
+        let k = self.of_tenant[t.index()];
         self.kernels[k].io.cache_mut().set_file_end(f, 0);
-        self.open(t, f);
-        self.settle(now, k, t, out)?;
         Ok(Some(f))
     }
 

@@ -197,11 +197,7 @@ impl Simulator {
         let (_, dir, name, _) = &fb.runner.setup().files[e.0 as usize];
         let dir = fb.dirs[dir.0 as usize];
         let name = name.clone();
-        let kernels = self.kernels.as_mut().expect("kernels");
-        let mut out = std::mem::take(&mut self.kout);
-        let file = kernels.create(self.now, t, dir, &name, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
-        let k = kernels.kernel_of(t);
-        self.apply_kernel_out(k, out, false);
+        let file = self.kernel_call(t, |k, now, out| k.create(now, t, dir, &name, out));
         self.filebench[t.index()].as_mut().expect("checked").files[e.0 as usize] = file;
         file
     }

@@ -159,8 +159,8 @@ pub struct JobRt {
 /// at the end of each pass (`loops`).
 struct EngineRt {
     engine: FileEngine,
-    /// Per file: its size, whether it was ever opened, and while open, the pass it opened in
-    /// and the bytes left before it closes.
+    /// Per file: whether it was ever opened, and while open, the pass it opened in and the
+    /// bytes left before it closes.
     files: Vec<EngineFileRt>,
     /// An open is out.
     call_out: bool,
@@ -169,7 +169,6 @@ struct EngineRt {
 
 #[derive(Clone, Copy)]
 struct EngineFileRt {
-    size: u64,
     ever_opened: bool,
     open: Option<(u64, u64)>,
 }
@@ -209,9 +208,7 @@ impl JobRt {
         let engine = match (&source, spec.engine) {
             (Source::Fio { gen, .. }, Some(engine)) => Some(EngineRt {
                 engine,
-                files: (0..gen.file_count())
-                    .map(|i| EngineFileRt { size: gen.file_range(i).1, ever_opened: false, open: None })
-                    .collect(),
+                files: vec![EngineFileRt { ever_opened: false, open: None }; gen.file_count()],
                 call_out: false,
                 stat_dir: spec.engine_stat_dir(),
             }),
@@ -416,9 +413,9 @@ impl JobRt {
                 }
                 None => {
                     f.ever_opened = true;
-                    f.open = Some((pass, f.size));
+                    let (first, size) = gen.file_range(file);
+                    f.open = Some((pass, size));
                     e.call_out = true;
-                    let first = gen.file_range(file).0;
                     *held = Some(io);
                     self.count_issue();
                     return Next::Open { first };
@@ -470,13 +467,8 @@ impl JobRt {
         if now < self.measure_from {
             return;
         }
-        self.stats.dir_mut(match io.op {
-            IoOp::Read => Dir::Read,
-            IoOp::Write => Dir::Write,
-            _ => Dir::Trim,
-        })
-        .count(io.len);
         let d = io.op.index();
+        self.stats.dir_mut(Dir::ALL[d]).count(io.len);
         let window = now.since(self.measure_from).0 / SAMPLE_INTERVAL.0;
         self.advance_samples(window);
         self.cur_sample.bytes[d] += io.len;

@@ -521,11 +521,7 @@ impl Simulator {
                     return;
                 }
                 job::Next::Open { first } => {
-                    let mut out = std::mem::take(&mut self.kout);
-                    let kernels = self.kernels_mut();
-                    let call = kernels.engine_open(now, tenant, j, first, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
-                    let k = kernels.kernel_of(tenant);
-                    self.apply_kernel_out(k, out, false);
+                    let call = self.kernel_call(tenant, |k, now, out| k.engine_open(now, tenant, j, first, out));
                     let Some(call) = call else {
                         // ENOSPC: the job ends, as fio's ends on the error.
                         self.work.jobs[j.index()].open_failed();
@@ -636,6 +632,22 @@ impl Simulator {
         done.unwrap_or_else(|e| panic!("kernel: {e}"));
         let k = kernels.kernel_of(t);
         self.apply_kernel_out(k, out, false);
+    }
+
+    /// Makes call `f` of tenant `t`'s kernel at the current time and applies what it produced
+    /// (device requests, completions, its flusher's wake-up); the call's result. A kernel error
+    /// is a bug of the model, not of the input: it stops the run.
+    fn kernel_call<R>(
+        &mut self,
+        t: TenantId,
+        f: impl FnOnce(&mut Kernels, SimTime, &mut KernelsOut) -> Result<R, String>,
+    ) -> R {
+        let (now, mut out) = (self.now, std::mem::take(&mut self.kout));
+        let kernels = self.kernels_mut();
+        let r = f(kernels, now, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
+        let k = kernels.kernel_of(t);
+        self.apply_kernel_out(k, out, false);
+        r
     }
 
     /// Sends the device requests kernel `k` asked for, completes the jobs' requests it finished
@@ -891,12 +903,7 @@ impl Simulator {
         if let Some(first) = job.end_unlink(self.now) {
             let tenant = job.tenant;
             let call = if job.engine().is_some() {
-                let (now, mut out) = (self.now, std::mem::take(&mut self.kout));
-                let kernels = self.kernels_mut();
-                let call = kernels.engine_unlink(now, tenant, j, first, &mut out).unwrap_or_else(|e| panic!("kernel: {e}"));
-                let k = kernels.kernel_of(tenant);
-                self.apply_kernel_out(k, out, false);
-                call
+                self.kernel_call(tenant, |k, now, out| k.engine_unlink(now, tenant, j, first, out))
             } else {
                 self.kernels_mut().job_unlink(tenant, j, first).unwrap_or_else(|e| panic!("kernel: {e}"))
             };
