@@ -232,43 +232,10 @@ pub(crate) fn set_drive_state(s: &mut Scenario, precondition: Option<&str>, fill
     Ok(())
 }
 
-/// Refuses, before anything is built, a run the machine does not have the memory for: the
-/// largest of `scenarios`' estimates ([`flashmux::config::limits::memory_estimate`]) against the
-/// memory available now (`MemAvailable`, or the cgroup's limit if lower).
+/// Refuses, before anything is built, a run the machine does not have the memory for
+/// ([`flashmux::config::limits::check_memory`]).
 pub(crate) fn check_memory(scenarios: &[Scenario]) -> Result<(), BadArg> {
-    let Some(have) = available_memory() else { return Ok(()) };
-    let Some(e) = scenarios.iter().map(flashmux::config::limits::memory_estimate).max_by_key(|e| e.total()) else {
-        return Ok(());
-    };
-    if e.total() <= have {
-        return Ok(());
-    }
-    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    let parts: Vec<String> = e.parts.iter().map(|(what, b)| format!("{what} {:.2} GiB", gib(*b))).collect();
-    Err(BadArg(format!(
-        "the run needs about {:.2} GiB of memory ({}), and {:.2} GiB is available: a smaller drive \
-         ([device] capacity), fewer tenants or jobs (numjobs), or a machine with more memory",
-        gib(e.total()),
-        parts.join(", "),
-        gib(have)
-    )))
-}
-
-/// Bytes of memory a new run can have: `FLASHMUX_MEMORY_AVAILABLE` if set (bytes, or a size such
-/// as `8GiB`), else `MemAvailable` in /proc/meminfo, or the cgroup v2 limit less its usage if
-/// that is lower; `None` where none can be read.
-fn available_memory() -> Option<u64> {
-    if let Ok(v) = std::env::var("FLASHMUX_MEMORY_AVAILABLE") {
-        return flashmux::units::parse_size(&v).ok();
-    }
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let avail = meminfo.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?;
-    let mut have = avail.trim().trim_end_matches("kB").trim().parse::<u64>().ok()? * 1024;
-    let read = |f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).ok()?.trim().parse::<u64>().ok();
-    if let (Some(max), Some(used)) = (read("memory.max"), read("memory.current")) {
-        have = have.min(max.saturating_sub(used));
-    }
-    Some(have)
+    flashmux::config::limits::check_memory(scenarios, 1).map_err(BadArg)
 }
 
 /// A timeline nobody reads (an alone-baseline run's).

@@ -131,7 +131,7 @@ impl TimelineFile {
 /// error names it.
 pub fn write_all(r: &RunResults, dir: &OutputDir, format: OutputFormat, timeline: Option<TimelineFile>) -> anyhow::Result<()> {
     let plus = format == OutputFormat::JsonPlus;
-    let json = serde_json::to_string_pretty(&report::fio_json(r, plus)).context("serializing results")? + "\n";
+    let json = report::results_json(r, plus);
     let table = report::tenant_table(r);
     // The terminal output first: it does not depend on the directory.
     let printed = print(r, &json, &table, dir.path(), format);

@@ -29,10 +29,9 @@ pub mod workload;
 /// flashmux's version, as reported in every result.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The message of an error as the command line prints it: the error followed by its sources
-/// (tests).
-#[cfg(test)]
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+/// The message of an error as the command line prints it: the error followed by its sources,
+/// joined by `: `.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut m = e.to_string();
     let mut s = e.source();
     while let Some(x) = s {

@@ -40,6 +40,51 @@ impl MemoryEstimate {
     }
 }
 
+/// Refuses, before anything is built, runs the machine does not have the memory for: the
+/// largest of `scenarios`' estimates ([`memory_estimate`]) against the memory available now
+/// ([`available_memory`]). The error says what to change. Several scenarios are checked as runs
+/// one after the other (a sweep's points in one process); `parallel` of them at once multiply it.
+pub fn check_memory(scenarios: &[Scenario], parallel: usize) -> Result<(), String> {
+    let Some(have) = available_memory() else { return Ok(()) };
+    let Some(e) = scenarios.iter().map(memory_estimate).max_by_key(|e| e.total()) else {
+        return Ok(());
+    };
+    let parallel = parallel.max(1).min(scenarios.len().max(1)) as u64;
+    let need = e.total().saturating_mul(parallel);
+    if need <= have {
+        return Ok(());
+    }
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let parts: Vec<String> = e.parts.iter().map(|(what, b)| format!("{what} {:.2} GiB", gib(*b))).collect();
+    let runs = if parallel > 1 { format!("{parallel} runs at once need") } else { "the run needs".into() };
+    Err(format!(
+        "{runs} about {:.2} GiB of memory ({}{}), and {:.2} GiB is available: a smaller drive \
+         ([device] capacity), fewer tenants or jobs (numjobs){}, or a machine with more memory",
+        gib(need),
+        parts.join(", "),
+        if parallel > 1 { " each" } else { "" },
+        gib(have),
+        if parallel > 1 { ", fewer workers" } else { "" },
+    ))
+}
+
+/// Bytes of memory a new run can have: `FLASHMUX_MEMORY_AVAILABLE` if set (bytes, or a size such
+/// as `8GiB`), else `MemAvailable` in /proc/meminfo, or the cgroup v2 limit less its usage if
+/// that is lower; `None` where none can be read.
+pub fn available_memory() -> Option<u64> {
+    if let Ok(v) = std::env::var("FLASHMUX_MEMORY_AVAILABLE") {
+        return crate::units::parse_size(&v).ok();
+    }
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let avail = meminfo.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?;
+    let mut have = avail.trim().trim_end_matches("kB").trim().parse::<u64>().ok()? * 1024;
+    let read = |f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).ok()?.trim().parse::<u64>().ok();
+    if let (Some(max), Some(used)) = (read("memory.max"), read("memory.current")) {
+        have = have.min(max.saturating_sub(used));
+    }
+    Some(have)
+}
+
 /// Fixed cost of the process and the model's small structures.
 const BASE_BYTES: u64 = 48 << 20;
 /// Per tenant: its timeline accumulator, aggregate statistics, scheduler, map-cache and ledger

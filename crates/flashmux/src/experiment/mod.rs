@@ -331,17 +331,7 @@ impl Experiment {
     /// Every point's choice of values, first axis outermost: for each axis, the index of its
     /// value.
     pub fn choices(&self) -> Vec<Vec<usize>> {
-        (0..self.len())
-            .map(|mut i| {
-                // Mixed-radix digits of the point's index, last axis fastest.
-                let mut digits = vec![0; self.axes.len()];
-                for (d, axis) in digits.iter_mut().zip(&self.axes).rev() {
-                    *d = i % axis.values.len();
-                    i /= axis.values.len();
-                }
-                digits
-            })
-            .collect()
+        (0..self.len()).filter_map(|i| self.choices_of(i)).collect()
     }
 
     /// The scenario document of one choice of values (see [`Experiment::choices`]): the base
@@ -366,28 +356,47 @@ impl Experiment {
     /// Every point's resolved scenario, in sweep order. All points are resolved (and so
     /// validated) before anything runs; the first bad one is the error.
     pub fn points(&self) -> Result<Vec<Point>, ExperimentError> {
-        let all = self.choices();
-        let count = all.len();
-        all.into_iter()
-            .enumerate()
-            .map(|(index, choice)| {
-                let params: Vec<(String, toml::Value)> =
-                    self.axes.iter().zip(&choice).map(|(a, &i)| (a.label.clone(), a.shown(i))).collect();
-                let doc = self.document(&choice)?;
-                let point_err = |error: ConfigError| ExperimentError::Point {
-                    file: self.base_label.clone(),
-                    number: index + 1,
-                    count,
-                    params: describe(&params),
-                    error: Box::new(error),
-                };
-                let text = toml::to_string(&doc).map_err(|e| {
-                    point_err(ConfigError::Invalid { file: self.base_label.clone(), line: None, message: e.to_string() })
-                })?;
-                let scenario = Scenario::from_generated_toml(&text, &self.base_label, &self.base_dir).map_err(point_err)?;
-                Ok(Point { index, params, scenario })
-            })
-            .collect()
+        (0..self.len()).map(|i| self.point(i)).collect()
+    }
+
+    /// Point `index` (0-based, in sweep order) resolved on its own: a caller that records a
+    /// bad point and goes on (the Python sweep) resolves them one by one.
+    pub fn point(&self, index: usize) -> Result<Point, ExperimentError> {
+        let count = self.len();
+        let choice = self.choices_of(index).ok_or_else(|| ExperimentError::Invalid {
+            file: self.base_label.clone(),
+            message: format!("no point {} of {count}", index + 1),
+        })?;
+        let params: Vec<(String, toml::Value)> =
+            self.axes.iter().zip(&choice).map(|(a, &i)| (a.label.clone(), a.shown(i))).collect();
+        let doc = self.document(&choice)?;
+        let point_err = |error: ConfigError| ExperimentError::Point {
+            file: self.base_label.clone(),
+            number: index + 1,
+            count,
+            params: describe(&params),
+            error: Box::new(error),
+        };
+        let text = toml::to_string(&doc).map_err(|e| {
+            point_err(ConfigError::Invalid { file: self.base_label.clone(), line: None, message: e.to_string() })
+        })?;
+        let scenario = Scenario::from_generated_toml(&text, &self.base_label, &self.base_dir).map_err(point_err)?;
+        Ok(Point { index, params, scenario })
+    }
+
+    /// Point `index`'s choice of values (see [`Experiment::choices`]), or `None` past the last.
+    pub fn choices_of(&self, index: usize) -> Option<Vec<usize>> {
+        if index >= self.len() {
+            return None;
+        }
+        // Mixed-radix digits of the point's index, last axis fastest.
+        let mut i = index;
+        let mut digits = vec![0; self.axes.len()];
+        for (d, axis) in digits.iter_mut().zip(&self.axes).rev() {
+            *d = i % axis.values.len();
+            i /= axis.values.len();
+        }
+        Some(digits)
     }
 }
 

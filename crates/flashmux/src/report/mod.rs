@@ -19,6 +19,12 @@ mod table;
 mod timeline;
 
 pub use fio_json::fio_json;
+
+/// `results.json` as `flashmux run` writes it: fio's JSON document ([`fio_json`]; `plus`: with
+/// latency histogram bins), pretty-printed, ending in a newline.
+pub fn results_json(r: &crate::metrics::RunResults, plus: bool) -> String {
+    serde_json::to_string_pretty(&fio_json(r, plus)).expect("a serde_json::Value always serializes") + "\n"
+}
 pub use group::{group_reporting, GroupKey};
 pub use normal::fio_normal;
 pub use table::tenant_table;
@@ -28,7 +34,7 @@ use crate::device::precondition::PreconditionState;
 use crate::metrics::StopReason;
 
 /// The stop reason as it appears in every report (the same kebab-case name serde gives it).
-pub(crate) fn stop_reason_name(s: StopReason) -> &'static str {
+pub fn stop_reason_name(s: StopReason) -> &'static str {
     match s {
         StopReason::AllJobsDone => "all-jobs-done",
         StopReason::TimeLimit => "time-limit",
