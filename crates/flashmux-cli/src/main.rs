@@ -1,5 +1,6 @@
 //! `flashmux`: run multi-tenant SSD scenarios and fio job files on the simulator.
 
+mod age;
 mod bench;
 mod import;
 mod output;
@@ -46,6 +47,9 @@ enum Command {
     Personalities(personalities::PersonalitiesArgs),
     /// Print the built-in default scenario (a starting point for your own).
     DefaultScenario,
+    /// Precondition a scenario's drive once and save it (`--save FILE`), for runs to load with
+    /// `[precondition] state_file = "FILE"` instead of aging it each time.
+    Age(age::AgeArgs),
     /// Measure the simulator's speed: 4 KiB random writes at QD 32 on an aged drive.
     Bench(bench::BenchArgs),
     /// Run an experiment file: one simulation per point of a parameter sweep, results in one CSV.
@@ -163,6 +167,7 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench(args) => bench::run(args),
+        Command::Age(args) => age::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::Reproduce(args) => reproduce::run(args),
         Command::Profile(args) => profile::run(args),

@@ -188,6 +188,10 @@ pub struct Scenario {
     pub notes: Vec<String>,
     /// `[global]` options of the job files (fio's `"global options"`), first occurrence of each.
     pub global_options: Vec<(String, String)>,
+    /// `[precondition] state_file`: a drive saved by `flashmux age --save` to start from instead
+    /// of aging one (`device::drive_state`). Not part of [`Scenario::config_hash`]: it gives the
+    /// same drive, only sooner.
+    pub drive_state: Option<PathBuf>,
 }
 
 pub const DEFAULT_SEED: u64 = 1;
@@ -350,6 +354,47 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+
+    /// What determines the drive a run's preconditioning leaves, part by part (name, value or
+    /// SHA-256): a saved drive fits a scenario when every part agrees. The seed draws the aging
+    /// writes; the device, the tenants' regions and (for `workload` aging) their workloads say
+    /// what is written where; the version, because the model's aging may change between them.
+    pub fn drive_key(&self) -> Vec<(&'static str, String)> {
+        let hash = |v: &serde_json::Value| -> String {
+            Sha256::digest(v.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+        };
+        let device = serde_json::json!({
+            "preset": self.device.preset,
+            "kind": match &self.device.kind {
+                DeviceKind::Ssd(c) => serde_json::to_value(c),
+                DeviceKind::Null(n) => serde_json::to_value(n),
+            }.expect("device configs serialize"),
+        });
+        let regions: Vec<(u64, u64)> = self.tenants.iter().map(|t| t.region).collect();
+        let workloads = if self.precondition.state == crate::device::precondition::PreconditionState::Workload {
+            hash(&serde_json::json!(self
+                .tenants
+                .iter()
+                .map(|t| serde_json::json!({
+                    "name": t.name,
+                    "jobs": t.jobs().iter().map(|j| j.all_options().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>()).collect::<Vec<_>>(),
+                    "workload": format!("{:?}", std::mem::discriminant(&t.workload)),
+                    "trace": match &t.workload { Workload::Trace { .. } => format!("{:?}", t.workload), _ => String::new() },
+                }))
+                .collect::<Vec<_>>()))
+        } else {
+            "not used".into()
+        };
+        vec![
+            ("flashmux version", crate::VERSION.to_string()),
+            ("seed", self.seed.to_string()),
+            ("device", hash(&device)),
+            ("precondition", format!("{} fill {}", self.precondition.state.name(), self.precondition.fill)),
+            ("tenants", self.tenants.len().to_string()),
+            ("regions", hash(&serde_json::json!(regions))),
+            ("workloads", workloads),
+        ]
     }
 
     /// SHA-256 (hex) of everything that determines the run's results.

@@ -11,6 +11,7 @@
 
 mod arbiter;
 mod buffer;
+pub mod drive_state;
 pub mod precondition;
 mod report;
 mod ssd;

@@ -107,7 +107,8 @@ pub struct TenantWrites<'a> {
 }
 
 /// What preconditioning did.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct PreconditionReport {
     pub state: Option<PreconditionState>,
     pub fill: f64,

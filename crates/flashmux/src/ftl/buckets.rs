@@ -29,6 +29,25 @@ impl ValidBuckets {
         }
     }
 
+    /// Heads, prev and next links, and the per-plane hints, as saved in a drive state.
+    pub fn parts(&self) -> [Vec<u32>; 4] {
+        [self.heads.clone(), self.prev.clone(), self.next.clone(), self.min_hint.clone()]
+    }
+
+    /// The lengths of the heads and of the hints (the links have one entry per block).
+    pub fn shape(&self) -> (usize, usize) {
+        (self.heads.len(), self.min_hint.len())
+    }
+
+    /// Takes back what [`ValidBuckets::parts`] gave, of the same lengths (the caller checked them).
+    pub fn set_parts(&mut self, heads: Vec<u32>, prev: Vec<u32>, next: Vec<u32>, min_hint: Vec<u32>) {
+        debug_assert!(heads.len() == self.heads.len() && prev.len() == self.prev.len() && min_hint.len() == self.min_hint.len());
+        self.heads = heads;
+        self.prev = prev;
+        self.next = next;
+        self.min_hint = min_hint;
+    }
+
     fn slot(&self, block: u32, valid: u32) -> usize {
         (block / self.blocks_per_plane) as usize * self.width + valid as usize
     }

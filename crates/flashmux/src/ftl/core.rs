@@ -40,6 +40,8 @@ mod alloc;
 mod gc;
 mod invariants;
 mod map;
+mod state;
+pub use state::StateError;
 mod victim;
 
 use super::buckets::ValidBuckets;
@@ -122,7 +124,7 @@ pub struct GcJob {
 }
 
 /// GC work attributed to one tenant through the ownership ledger.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct TenantGc {
     /// Valid units GC copied that this tenant had written.
     pub units_moved: u64,
@@ -131,7 +133,7 @@ pub struct TenantGc {
 }
 
 /// Drive-wide FTL counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct FtlStats {
     pub host_units_programmed: u64,
     pub gc_units_programmed: u64,

@@ -27,7 +27,7 @@ pub fn results_json(r: &crate::metrics::RunResults, plus: bool) -> String {
 }
 pub use group::{group_reporting, GroupKey};
 pub use normal::fio_normal;
-pub use table::tenant_table;
+pub use table::{precondition as precondition_summary, tenant_table};
 pub use timeline::{write_timeline_csv, TimelineCsv};
 
 use crate::device::precondition::PreconditionState;

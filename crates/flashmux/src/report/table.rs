@@ -213,7 +213,8 @@ fn map_cells(t: &TenantResult) -> Vec<String> {
     ]
 }
 
-fn precondition(p: &PreconditionReport) -> String {
+/// What preconditioning did, in one line (summary.txt's `precondition` row).
+pub fn precondition(p: &PreconditionReport) -> String {
     let fill = format!("fill {:.0}%", p.fill * 100.0);
     let done = precondition_done(p, fill);
     if p.interrupted {

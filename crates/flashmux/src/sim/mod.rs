@@ -118,6 +118,15 @@ pub enum SimError {
     /// loader refuses such a file).
     #[error("scenario: {0}")]
     Config(String),
+    /// `[precondition] state_file` cannot be used (missing, damaged, another drive's).
+    #[error("precondition.state_file: {0}")]
+    DriveState(crate::device::drive_state::DriveStateError),
+}
+
+impl From<crate::device::drive_state::DriveStateError> for SimError {
+    fn from(e: crate::device::drive_state::DriveStateError) -> SimError {
+        SimError::DriveState(e)
+    }
 }
 
 pub struct Simulator {
@@ -305,7 +314,10 @@ impl Simulator {
             sim.kernels = Some(kernels);
             sim.filebench_setup().map_err(SimError::Config)?;
         }
-        sim.precondition = sim.run_precondition(stop);
+        sim.precondition = match &sim.scenario.drive_state {
+            Some(path) => sim.device.load_state(path, &sim.scenario.drive_key())?,
+            None => sim.run_precondition(stop),
+        };
         sim.start();
         if sim.precondition.interrupted {
             sim.finished = Some(StopReason::Interrupted);
@@ -328,6 +340,31 @@ impl Simulator {
     /// Run every component's invariant check each `every` events (and at the end).
     pub fn check_invariants_every(&mut self, every: u64) {
         self.check_every = Some(every.max(1));
+    }
+
+    /// Writes the drive as preconditioning left it to `path` (`flashmux age --save`), for
+    /// scenarios with the same [`Scenario::drive_key`] to load (`[precondition] state_file`).
+    /// Call before running: the drive changes as soon as the run writes. Returns the bytes
+    /// written.
+    pub fn save_drive_state(&self, path: &std::path::Path) -> Result<u64, SimError> {
+        let err = |message: String| crate::device::drive_state::DriveStateError { path: path.display().to_string(), message };
+        if self.processed > 0 {
+            return Err(err("the run has started: the drive is no longer as preconditioning left it".into()).into());
+        }
+        if self.precondition.interrupted {
+            return Err(err("preconditioning was interrupted: nothing saved".into()).into());
+        }
+        let s = &self.scenario;
+        let summary = format!(
+            "{}, {} bytes, {}, fill {}, seed {}, {} tenants",
+            s.device.preset,
+            s.device.capacity_bytes(),
+            s.precondition.state.name(),
+            s.precondition.fill,
+            s.seed,
+            s.tenants.len()
+        );
+        Ok(self.device.save_state(path, &s.drive_key(), &self.precondition, &summary)?)
     }
 
     fn run_precondition(&mut self, stop: &dyn Fn() -> bool) -> PreconditionReport {

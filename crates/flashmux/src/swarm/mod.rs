@@ -458,5 +458,6 @@ fn sim_reason(e: &SimError) -> String {
         SimError::Device(m) => format!("device: {}", normalize(m, 50)),
         SimError::Trace(m) => format!("trace: {}", normalize(m, 50)),
         SimError::Config(m) => format!("scenario: {}", normalize(m, 50)),
+        SimError::DriveState(d) => format!("drive state: {}", normalize(&d.message, 50)),
     }
 }

@@ -155,6 +155,8 @@ pub(super) struct NullSection {
 pub(super) struct PreconditionSection {
     pub(super) state: Option<PreconditionState>,
     pub(super) fill: Option<f64>,
+    /// A drive saved by `flashmux age --save`, loaded instead of aging (relative to the file).
+    pub(super) state_file: Option<String>,
 }
 
 pub(super) fn resolve_device(ctx: &Ctx, d: &DeviceSection) -> Result<DeviceSpec, ConfigError> {

@@ -226,6 +226,13 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
         warnings: collected.warnings,
         notes: collected.notes,
         global_options: collected.globals,
+        drive_state: match &f.precondition.state_file {
+            Some(p) if p.trim().is_empty() => {
+                return Err(ctx.err("precondition.state_file: empty: give the file `flashmux age --save` wrote"))
+            }
+            Some(p) => Some(base.join(p)),
+            None => None,
+        },
     };
     // Every rule was checked above, where its key was read; this is the boundary's assertion
     // that the scenario meets the rules `Simulator::new` will check again.
@@ -330,5 +337,6 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
         warnings: collected.warnings,
         notes: collected.notes,
         global_options: collected.globals,
+        drive_state: None,
     })
 }
