@@ -521,6 +521,47 @@ fn stop_name(r: &RunResults) -> &'static str {
     report::stop_reason_name(r.stop_reason)
 }
 
+/// The id of the drive `s` ages, if a sweep can age it once and share it: an SSD whose
+/// preconditioning writes, in a scenario that does not load a saved drive already.
+fn shared_drive(s: &config::Scenario) -> Option<String> {
+    let ages = s.precondition.state != flashmux::device::precondition::PreconditionState::Clean;
+    let flash = matches!(s.device.kind, flashmux::device::DeviceKind::Ssd(_));
+    (ages && flash && s.drive_state.is_none()).then(|| s.drive_id())
+}
+
+/// Ages `s`'s drive and saves it to `path`; returns the bytes written and what aging did.
+fn age_to(py: Python<'_>, s: config::Scenario, path: &Path) -> PyResult<(u64, String)> {
+    if let flashmux::device::DeviceKind::Null(_) = s.device.kind {
+        return Err(ConfigError::new_err(format!("device '{}' is a null device: it has no flash to age", s.device.preset)));
+    }
+    check_memory(std::slice::from_ref(&s), 1)?;
+    let signal: Mutex<Option<PyErr>> = Mutex::new(None);
+    let flag = AtomicBool::new(false);
+    let asked = std::sync::atomic::AtomicU32::new(0);
+    let out = py.detach(|| -> Result<(u64, String), SimError> {
+        let stop = || {
+            // Aging asks every millisecond or so: look at Ctrl-C every 64th time.
+            if !flag.load(Ordering::SeqCst) && asked.fetch_add(1, Ordering::Relaxed) % 64 == 0 {
+                if let Err(e) = Python::attach(|py| py.check_signals()) {
+                    *signal.lock().expect("not poisoned") = Some(e);
+                    flag.store(true, Ordering::SeqCst);
+                }
+            }
+            flag.load(Ordering::SeqCst)
+        };
+        let sim = Simulator::new_polling(s, &stop)?;
+        if sim.precondition_report().interrupted {
+            return Ok((0, String::new()));
+        }
+        let bytes = sim.save_drive_state(path)?;
+        Ok((bytes, report::precondition_summary(sim.precondition_report())))
+    });
+    if let Some(e) = signal.into_inner().expect("not poisoned") {
+        return Err(e);
+    }
+    out.map_err(|e| sim_err(py, &e))
+}
+
 /// Refuses a run the machine has no memory for, as the command line does.
 fn check_memory(scenarios: &[config::Scenario], parallel: usize) -> PyResult<()> {
     config::limits::check_memory(scenarios, parallel).map_err(ConfigError::new_err)
@@ -581,20 +622,53 @@ fn run<'py>(
     Ok(d)
 }
 
+/// Ages the drive of a sweep point (its scenario text, as `Experiment.point` gives it) and saves
+/// it to `path`: `(bytes, what aging did)`.
+#[pyfunction]
+fn age_point(py: Python<'_>, text: String, label: String, base_dir: PathBuf, path: PathBuf) -> PyResult<(u64, String)> {
+    let s = py
+        .detach(|| config::Scenario::from_generated_toml(&text, &label, &base_dir))
+        .map_err(|e| config_err(py, &e))?;
+    age_to(py, s, &path)
+}
+
+/// Ages `scenario`'s drive (with `seed` instead of its own, if given) and saves it to `path`, as
+/// `flashmux age --save` does: `(bytes, what aging did)`.
+#[pyfunction]
+#[pyo3(signature = (scenario, path, seed = None))]
+fn age(py: Python<'_>, scenario: &Scenario, path: PathBuf, seed: Option<u64>) -> PyResult<(u64, String)> {
+    let mut s = scenario.resolved.clone();
+    if let Some(seed) = seed {
+        s.seed = seed;
+    }
+    if let Some(p) = &s.drive_state {
+        return Err(ConfigError::new_err(format!(
+            "the scenario loads its drive from {} (precondition.state_file): there is nothing to age; remove state_file to age the drive",
+            p.display()
+        )));
+    }
+    age_to(py, s, &path)
+}
+
 /// One sweep point from its scenario text (as `Experiment.point` gives it): the per-tenant
 /// metrics of sweep.csv, `(columns, rows, stop_reason, config_hash)`.
+/// `state_file`: a saved drive to load instead of aging (the sweep's shared drive).
 #[pyfunction]
-#[pyo3(signature = (text, label, base_dir, cancel = None))]
+#[pyo3(signature = (text, label, base_dir, cancel = None, state_file = None))]
 fn run_point(
     py: Python<'_>,
     text: String,
     label: String,
     base_dir: PathBuf,
     cancel: Option<&Cancel>,
+    state_file: Option<PathBuf>,
 ) -> PyResult<(Vec<String>, Vec<Vec<String>>, String, String)> {
-    let s = py
+    let mut s = py
         .detach(|| config::Scenario::from_generated_toml(&text, &label, &base_dir))
         .map_err(|e| config_err(py, &e))?;
+    if state_file.is_some() {
+        s.drive_state = state_file;
+    }
     let r = simulate(py, s, None, cancel)?;
     let (columns, rows) = metric_rows(&r);
     Ok((columns, rows, stop_name(&r).to_string(), r.config_hash.clone()))
@@ -686,15 +760,17 @@ impl Experiment {
             .collect()
     }
 
-    /// Point `index` resolved: `(text, label, base_dir, config_hash)`, `text` being the
-    /// scenario TOML `run_point` takes; a point that does not resolve raises ConfigError with the
+    /// Point `index` resolved: `(text, label, base_dir, config_hash, drive)`, `text` being the
+    /// scenario TOML `run_point` takes and `drive` the id of the drive it ages (None if it ages
+    /// nothing a sweep could share); a point that does not resolve raises ConfigError with the
     /// command line's message.
-    fn point(&self, py: Python<'_>, index: usize) -> PyResult<(String, String, PathBuf, String)> {
+    fn point(&self, py: Python<'_>, index: usize) -> PyResult<(String, String, PathBuf, String, Option<String>)> {
         let p = py.detach(|| self.exp.point(index)).map_err(|e| experiment_err(py, &e))?;
         let choice = self.choice(index)?;
         let doc = self.exp.document(&choice).map_err(|e| experiment_err(py, &e))?;
         let text = toml::to_string(&doc).map_err(|e| ConfigError::new_err(e.to_string()))?;
-        Ok((text, self.exp.base_label.clone(), self.exp.base_dir.clone(), p.scenario.config_hash()))
+        let drive = shared_drive(&p.scenario);
+        Ok((text, self.exp.base_label.clone(), self.exp.base_dir.clone(), p.scenario.config_hash(), drive))
     }
 
     /// The memory check of the command line for the points `indexes` run `parallel` at a time.
@@ -831,6 +907,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Cancel>()?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(run_point, m)?)?;
+    m.add_function(wrap_pyfunction!(age_point, m)?)?;
+    m.add_function(wrap_pyfunction!(age, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(metric_columns, m)?)?;
     m.add_function(wrap_pyfunction!(personalities, m)?)?;

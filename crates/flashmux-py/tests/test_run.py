@@ -156,3 +156,34 @@ def test_reproduce_writes_what_the_cli_writes(cli, tmp_path):
     assert r["figures"] and all(f.exists() for f in r["figures"])
     assert list(r["checks"].columns) == ["claim", "measured", "pass"]
     assert r["passed"] == (code == 0)
+
+
+def test_a_saved_drive_gives_the_results_of_aging_in_place(cli, small, tmp_path):
+    aged = flashmux.Scenario(small).set("precondition.state", "workload").set("device.capacity", "4GiB")
+    saved = flashmux.age(aged, tmp_path / "drive.fmstate")
+    assert saved["bytes"] > 1_000_000 and saved["precondition"].startswith("workload, fill 100%")
+    loading = aged.copy().set("precondition.state_file", str(tmp_path / "drive.fmstate"))
+    assert loading.config_hash == aged.config_hash
+    assert flashmux.run(loading).json == flashmux.run(aged).json
+    # The command line reads the same file; its own `age` writes the same bytes.
+    (tmp_path / "aged.toml").write_text(aged.to_toml())
+    code, _, err = run_cli(cli, "age", tmp_path / "aged.toml", "--save", tmp_path / "cli.fmstate")
+    assert code == 0, err
+    assert (tmp_path / "cli.fmstate").read_bytes() == (tmp_path / "drive.fmstate").read_bytes()
+    # Another seed is another drive: the CLI's message.
+    (tmp_path / "loading.toml").write_text(loading.to_toml())
+    code, _, err = run_cli(cli, "run", tmp_path / "loading.toml", "--seed", 9, "-o", tmp_path / "out")
+    assert code == 2
+    with pytest.raises(flashmux.ConfigError) as e:
+        flashmux.run(flashmux.Scenario(tmp_path / "loading.toml"), seed=9)
+    assert str(e.value) == cli_error(err)
+
+
+def test_age_refuses_what_the_cli_refuses(cli, tmp_path):
+    null = tmp_path / "null.toml"
+    null.write_text('[device]\npreset = "null"\n[[tenant]]\nname = "t"\nfio = "[w]\\nrw=write\\nnumber_ios=1\\n"\n')
+    code, _, err = run_cli(cli, "age", null, "--save", tmp_path / "x")
+    assert code == 2
+    with pytest.raises(flashmux.ConfigError) as e:
+        flashmux.age(null, tmp_path / "x")
+    assert str(e.value) == cli_error(err)

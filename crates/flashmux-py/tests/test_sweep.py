@@ -161,3 +161,43 @@ def test_ctrl_c_keeps_what_finished_and_the_cache_resumes(tmp_path):
     out2 = json.loads(p.stdout.splitlines()[-1]) if p.returncode == 0 else None
     assert out2 is not None, p.stderr
     assert (out2["cached"], out2["ran"], out2["interrupted"]) == (finished, 6 - finished, False)
+
+
+AGED = {"precondition.state": "aged", "device.capacity": "4GiB"}
+
+
+def aged_base(small):
+    s = flashmux.Scenario(small)
+    for k, v in AGED.items():
+        s.set(k, v)
+    return s
+
+
+def test_points_that_share_a_drive_age_it_once(small):
+    base = aged_base(small)
+    grid = {"host.scheduler": ["none", "cfq", "mq-deadline"]}
+    alone = flashmux.sweep(base=base, grid=grid, seeds=[1, 2], progress=False, share_drives=False)
+    shared = flashmux.sweep(base=base, grid=grid, seeds=[1, 2], progress=False)
+    pd.testing.assert_frame_equal(shared, alone)
+    # One drive per seed: the schedulers share it.
+    assert (shared.attrs["drives_aged"], alone.attrs["drives_aged"]) == (2, 0)
+
+
+def test_the_cache_keeps_drives_for_other_sweeps(small, tmp_path):
+    base = aged_base(small)
+    first = flashmux.sweep(base=base, grid={"tenant.0.weight": [100, 900]}, seeds=[4], cache=tmp_path, progress=False)
+    assert first.attrs["drives_aged"] == 1 and len(list((tmp_path / "drives").glob("*.fmstate"))) == 1
+    # Another sweep on the same drive (weights do not change it) loads it.
+    other = flashmux.sweep(base=base, grid={"tenant.1.weight": [300, 700]}, seeds=[4], cache=tmp_path, progress=False)
+    assert (other.attrs["drives_aged"], other.attrs["drives_reused"], other.attrs["ran"]) == (0, 1, 2)
+    plain = flashmux.sweep(base=base, grid={"tenant.1.weight": [300, 700]}, seeds=[4], progress=False, share_drives=False)
+    pd.testing.assert_frame_equal(other, plain)
+
+
+def test_shared_drives_on_ray_equal_the_serial_sweep(local_ray, small, tmp_path):
+    base = aged_base(small)
+    grid = {"host.scheduler": ["none", "cfq"]}
+    serial = flashmux.sweep(base=base, grid=grid, seeds=[1, 2], workers=1, progress=False, share_drives=False)
+    on_ray = flashmux.sweep(base=base, grid=grid, seeds=[1, 2], executor="ray", cache=tmp_path, progress=False)
+    pd.testing.assert_frame_equal(on_ray, serial)
+    assert on_ray.attrs["drives_aged"] == 2

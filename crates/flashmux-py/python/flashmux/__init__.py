@@ -22,13 +22,14 @@ from ._native import (  # noqa: F401
     SimulationError,
     __version__,
 )
-from ._run import Result, Scenario, run, presets, personalities, experiments, reproduce, FlashmuxWarning
+from ._run import Result, Scenario, age, run, presets, personalities, experiments, reproduce, FlashmuxWarning
 from ._sweep import sweep
 
 __all__ = [
     "run",
     "sweep",
     "reproduce",
+    "age",
     "Scenario",
     "Result",
     "presets",

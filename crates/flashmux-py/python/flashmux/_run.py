@@ -315,6 +315,19 @@ def run(
     return r
 
 
+def age(scenario: ScenarioLike, path: PathLike, seed: Optional[int] = None) -> Dict[str, Any]:
+    """Ages the scenario's drive (with ``seed`` instead of its own, if given) and saves it to
+    ``path``, as ``flashmux age --save`` does. A scenario with ``precondition.state_file =
+    path`` (and the same drive: device, preconditioning, seed, tenants' regions) then starts from
+    it instead of aging, with byte-identical results. Returns ``{"path", "bytes",
+    "precondition"}`` (what aging did, as summary.txt says it)."""
+    s = _scenario(scenario)
+    n, summary = _native.age(s.native, os.fspath(path), seed)
+    if not n:
+        raise KeyboardInterrupt("interrupted while aging: nothing saved")
+    return {"path": Path(path), "bytes": n, "precondition": summary}
+
+
 def presets() -> Dict[str, str]:
     """The device presets: name → one-line summary."""
     return dict(_native.presets())

@@ -22,23 +22,33 @@ CACHE_VERSION = 1
 
 
 class _Point:
-    __slots__ = ("index", "params", "text", "label", "base_dir", "config_hash", "error", "result")
+    __slots__ = ("index", "params", "text", "label", "base_dir", "config_hash", "drive", "state_file", "error", "result")
 
     def __init__(self, index: int, params: List[Tuple[str, Any]]):
         self.index = index
         self.params = params
-        self.text = self.label = self.base_dir = self.config_hash = None
+        self.text = self.label = self.base_dir = self.config_hash = self.drive = self.state_file = None
         self.error: Optional[str] = None
         # (columns, rows, stop_reason)
         self.result: Optional[Tuple[List[str], List[List[str]], str]] = None
 
 
-def _run_point(text: str, label: str, base_dir: str, cancel: Optional["_native.Cancel"] = None):
+def _run_point(text: str, label: str, base_dir: str, cancel: Optional["_native.Cancel"] = None, state_file: Optional[str] = None):
     """One point; never raises for the point's own failure: ``("ok", columns, rows, stop)`` or
     ``("error", message)``. Ray runs it as a task."""
     try:
-        columns, rows, stop, _hash = _native.run_point(text, label, base_dir, cancel)
+        columns, rows, stop, _hash = _native.run_point(text, label, base_dir, cancel, state_file)
         return ("ok", columns, rows, stop)
+    except _native.FlashmuxError as e:
+        return ("error", str(e))
+
+
+def _age_drive(text: str, label: str, base_dir: str, path: str):
+    """Ages a point's drive into ``path``: ``("ok", bytes)`` or ``("error", message)``; the file
+    appears whole or not at all."""
+    try:
+        n, _summary = _native.age_point(text, label, base_dir, path)
+        return ("ok", n) if n else ("error", "interrupted while aging")
     except _native.FlashmuxError as e:
         return ("error", str(e))
 
@@ -105,6 +115,7 @@ def sweep(
     output_dir: Optional[PathLike] = None,
     progress: bool = True,
     name: Optional[str] = None,
+    share_drives: bool = True,
 ):
     """Runs every point of a sweep and returns one pandas DataFrame, a row per point and tenant
     like ``flashmux sweep``'s sweep.csv: the point's parameters, ``tenant``, the metric columns,
@@ -124,9 +135,15 @@ def sweep(
     - ``cache``: a directory; finished points are kept there by configuration hash and skipped
       on a rerun, so an interrupted sweep resumes where it stopped.
     - ``output_dir``: also writes ``sweep.csv`` and ``sweep.parquet`` there.
+    - ``share_drives``: points that precondition the same drive (same device, preconditioning,
+      seed and tenants' regions — whatever they do after aging) age it once: the drive is saved
+      (``DIR/drives/`` of the cache, else a temporary directory) and each point loads it, with
+      results byte-identical to aging in place. With Ray, the cache directory must be one every
+      worker sees (a shared filesystem).
 
     ``df.attrs`` says what happened: ``points``, ``ran``, ``cached``, ``failed``,
-    ``interrupted``.
+    ``interrupted``, ``drives_aged`` (drives aged and saved for sharing), ``drives_reused``
+    (saved drives found in the cache).
     """
     exp = _experiment(experiment, base, grid, seeds, name)
     if executor not in ("local", "ray"):
@@ -137,7 +154,7 @@ def sweep(
     points = [_Point(i, exp.params(i)) for i in range(n)]
     for p in points:
         try:
-            p.text, p.label, base_dir, p.config_hash = exp.point(p.index)
+            p.text, p.label, base_dir, p.config_hash, p.drive = exp.point(p.index)
             p.base_dir = str(base_dir)
         except _native.ConfigError as e:
             p.error = str(e)
@@ -173,21 +190,69 @@ def sweep(
             bar.update(1)
 
     interrupted = False
+    drives_aged = drives_reused = 0
+    scratch = None
     try:
         if todo:
+            workers_n = workers or os.cpu_count() or 1
             if executor == "local":
-                workers_n = workers or os.cpu_count() or 1
                 exp.check_memory([p.index for p in todo], min(workers_n, len(todo)))
-                interrupted = _run_local(todo, workers_n, finished)
-            else:
-                interrupted = _run_ray(todo, workers, address, finished)
+            # Drives shared by points: aged once, saved, loaded by each.
+            groups: Dict[str, List[_Point]] = {}
+            if share_drives:
+                for p in todo:
+                    if p.drive is not None:
+                        groups.setdefault(p.drive, []).append(p)
+                if cache is None:
+                    groups = {k: v for k, v in groups.items() if len(v) > 1}
+            if groups:
+                if cache is not None:
+                    drive_dir = Path(cache) / "drives"
+                else:
+                    import tempfile
+
+                    scratch = tempfile.TemporaryDirectory(prefix="flashmux-drives-")
+                    drive_dir = Path(scratch.name)
+                drive_dir.mkdir(parents=True, exist_ok=True)
+                jobs = []
+                for key, members in groups.items():
+                    path = drive_dir / f"{_native.__version__}-{key}.fmstate"
+                    for p in members:
+                        p.state_file = str(path)
+                    if path.exists():
+                        drives_reused += 1
+                    else:
+                        jobs.append((members[0], str(path)))
+                drives_aged, interrupted = _age_drives(jobs, executor, workers_n, address)
+                # A drive that failed to age (its error is then its points' own, when they age
+                # it themselves) is not shared.
+                for p in todo:
+                    if p.state_file is not None and not Path(p.state_file).exists():
+                        p.state_file = None
+            if not interrupted:
+                if executor == "local":
+                    interrupted = _run_local(todo, workers_n, finished)
+                else:
+                    interrupted = _run_ray(todo, workers, address, finished)
     finally:
         if bar is not None:
             bar.close()
+        if scratch is not None:
+            scratch.cleanup()
     ran = sum(p.result is not None for p in todo) + sum(p.error is not None for p in todo)
     df = _frame(exp.labels, points)
     failed = sum(p.error is not None for p in points)
-    df.attrs.update({"points": n, "ran": ran, "cached": cached, "failed": failed, "interrupted": interrupted})
+    df.attrs.update(
+        {
+            "points": n,
+            "ran": ran,
+            "cached": cached,
+            "failed": failed,
+            "interrupted": interrupted,
+            "drives_aged": drives_aged,
+            "drives_reused": drives_reused,
+        }
+    )
     if interrupted:
         done = sum(p.result is not None or p.error is not None for p in points)
         warnings.warn(f"interrupted: {done} of {n} points finished; rerun with the same cache to resume", FlashmuxWarning, stacklevel=2)
@@ -202,7 +267,7 @@ def sweep(
 def _run_local(todo: List[_Point], workers: int, finished: Callable) -> bool:
     cancel = _native.Cancel()
     with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="flashmux") as pool:
-        futures = {pool.submit(_run_point, p.text, p.label, p.base_dir, cancel): p for p in todo}
+        futures = {pool.submit(_run_point, p.text, p.label, p.base_dir, cancel, p.state_file): p for p in todo}
         pending = set(futures)
         try:
             while pending:
@@ -227,7 +292,7 @@ def _run_local(todo: List[_Point], workers: int, finished: Callable) -> bool:
     return False
 
 
-def _run_ray(todo: List[_Point], workers: Optional[int], address: Optional[str], finished: Callable) -> bool:
+def _ray(workers: Optional[int], address: Optional[str]):
     try:
         import ray
     except ImportError as e:
@@ -237,8 +302,57 @@ def _run_ray(todo: List[_Point], workers: Optional[int], address: Optional[str],
         if address is None:
             kwargs["num_cpus"] = workers or os.cpu_count() or 1
         ray.init(address=address, **kwargs)
+    return ray
+
+
+def _age_drives(jobs: List[Tuple[_Point, str]], executor: str, workers: int, address: Optional[str]) -> Tuple[int, bool]:
+    """Ages each job's drive into its path, in parallel. Returns (drives saved, interrupted)."""
+    if not jobs:
+        return 0, False
+    saved = 0
+
+    def done(p: _Point, path: str, out) -> None:
+        nonlocal saved
+        saved += out[0] == "ok"
+
+    if executor == "local":
+        with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="flashmux-age") as pool:
+            futures = {pool.submit(_age_drive, p.text, p.label, p.base_dir, path): (p, path) for p, path in jobs}
+            pending = set(futures)
+            try:
+                while pending:
+                    finished, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
+                    for f in finished:
+                        done(*futures[f], f.result())
+            except KeyboardInterrupt:
+                for f in pending:
+                    f.cancel()
+                return saved, True
+    else:
+        ray = _ray(workers, address)
+        task = ray.remote(num_cpus=1, max_retries=0)(_age_drive)
+        refs = {task.remote(p.text, p.label, p.base_dir, path): (p, path) for p, path in jobs}
+        try:
+            while refs:
+                ready, _ = ray.wait(list(refs), num_returns=1, timeout=0.25)
+                for r in ready:
+                    p, path = refs.pop(r)
+                    try:
+                        out = ray.get(r)
+                    except Exception as e:  # noqa: BLE001
+                        out = ("error", str(e))
+                    done(p, path, out)
+        except KeyboardInterrupt:
+            for r in refs:
+                ray.cancel(r, force=True)
+            return saved, True
+    return saved, False
+
+
+def _run_ray(todo: List[_Point], workers: Optional[int], address: Optional[str], finished: Callable) -> bool:
+    ray = _ray(workers, address)
     task = ray.remote(num_cpus=1, max_retries=0)(_run_point)
-    refs = {task.remote(p.text, p.label, p.base_dir): p for p in todo}
+    refs = {task.remote(p.text, p.label, p.base_dir, None, p.state_file): p for p in todo}
     try:
         while refs:
             done, _ = ray.wait(list(refs), num_returns=1, timeout=0.25)

@@ -397,6 +397,19 @@ impl Scenario {
         ]
     }
 
+    /// SHA-256 (hex) of [`Scenario::drive_key`]: scenarios with the same id precondition the
+    /// same drive (a sweep ages it once for all of them).
+    pub fn drive_id(&self) -> String {
+        let mut h = Sha256::new();
+        for (k, v) in self.drive_key() {
+            h.update(k.as_bytes());
+            h.update([0]);
+            h.update(v.as_bytes());
+            h.update([0]);
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// SHA-256 (hex) of everything that determines the run's results.
     pub fn config_hash(&self) -> String {
         let view = serde_json::json!({

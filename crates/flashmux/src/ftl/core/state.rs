@@ -148,9 +148,9 @@ impl Ftl {
         write_u16s(w, &self.owner)
     }
 
-    /// Reads a state written by [`Ftl::write_state`] from an FTL of the same shape (logical and
-    /// physical units, blocks, planes, translation pages). Nothing changes unless the whole
-    /// state reads and fits.
+    /// Reads a state written by [`Ftl::write_state`] into an FTL of the same shape (logical and
+    /// physical units, blocks, planes, translation pages). On an error the FTL is left half
+    /// read: discard it.
     pub fn read_state(&mut self, r: &mut dyn Read) -> Result<(), StateError> {
         let bad = |m: String| StateError::Invalid(m);
         let mut len = [0u8; 8];
@@ -237,24 +237,21 @@ impl Ftl {
         if m.gtd.iter().any(|&u| u != UNMAPPED && u >= total) || m.gc_map_updates.iter().any(|(p, _)| *p >= map_pages) {
             return Err(bad("the translation directory points past the drive".into()));
         }
+        // The tables are read in place (they are the largest part of the drive: no second
+        // copy), then checked; a state that fails the checks leaves this FTL unusable, and the
+        // caller discards it (a device whose load failed is never run).
         let logical = self.l2p.len() as u32;
-        let mut l2p = vec![0u32; self.l2p.len()];
-        read_u32s(r, &mut l2p)?;
-        if let Some(i) = l2p.iter().position(|&u| u != UNMAPPED && u >= total) {
-            return Err(bad(format!("logical unit {i} maps to unit {} past the drive's {total}", l2p[i])));
+        read_u32s(r, &mut self.l2p)?;
+        if let Some(i) = self.l2p.iter().position(|&u| u != UNMAPPED && u >= total) {
+            return Err(bad(format!("logical unit {i} maps to unit {} past the drive's {total}", self.l2p[i])));
         }
-        let mut p2l = vec![0u32; self.p2l.len()];
-        read_u32s(r, &mut p2l)?;
+        read_u32s(r, &mut self.p2l)?;
         let p2l_ok = |x: u32| x == NO_LPN || (x & MAP_BIT != 0 && (x & !MAP_BIT) < map_pages) || (x & MAP_BIT == 0 && x < logical);
-        if let Some(i) = p2l.iter().position(|&x| !p2l_ok(x)) {
-            return Err(bad(format!("physical unit {i} names logical unit {} past the drive's", p2l[i])));
+        if let Some(i) = self.p2l.iter().position(|&x| !p2l_ok(x)) {
+            return Err(bad(format!("physical unit {i} names logical unit {} past the drive's", self.p2l[i])));
         }
-        let mut owner = vec![0u16; self.owner.len()];
-        read_u16s(r, &mut owner)?;
-        // Everything read and checked: take it.
-        self.l2p = l2p;
-        self.p2l = p2l;
-        self.owner = owner;
+        read_u16s(r, &mut self.owner)?;
+        // Everything read and checked: take the rest.
         self.blocks = new_blocks;
         self.planes = planes;
         let [h, p, n, hint] = m.buckets;
