@@ -143,9 +143,9 @@ impl Ftl {
         let json = serde_json::to_vec(&meta).map_err(io::Error::other)?;
         w.write_all(&(json.len() as u64).to_le_bytes())?;
         w.write_all(&json)?;
-        write_u32s(w, &self.l2p)?;
-        write_u32s(w, &self.p2l)?;
-        write_u16s(w, &self.owner)
+        write_table(w, &self.l2p)?;
+        write_table(w, &self.p2l)?;
+        write_table(w, &self.owner)
     }
 
     /// Reads a state written by [`Ftl::write_state`] into an FTL of the same shape (logical and
@@ -241,16 +241,16 @@ impl Ftl {
         // copy), then checked; a state that fails the checks leaves this FTL unusable, and the
         // caller discards it (a device whose load failed is never run).
         let logical = self.l2p.len() as u32;
-        read_u32s(r, &mut self.l2p)?;
+        read_table(r, &mut self.l2p)?;
         if let Some(i) = self.l2p.iter().position(|&u| u != UNMAPPED && u >= total) {
             return Err(bad(format!("logical unit {i} maps to unit {} past the drive's {total}", self.l2p[i])));
         }
-        read_u32s(r, &mut self.p2l)?;
+        read_table(r, &mut self.p2l)?;
         let p2l_ok = |x: u32| x == NO_LPN || (x & MAP_BIT != 0 && (x & !MAP_BIT) < map_pages) || (x & MAP_BIT == 0 && x < logical);
         if let Some(i) = self.p2l.iter().position(|&x| !p2l_ok(x)) {
             return Err(bad(format!("physical unit {i} names logical unit {} past the drive's", self.p2l[i])));
         }
-        read_u16s(r, &mut self.owner)?;
+        read_table(r, &mut self.owner)?;
         // Everything read and checked: take the rest.
         self.blocks = new_blocks;
         self.planes = planes;
@@ -281,49 +281,54 @@ impl Ftl {
     }
 }
 
-fn write_u32s(w: &mut dyn Write, v: &[u32]) -> io::Result<()> {
-    let mut buf = Vec::with_capacity(CHUNK * 4);
+/// A table element as little-endian bytes.
+trait Le: Copy {
+    const BYTES: usize;
+    fn put(self, out: &mut Vec<u8>);
+    fn get(b: &[u8]) -> Self;
+}
+
+impl Le for u32 {
+    const BYTES: usize = 4;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> u32 {
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+impl Le for u16 {
+    const BYTES: usize = 2;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> u16 {
+        u16::from_le_bytes([b[0], b[1]])
+    }
+}
+
+/// Writes a table, a chunk of values at a time.
+fn write_table<T: Le>(w: &mut dyn Write, v: &[T]) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(CHUNK * T::BYTES);
     for c in v.chunks(CHUNK) {
         buf.clear();
-        for x in c {
-            buf.extend_from_slice(&x.to_le_bytes());
+        for &x in c {
+            x.put(&mut buf);
         }
         w.write_all(&buf)?;
     }
     Ok(())
 }
 
-fn write_u16s(w: &mut dyn Write, v: &[u16]) -> io::Result<()> {
-    let mut buf = Vec::with_capacity(CHUNK * 2);
-    for c in v.chunks(CHUNK) {
-        buf.clear();
-        for x in c {
-            buf.extend_from_slice(&x.to_le_bytes());
-        }
-        w.write_all(&buf)?;
-    }
-    Ok(())
-}
-
-fn read_u32s(r: &mut dyn Read, out: &mut [u32]) -> io::Result<()> {
-    let mut buf = vec![0u8; CHUNK * 4];
+/// Reads a table of `out.len()` values into `out`.
+fn read_table<T: Le>(r: &mut dyn Read, out: &mut [T]) -> io::Result<()> {
+    let mut buf = vec![0u8; CHUNK * T::BYTES];
     for c in out.chunks_mut(CHUNK) {
-        let bytes = &mut buf[..c.len() * 4];
+        let bytes = &mut buf[..c.len() * T::BYTES];
         r.read_exact(bytes)?;
-        for (x, b) in c.iter_mut().zip(bytes.chunks_exact(4)) {
-            *x = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        }
-    }
-    Ok(())
-}
-
-fn read_u16s(r: &mut dyn Read, out: &mut [u16]) -> io::Result<()> {
-    let mut buf = vec![0u8; CHUNK * 2];
-    for c in out.chunks_mut(CHUNK) {
-        let bytes = &mut buf[..c.len() * 2];
-        r.read_exact(bytes)?;
-        for (x, b) in c.iter_mut().zip(bytes.chunks_exact(2)) {
-            *x = u16::from_le_bytes([b[0], b[1]]);
+        for (x, b) in c.iter_mut().zip(bytes.chunks_exact(T::BYTES)) {
+            *x = T::get(b);
         }
     }
     Ok(())
