@@ -37,6 +37,10 @@ def test_json_plus_and_the_alone_baseline_match_the_cli(cli, small, tmp_path):
     r = flashmux.run(small, json_plus=True, alone_baseline=True)
     assert r.json == out
     assert "slowdown" in json.dumps(r.data["flashmux"]["fairness"])
+    # Each tenant's slowdown joins its row.
+    t = r.tenants
+    slowdowns = [x["slowdown"] for x in r.data["flashmux"]["fairness"]["tenants"]]
+    assert list(t["fairness.slowdown"]) == slowdowns and all(s > 1 for s in slowdowns)
 
 
 def test_results_as_dataframes(small):
