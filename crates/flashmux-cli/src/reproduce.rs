@@ -2,9 +2,8 @@
 //! findings on the results (PASS/FAIL), and draws the paper's figures.
 
 use crate::sweep;
-use anyhow::Context;
 use flashmux::config::DEFAULT_OUTPUT_DIR;
-use flashmux::experiment::bundled::{bundled, format_checks, BUNDLED};
+use flashmux::experiment::bundled::{bundled, BUNDLED};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -61,19 +60,15 @@ pub fn run(args: ReproduceArgs) -> anyhow::Result<ExitCode> {
         points.extend(outcome.points);
         results.extend(outcome.results);
     }
-    let figures = (b.figures)(&points, &results, &out_dir).context("drawing the figures")?;
-    let checks = (b.evaluate)(&points, &results);
-    let text = format_checks(&checks);
-    let path = out_dir.join("checks.txt");
-    crate::output::write_atomic(&path, text.as_bytes())?;
-    println!("\n{text}");
-    for f in &figures {
+    let c = b.conclude(&points, &results, &out_dir)?;
+    println!("\n{}", c.text);
+    for f in &c.figures {
         println!("figure: {}", f.display());
     }
-    println!("checks: {}", path.display());
-    let failed = checks.iter().filter(|c| !c.pass).count();
+    println!("checks: {}", c.checks_file.display());
+    let failed = c.checks.iter().filter(|c| !c.pass).count();
     if failed > 0 {
-        eprintln!("flashmux: {failed} of {} findings did not hold", checks.len());
+        eprintln!("flashmux: {failed} of {} findings did not hold", c.checks.len());
         return Ok(ExitCode::from(EXIT_CHECK_FAILED));
     }
     Ok(ExitCode::SUCCESS)

@@ -529,14 +529,15 @@ fn shared_drive(s: &config::Scenario) -> Option<String> {
     (ages && flash && s.drive_state.is_none()).then(|| s.drive_id())
 }
 
-/// Ages `s`'s drive and saves it to `path`; returns the bytes written and what aging did.
-fn age_to(py: Python<'_>, s: config::Scenario, path: &Path) -> PyResult<(u64, String)> {
+/// Ages `s`'s drive and saves it to `path`; returns the bytes written and what aging did, or
+/// `(0, "")` if `cancel` stopped it first (nothing is saved). Ctrl-C raises KeyboardInterrupt.
+fn age_to(py: Python<'_>, s: config::Scenario, path: &Path, cancel: Option<&Cancel>) -> PyResult<(u64, String)> {
     if let flashmux::device::DeviceKind::Null(_) = s.device.kind {
         return Err(ConfigError::new_err(format!("device '{}' is a null device: it has no flash to age", s.device.preset)));
     }
     check_memory(std::slice::from_ref(&s), 1)?;
     let signal: Mutex<Option<PyErr>> = Mutex::new(None);
-    let flag = AtomicBool::new(false);
+    let flag = cancel.map_or_else(|| Arc::new(AtomicBool::new(false)), |c| c.flag.clone());
     let asked = std::sync::atomic::AtomicU32::new(0);
     let out = py.detach(|| -> Result<(u64, String), SimError> {
         let stop = || {
@@ -624,12 +625,21 @@ fn run<'py>(
 
 /// Ages the drive of a sweep point (its scenario text, as `Experiment.point` gives it) and saves
 /// it to `path`: `(bytes, what aging did)`.
+/// `cancel` stops it (then `(0, "")`, nothing saved).
 #[pyfunction]
-fn age_point(py: Python<'_>, text: String, label: String, base_dir: PathBuf, path: PathBuf) -> PyResult<(u64, String)> {
+#[pyo3(signature = (text, label, base_dir, path, cancel = None))]
+fn age_point(
+    py: Python<'_>,
+    text: String,
+    label: String,
+    base_dir: PathBuf,
+    path: PathBuf,
+    cancel: Option<&Cancel>,
+) -> PyResult<(u64, String)> {
     let s = py
         .detach(|| config::Scenario::from_generated_toml(&text, &label, &base_dir))
         .map_err(|e| config_err(py, &e))?;
-    age_to(py, s, &path)
+    age_to(py, s, &path, cancel)
 }
 
 /// Ages `scenario`'s drive (with `seed` instead of its own, if given) and saves it to `path`, as
@@ -647,7 +657,7 @@ fn age(py: Python<'_>, scenario: &Scenario, path: PathBuf, seed: Option<u64>) ->
             p.display()
         )));
     }
-    age_to(py, s, &path)
+    age_to(py, s, &path, None)
 }
 
 /// One sweep point from its scenario text (as `Experiment.point` gives it): the per-tenant
@@ -760,25 +770,22 @@ impl Experiment {
             .collect()
     }
 
-    /// Point `index` resolved: `(text, label, base_dir, config_hash, drive)`, `text` being the
-    /// scenario TOML `run_point` takes and `drive` the id of the drive it ages (None if it ages
-    /// nothing a sweep could share); a point that does not resolve raises ConfigError with the
-    /// command line's message.
-    fn point(&self, py: Python<'_>, index: usize) -> PyResult<(String, String, PathBuf, String, Option<String>)> {
-        let p = py.detach(|| self.exp.point(index)).map_err(|e| experiment_err(py, &e))?;
-        let choice = self.choice(index)?;
-        let doc = self.exp.document(&choice).map_err(|e| experiment_err(py, &e))?;
-        let text = toml::to_string(&doc).map_err(|e| ConfigError::new_err(e.to_string()))?;
+    /// Point `index` resolved: `(text, label, base_dir, config_hash, drive, memory)`, `text`
+    /// being the scenario TOML `run_point` takes, `drive` the id of the drive it ages (None if
+    /// it ages nothing a sweep could share) and `memory` the bytes its run is estimated to need;
+    /// a point that does not resolve raises ConfigError with the command line's message.
+    fn point(&self, py: Python<'_>, index: usize) -> PyResult<(String, String, PathBuf, String, Option<String>, u64)> {
+        let (p, text) = py.detach(|| self.exp.point_and_text(index)).map_err(|e| experiment_err(py, &e))?;
+        let memory = config::limits::memory_estimate(&p.scenario).total();
         let drive = shared_drive(&p.scenario);
-        Ok((text, self.exp.base_label.clone(), self.exp.base_dir.clone(), p.scenario.config_hash(), drive))
+        Ok((text, self.exp.base_label.clone(), self.exp.base_dir.clone(), p.scenario.config_hash(), drive, memory))
     }
 
-    /// The memory check of the command line for the points `indexes` run `parallel` at a time.
-    fn check_memory(&self, py: Python<'_>, indexes: Vec<usize>, parallel: usize) -> PyResult<()> {
-        let scenarios: Vec<config::Scenario> =
-            indexes.iter().filter_map(|&i| self.exp.point(i).ok()).map(|p| p.scenario).collect();
-        let _ = py;
-        check_memory(&scenarios, parallel)
+    /// The command line's memory check for point `index` (the sweep's largest) run `parallel`
+    /// times at once.
+    fn check_memory(&self, py: Python<'_>, index: usize, parallel: usize) -> PyResult<()> {
+        let p = py.detach(|| self.exp.point(index)).map_err(|e| experiment_err(py, &e))?;
+        check_memory(std::slice::from_ref(&p.scenario), parallel)
     }
 }
 
@@ -875,14 +882,9 @@ fn reproduce<'py>(
             return Ok(d);
         }
     }
-    let figures = (b.figures)(&points, &results, &output_dir)
-        .map_err(|e| SimulationError::new_err(format!("drawing the figures: {e}")))?;
-    let checks = (b.evaluate)(&points, &results);
-    let text = bundled::format_checks(&checks);
-    let path = output_dir.join("checks.txt");
-    flashmux::fsutil::write_atomic(&path, |w| w.write_all(text.as_bytes()))
-        .map_err(|e| SimulationError::new_err(format!("writing {}: {e}", path.display())))?;
-    let checks: Vec<(String, String, bool)> = checks.into_iter().map(|c| (c.claim, c.measured, c.pass)).collect();
+    let c = b.conclude(&points, &results, &output_dir).map_err(|e| SimulationError::new_err(flashmux::error_chain(&e)))?;
+    let checks: Vec<(String, String, bool)> = c.checks.into_iter().map(|c| (c.claim, c.measured, c.pass)).collect();
+    let (figures, path) = (c.figures, c.checks_file);
     d.set_item("checks", checks)?;
     d.set_item("figures", figures)?;
     d.set_item("tables", tables)?;

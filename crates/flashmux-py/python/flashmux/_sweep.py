@@ -22,18 +22,19 @@ CACHE_VERSION = 1
 
 
 class _Point:
-    __slots__ = ("index", "params", "text", "label", "base_dir", "config_hash", "drive", "state_file", "error", "result")
+    __slots__ = ("index", "params", "text", "label", "base_dir", "config_hash", "drive", "memory", "state_file", "error", "result")
 
     def __init__(self, index: int, params: List[Tuple[str, Any]]):
         self.index = index
         self.params = params
         self.text = self.label = self.base_dir = self.config_hash = self.drive = self.state_file = None
+        self.memory = 0
         self.error: Optional[str] = None
         # (columns, rows, stop_reason)
         self.result: Optional[Tuple[List[str], List[List[str]], str]] = None
 
 
-def _run_point(text: str, label: str, base_dir: str, cancel: Optional["_native.Cancel"] = None, state_file: Optional[str] = None):
+def _run_point(text: str, label: str, base_dir: str, state_file: Optional[str], cancel: Optional["_native.Cancel"] = None):
     """One point; never raises for the point's own failure: ``("ok", columns, rows, stop)`` or
     ``("error", message)``. Ray runs it as a task."""
     try:
@@ -43,11 +44,11 @@ def _run_point(text: str, label: str, base_dir: str, cancel: Optional["_native.C
         return ("error", str(e))
 
 
-def _age_drive(text: str, label: str, base_dir: str, path: str):
+def _age_drive(text: str, label: str, base_dir: str, path: str, cancel: Optional["_native.Cancel"] = None):
     """Ages a point's drive into ``path``: ``("ok", bytes)`` or ``("error", message)``; the file
     appears whole or not at all."""
     try:
-        n, _summary = _native.age_point(text, label, base_dir, path)
+        n, _summary = _native.age_point(text, label, base_dir, path, cancel)
         return ("ok", n) if n else ("error", "interrupted while aging")
     except _native.FlashmuxError as e:
         return ("error", str(e))
@@ -154,7 +155,7 @@ def sweep(
     points = [_Point(i, exp.params(i)) for i in range(n)]
     for p in points:
         try:
-            p.text, p.label, base_dir, p.config_hash, p.drive = exp.point(p.index)
+            p.text, p.label, base_dir, p.config_hash, p.drive, p.memory = exp.point(p.index)
             p.base_dir = str(base_dir)
         except _native.ConfigError as e:
             p.error = str(e)
@@ -196,7 +197,7 @@ def sweep(
         if todo:
             workers_n = workers or os.cpu_count() or 1
             if executor == "local":
-                exp.check_memory([p.index for p in todo], min(workers_n, len(todo)))
+                exp.check_memory(max(todo, key=lambda p: p.memory).index, min(workers_n, len(todo)))
             # Drives shared by points: aged once, saved, loaded by each.
             groups: Dict[str, List[_Point]] = {}
             if share_drives:
@@ -223,17 +224,21 @@ def sweep(
                         drives_reused += 1
                     else:
                         jobs.append((members[0], str(path)))
-                drives_aged, interrupted = _age_drives(jobs, executor, workers_n, address)
+                def aged(_p: _Point, out) -> None:
+                    nonlocal drives_aged
+                    drives_aged += out[0] == "ok"
+
+                interrupted = _execute(
+                    _age_drive, [(p, (p.text, p.label, p.base_dir, path)) for p, path in jobs], executor, workers_n, address, aged
+                )
                 # A drive that failed to age (its error is then its points' own, when they age
                 # it themselves) is not shared.
                 for p in todo:
                     if p.state_file is not None and not Path(p.state_file).exists():
                         p.state_file = None
             if not interrupted:
-                if executor == "local":
-                    interrupted = _run_local(todo, workers_n, finished)
-                else:
-                    interrupted = _run_ray(todo, workers, address, finished)
+                jobs = [(p, (p.text, p.label, p.base_dir, p.state_file)) for p in todo]
+                interrupted = _execute(_run_point, jobs, executor, workers_n, address, finished)
     finally:
         if bar is not None:
             bar.close()
@@ -264,31 +269,54 @@ def sweep(
     return df
 
 
-def _run_local(todo: List[_Point], workers: int, finished: Callable) -> bool:
-    cancel = _native.Cancel()
-    with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="flashmux") as pool:
-        futures = {pool.submit(_run_point, p.text, p.label, p.base_dir, cancel, p.state_file): p for p in todo}
-        pending = set(futures)
-        try:
-            while pending:
-                done, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
-                for f in done:
-                    finished(futures[f], f.result())
-        except KeyboardInterrupt:
-            cancel.cancel()
-            for f in pending:
-                f.cancel()
-            # The running points stop after their event in progress: their results are cut
-            # short and dropped; what finished is kept.
-            for f in pending:
-                if not f.cancelled():
-                    try:
-                        out = f.result()
-                    except cf.CancelledError:
-                        continue
-                    if out[0] == "ok" and out[3] != "interrupted":
-                        finished(futures[f], out)
-            return True
+def _execute(fn: Callable, jobs: List[Tuple[_Point, tuple]], executor: str, workers: int, address: Optional[str], done: Callable) -> bool:
+    """Runs ``fn(*args)`` for each ``(point, args)`` of ``jobs`` on the executor — ``workers``
+    threads of this process, or one Ray task of one CPU each — and calls ``done(point, out)``
+    as each finishes. ``fn`` never raises for its own failure (see ``_run_point``). Returns
+    whether Ctrl-C stopped it: the running calls stop after their event in progress (those cut
+    short report it: a point's stop reason ``interrupted``, a drive's error) and are handed to
+    ``done`` like the others; the ones not started never run."""
+    if not jobs:
+        return False
+    if executor == "local":
+        cancel = _native.Cancel()
+        with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="flashmux") as pool:
+            futures = {pool.submit(fn, *args, cancel): p for p, args in jobs}
+            pending = set(futures)
+            try:
+                while pending:
+                    finished, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
+                    for f in finished:
+                        done(futures[f], f.result())
+            except KeyboardInterrupt:
+                cancel.cancel()
+                for f in pending:
+                    f.cancel()
+                for f in pending:
+                    if not f.cancelled():
+                        try:
+                            done(futures[f], f.result())
+                        except cf.CancelledError:
+                            pass
+                return True
+        return False
+    ray = _ray(workers, address)
+    task = ray.remote(num_cpus=1, max_retries=0)(fn)
+    refs = {task.remote(*args): p for p, args in jobs}
+    try:
+        while refs:
+            ready, _ = ray.wait(list(refs), num_returns=1, timeout=0.25)
+            for r in ready:
+                p = refs.pop(r)
+                try:
+                    out = ray.get(r)
+                except Exception as e:  # the worker died, the task was cancelled, ...
+                    out = ("error", f"{type(e).__name__}: {e}")
+                done(p, out)
+    except KeyboardInterrupt:
+        for r in refs:
+            ray.cancel(r, force=True)
+        return True
     return False
 
 
@@ -303,71 +331,6 @@ def _ray(workers: Optional[int], address: Optional[str]):
             kwargs["num_cpus"] = workers or os.cpu_count() or 1
         ray.init(address=address, **kwargs)
     return ray
-
-
-def _age_drives(jobs: List[Tuple[_Point, str]], executor: str, workers: int, address: Optional[str]) -> Tuple[int, bool]:
-    """Ages each job's drive into its path, in parallel. Returns (drives saved, interrupted)."""
-    if not jobs:
-        return 0, False
-    saved = 0
-
-    def done(p: _Point, path: str, out) -> None:
-        nonlocal saved
-        saved += out[0] == "ok"
-
-    if executor == "local":
-        with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="flashmux-age") as pool:
-            futures = {pool.submit(_age_drive, p.text, p.label, p.base_dir, path): (p, path) for p, path in jobs}
-            pending = set(futures)
-            try:
-                while pending:
-                    finished, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
-                    for f in finished:
-                        done(*futures[f], f.result())
-            except KeyboardInterrupt:
-                for f in pending:
-                    f.cancel()
-                return saved, True
-    else:
-        ray = _ray(workers, address)
-        task = ray.remote(num_cpus=1, max_retries=0)(_age_drive)
-        refs = {task.remote(p.text, p.label, p.base_dir, path): (p, path) for p, path in jobs}
-        try:
-            while refs:
-                ready, _ = ray.wait(list(refs), num_returns=1, timeout=0.25)
-                for r in ready:
-                    p, path = refs.pop(r)
-                    try:
-                        out = ray.get(r)
-                    except Exception as e:  # noqa: BLE001
-                        out = ("error", str(e))
-                    done(p, path, out)
-        except KeyboardInterrupt:
-            for r in refs:
-                ray.cancel(r, force=True)
-            return saved, True
-    return saved, False
-
-
-def _run_ray(todo: List[_Point], workers: Optional[int], address: Optional[str], finished: Callable) -> bool:
-    ray = _ray(workers, address)
-    task = ray.remote(num_cpus=1, max_retries=0)(_run_point)
-    refs = {task.remote(p.text, p.label, p.base_dir, None, p.state_file): p for p in todo}
-    try:
-        while refs:
-            done, _ = ray.wait(list(refs), num_returns=1, timeout=0.25)
-            for r in done:
-                p = refs.pop(r)
-                try:
-                    out = ray.get(r)
-                except Exception as e:  # the worker died, the task was cancelled, ...
-                    out = ("error", f"{type(e).__name__}: {e}")
-                finished(p, out)
-    except KeyboardInterrupt:
-        for r in refs:
-            ray.cancel(r, force=True)
-        return True
-    return False
 
 
 def _frame(labels: Sequence[str], points: List[_Point]):

@@ -48,6 +48,40 @@ pub fn points(parts: &[Experiment]) -> Result<Vec<Point>, ExperimentError> {
     Ok(all)
 }
 
+/// What a reproduction concluded from its runs: the figures drawn, the findings checked, and
+/// `checks.txt` (their text) written.
+pub struct Conclusion {
+    pub figures: Vec<PathBuf>,
+    pub checks: Vec<Check>,
+    /// [`format_checks`] of the checks, as written to `checks_file`.
+    pub text: String,
+    pub checks_file: PathBuf,
+}
+
+/// Why a reproduction's conclusion could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ConcludeError {
+    #[error("drawing the figures: {0}")]
+    Figures(PlotError),
+    #[error("writing {path}: {error}")]
+    Checks { path: String, error: std::io::Error },
+}
+
+impl Bundled {
+    /// Draws the figures into `out_dir`, checks the paper's findings on the runs (`points` and
+    /// their `results`, in point order) and writes `out_dir/checks.txt`: what `flashmux
+    /// reproduce` and the Python `reproduce` do once every part has run.
+    pub fn conclude(&self, points: &[Point], results: &[RunResults], out_dir: &Path) -> Result<Conclusion, ConcludeError> {
+        let figures = (self.figures)(points, results, out_dir).map_err(ConcludeError::Figures)?;
+        let checks = (self.evaluate)(points, results);
+        let text = format_checks(&checks);
+        let checks_file = out_dir.join("checks.txt");
+        crate::fsutil::write_atomic(&checks_file, |w| w.write_all(text.as_bytes()))
+            .map_err(|error| ConcludeError::Checks { path: checks_file.display().to_string(), error })?;
+        Ok(Conclusion { figures, checks, text, checks_file })
+    }
+}
+
 /// The checks as lines of text: `PASS`/`FAIL`, the claim, then what was measured.
 pub fn format_checks(checks: &[Check]) -> String {
     let mut out = String::new();

@@ -362,6 +362,12 @@ impl Experiment {
     /// Point `index` (0-based, in sweep order) resolved on its own: a caller that records a
     /// bad point and goes on (the Python sweep) resolves them one by one.
     pub fn point(&self, index: usize) -> Result<Point, ExperimentError> {
+        self.point_and_text(index).map(|(p, _)| p)
+    }
+
+    /// [`Experiment::point`] and the scenario TOML it resolved from (what
+    /// [`Scenario::from_generated_toml`] takes to resolve it again elsewhere, e.g. on a worker).
+    pub fn point_and_text(&self, index: usize) -> Result<(Point, String), ExperimentError> {
         let count = self.len();
         let choice = self.choices_of(index).ok_or_else(|| ExperimentError::Invalid {
             file: self.base_label.clone(),
@@ -381,7 +387,7 @@ impl Experiment {
             point_err(ConfigError::Invalid { file: self.base_label.clone(), line: None, message: e.to_string() })
         })?;
         let scenario = Scenario::from_generated_toml(&text, &self.base_label, &self.base_dir).map_err(point_err)?;
-        Ok(Point { index, params, scenario })
+        Ok((Point { index, params, scenario }, text))
     }
 
     /// Point `index`'s choice of values (see [`Experiment::choices`]), or `None` past the last.
