@@ -243,13 +243,6 @@ pub(crate) fn check_memory(scenarios: &[Scenario]) -> Result<(), BadArg> {
     flashmux::config::limits::check_memory(scenarios, 1).map_err(BadArg)
 }
 
-/// A timeline nobody reads (an alone-baseline run's).
-struct Discard;
-
-impl TimelineSink for Discard {
-    fn row(&mut self, _: &flashmux::metrics::TimelineRow) {}
-}
-
 /// A command-line value that does not parse.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -421,7 +414,7 @@ impl Driver<'_> {
         if let Some(s) = aging {
             s.finish_and_clear();
         }
-        sim.stream_timeline(timeline.unwrap_or_else(|| Box::new(Discard)));
+        sim.stream_timeline(timeline.unwrap_or_else(|| Box::new(flashmux::sim::NoTimeline)));
         if let Some(r) = record {
             sim.record_dispatches(r);
         }

@@ -470,7 +470,7 @@ fn simulate(
         let mut sim = Simulator::new_polling(scenario, &stop)?;
         sim.stream_timeline(match sink {
             Some(out) => Box::new(TimelineFile { out }),
-            None => Box::new(Discard),
+            None => Box::new(flashmux::sim::NoTimeline),
         });
         loop {
             if let Progress::Finished(_) = sim.run_polling(BATCH_EVENTS, &stop) {
@@ -493,12 +493,6 @@ fn simulate(
         return Err(e);
     }
     Ok(results)
-}
-
-struct Discard;
-
-impl TimelineSink for Discard {
-    fn row(&mut self, _: &flashmux::metrics::TimelineRow) {}
 }
 
 /// The metric columns and one row per tenant, as `flashmux sweep` writes them to `sweep.csv`.

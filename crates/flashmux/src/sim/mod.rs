@@ -37,7 +37,7 @@ pub use external::{Export, ExternalDone, ExternalIo};
 pub use filebench::FilebenchResult;
 use overlap::Overlap;
 use timeline::Timeline;
-pub use timeline::{TimelineSink, KEEP_ROWS};
+pub use timeline::{NoTimeline, TimelineSink, KEEP_ROWS};
 
 /// Told of every command the host block layer sends to the device, after merging — what
 /// blktrace's issue (`D`) events show of a real kernel (`flashmux run --record`).

@@ -22,6 +22,14 @@ pub trait TimelineSink: Send {
     fn row(&mut self, row: &TimelineRow);
 }
 
+/// A timeline nobody reads (an alone-baseline run's, a sweep point's): streamed nowhere, so no
+/// rows are kept either.
+pub struct NoTimeline;
+
+impl TimelineSink for NoTimeline {
+    fn row(&mut self, _: &TimelineRow) {}
+}
+
 /// What becomes of the rows.
 pub enum TimelineOut {
     /// Kept for [`RunResults::timeline`](crate::metrics::RunResults::timeline), up to [`KEEP_ROWS`].
