@@ -99,12 +99,10 @@ fn the_file_service_changes_the_stream_not_the_volume() {
 }
 
 #[test]
-fn several_files_need_a_filesystem_and_buffered_io() {
+fn several_files_need_a_filesystem() {
     let dev = "[device]\npreset = \"null\"\n";
     let e = load_err(&format!("{dev}{}", tenant("rw=write\nnrfiles=4\nfilesize=1m")));
     assert!(e.contains("nrfiles=4") && e.contains("filesystem = \"ext4\"") && e.contains("job 'j'"), "{e}");
-    let e = load_err(&format!("{EXT4}{}", tenant("rw=write\nnrfiles=4\nfilesize=1m\ndirect=1")));
-    assert!(e.contains("direct=0"), "{e}");
     let e = load_err(&format!("{EXT4}{}", tenant("rw=write\nnrfiles=4\nfilesize=1m\nfilename=x")));
     assert!(e.contains("filename"), "{e}");
     // fio trims a file by punching holes: not modelled on the filesystem.

@@ -433,24 +433,8 @@ impl Ext4 {
             self.journal.fsync(now, ReqId(token), tid, &mut self.jout).map_err(fs_err)?;
             return self.drain(now, out);
         }
-        let ino = self.files[&d.file].ino;
         let (first, count) = (d.offset / PAGE_SIZE, d.len.div_ceil(PAGE_SIZE));
-        let mut map = std::mem::take(&mut self.map_scratch);
-        self.fs.map_into(ino, first, count, &mut map).map_err(fs_err)?;
-        if d.op == IoOp::Write && map.iter().any(|m| m.physical.is_none()) {
-            // Past the laid-out size: allocated now (delayed allocation), its metadata journaled.
-            let holes: u64 = map.iter().filter(|m| m.physical.is_none()).map(|m| m.len).sum();
-            let ch = self.fs.allocate(ino, first, count, 0).map_err(fs_err)?;
-            for m in &ch.dirtied {
-                self.dirty(now, m.block, Some(d.file))?;
-            }
-            map = ch.mapped;
-            // The reservation becomes blocks.
-            let f = self.files.get_mut(&d.file).expect("a file");
-            let used = holes.min(f.reserved);
-            f.reserved -= used;
-            self.reserved -= used;
-        }
+        let map = self.map_pages(now, d.file, d.op, first, count)?;
         let pieces = map.iter().filter(|m| m.physical.is_some()).count() as u32;
         for &m in &map {
             let Some(p) = m.physical else { continue };
@@ -469,6 +453,65 @@ impl Ext4 {
             n => {
                 self.left.insert(d.id, (n, d.op));
             }
+        }
+        self.drain(now, out)
+    }
+
+    /// Pages `[first, first + count)` of `file` on the device, in `map_scratch` (give it back
+    /// after use): each run's physical block, `None` for a hole. A write's holes are allocated
+    /// first (delayed allocation at writeback; a direct write's at its submission), the metadata
+    /// that dirties journaled, and the file's reservation for them, if any, becomes blocks.
+    fn map_pages(&mut self, now: SimTime, file: FileId, op: IoOp, first: u64, count: u64) -> Result<Vec<super::fs::Mapping>, String> {
+        let ino = self.files[&file].ino;
+        let mut map = std::mem::take(&mut self.map_scratch);
+        self.fs.map_into(ino, first, count, &mut map).map_err(fs_err)?;
+        if op == IoOp::Write && map.iter().any(|m| m.physical.is_none()) {
+            let holes: u64 = map.iter().filter(|m| m.physical.is_none()).map(|m| m.len).sum();
+            let ch = self.fs.allocate(ino, first, count, 0).map_err(fs_err)?;
+            for m in &ch.dirtied {
+                self.dirty(now, m.block, Some(file))?;
+            }
+            map = ch.mapped;
+            let f = self.files.get_mut(&file).expect("a file");
+            let used = holes.min(f.reserved);
+            f.reserved -= used;
+            self.reserved -= used;
+        }
+        Ok(map)
+    }
+
+    /// A direct (`O_DIRECT`) read or write of `len` bytes at byte `offset` of `file`, at `now`:
+    /// where it goes on the device, as (device offset, length) in `runs`, one per physical run
+    /// of the file's blocks (none for a read of a hole, which the kernel answers with zeros).
+    /// A write allocates the holes it covers at once (ext4's direct I/O maps its blocks with
+    /// `ext4_dio_get_block`, no delayed allocation), journaling what that dirties, and changes
+    /// the inode (its mtime: `file_modified`), as a buffered write does.
+    pub fn map_direct(
+        &mut self,
+        now: SimTime,
+        file: FileId,
+        op: IoOp,
+        (offset, len): (u64, u64),
+        runs: &mut Vec<(u64, u64)>,
+        out: &mut FsOut,
+    ) -> Result<(), String> {
+        debug_assert!(matches!(op, IoOp::Read | IoOp::Write) && len > 0, "a direct read or write");
+        let (first, end) = (offset / PAGE_SIZE, (offset + len).div_ceil(PAGE_SIZE));
+        let map = self.map_pages(now, file, op, first, end - first)?;
+        let (lo, hi) = (offset, offset + len);
+        for m in &map {
+            let Some(p) = m.physical else { continue };
+            // The run's bytes, cut to the request's (a request need not be page-aligned).
+            let (a, b) = ((m.logical * PAGE_SIZE).max(lo), ((m.logical + m.len) * PAGE_SIZE).min(hi));
+            let at = self.base + p * PAGE_SIZE + (a - m.logical * PAGE_SIZE);
+            runs.push((at, b - a));
+            let kind = if op == IoOp::Read { &mut self.requests.data_reads } else { &mut self.requests.data_writes };
+            *kind += 1;
+        }
+        self.map_scratch = map;
+        if op == IoOp::Write {
+            let block = self.fs.inode_block(self.files[&file].ino);
+            self.dirty(now, block, Some(file))?;
         }
         self.drain(now, out)
     }

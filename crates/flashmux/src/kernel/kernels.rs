@@ -13,6 +13,12 @@
 //!   the clean cached pages they overwrite (`invalidate_inode_pages2_range` after a direct write,
 //!   `truncate_inode_pages_range` before a discard). Simplified: dirty pages in the range are not
 //!   written first (Linux's `filemap_write_and_wait_range` before a direct I/O).
+//! - On a filesystem a direct fio job's files are files as a buffered job's are (laid out the
+//!   same way): [`Kernels::direct_map`] gives where each read or write is on the device, one run
+//!   per physical extent it covers, allocating the holes a write covers and changing the inode
+//!   (its mtime), as ext4's direct I/O does (`ext4_dio_get_block`: no delayed allocation). Its
+//!   syncs go to the filesystem as a buffered job's; its trims reach the device under it. Traces
+//!   and exports address the raw region.
 //! - Each tenant is one file of its kernel ([`FileId`] = the tenant's index): its region of the
 //!   drive, a block device (or partition) it opens. Pages are counted from the region's start (a
 //!   region not aligned to 4 KiB is a misaligned partition: its pages straddle the drive's 4 KiB
@@ -187,8 +193,10 @@ pub struct Kernels {
     next_file: u32,
     /// The read-ahead stream of each such file while it is open.
     open_streams: BTreeMap<FileId, StreamId>,
-    /// Each buffered job's files (`None` for a direct job).
+    /// Each file job's files (`None` for a job that addresses its tenant's raw region).
     jobs: Vec<Option<JobFiles>>,
+    /// Each job: whether it is a direct (`O_DIRECT`) job of files on a filesystem.
+    direct: Vec<bool>,
     /// The jobs' files that are made at their first use or deleted at their jobs' end.
     shared: BTreeMap<FileId, SharedFile>,
     /// Each job of fio's file and directory operation engines: its files (`None` for any
@@ -200,13 +208,17 @@ pub struct Kernels {
     cache_done: Vec<(DevId, IoOp)>,
 }
 
-/// A buffered job of the run: its tenant, and its files: each one's path (fio's `directory`,
-/// `/`-separated, then `filename` or `jobname.instance.filenum`) and range of the device (first
-/// byte, length), in the order of their ranges. Jobs of a tenant naming the same file share it,
-/// on a filesystem; without one, a job has one file, its tenant's region.
+/// A job of files of the run — a buffered job, or a direct one on a filesystem: its tenant, and
+/// its files: each one's path (fio's `directory`, `/`-separated, then `filename` or
+/// `jobname.instance.filenum`) and range of the device (first byte, length), in the order of
+/// their ranges. Jobs of a tenant naming the same file share it, on a filesystem; without one, a
+/// (buffered) job has one file, its tenant's region.
 #[derive(Clone, Debug)]
 pub struct BufferedJob {
     pub tenant: TenantId,
+    /// `O_DIRECT` (fio's `direct=1`): its reads and writes bypass the page cache and go to its
+    /// files' blocks (a filesystem's files only; a direct job without one is not a file job).
+    pub direct: bool,
     pub files: Vec<(String, (u64, u64))>,
     /// fio's `create_on_open` for a job that does not read: its files are made when it first
     /// uses them (journaled, their blocks allocated at writeback), not laid out before the run.
@@ -294,7 +306,7 @@ impl Kernels {
         let mut file_tenant: Vec<TenantId> = (0..tenants).map(|t| TenantId(t as u16)).collect();
         for (t, &(start, len)) in regions.iter().enumerate() {
             kernels[of_tenant[t]].io.cache_mut().set_file_end(FileId(t as u32), len.div_ceil(PAGE_SIZE));
-            let buffered = jobs.iter().flatten().any(|j| j.tenant.index() == t)
+            let buffered = jobs.iter().flatten().any(|j| j.tenant.index() == t && (!j.direct || cfg.filesystem == Filesystem::Ext4))
                 || engines.iter().flatten().any(|j| j.tenant.index() == t)
                 || files_of[t];
             if cfg.filesystem != Filesystem::Ext4 {
@@ -383,11 +395,15 @@ impl Kernels {
             }
         }
         let mut files = Vec::with_capacity(jobs.len());
+        let mut direct = Vec::with_capacity(jobs.len());
         for j in jobs {
-            let Some(j) = j else {
+            // A direct job is a job of files only on a filesystem.
+            let Some(j) = j.as_ref().filter(|j| !j.direct || ext4[j.tenant.index()].is_some()) else {
                 files.push(None);
+                direct.push(false);
                 continue;
             };
+            direct.push(j.direct);
             let t = j.tenant.index();
             let mut own = Vec::with_capacity(j.files.len());
             for (name, range) in &j.files {
@@ -456,6 +472,7 @@ impl Kernels {
             next_file,
             open_streams: BTreeMap::new(),
             jobs: files,
+            direct,
             shared,
             engines: engine_files,
             kout: KernelOut::default(),
@@ -466,7 +483,46 @@ impl Kernels {
 
     /// Whether job `j`'s I/O goes through its kernel's page cache.
     pub fn is_buffered(&self, j: JobId) -> bool {
-        self.jobs[j.index()].is_some()
+        self.jobs[j.index()].is_some() && !self.direct[j.index()]
+    }
+
+    /// Whether job `j` is a direct job of files on its tenant's filesystem: its reads and writes
+    /// go to its files' blocks ([`Kernels::direct_map`]), its syncs to the filesystem as a
+    /// buffered job's do.
+    pub fn is_direct_on_files(&self, j: JobId) -> bool {
+        self.direct[j.index()]
+    }
+
+    /// Direct job `j` of tenant `t` reads or writes `len` bytes at device offset `offset` (of its
+    /// range) at `now`: where that is on the device, one (device offset, length) per physical
+    /// run of its file's blocks, in `runs` (none for a read of a hole: zeros, no I/O). A write
+    /// first drops the file's cached pages it overwrites (`invalidate_inode_pages2_range`),
+    /// allocates the holes it covers (a file made at its first use or sparse) and changes the
+    /// inode; the metadata that dirties is journaled (`out`).
+    pub fn direct_map(
+        &mut self,
+        now: SimTime,
+        t: TenantId,
+        j: JobId,
+        (op, offset, len): (IoOp, u64, u64),
+        runs: &mut Vec<(u64, u64)>,
+        out: &mut KernelsOut,
+    ) -> Result<(), String> {
+        let (file, _) = self.job_file(j, offset);
+        self.make_if_new(now, t, file)?;
+        let at = self.file_offset(t, file, offset);
+        let k = self.of_tenant[t.index()];
+        if op == IoOp::Write {
+            // A file the job made grows as it is written (a laid-out one has its size).
+            if self.shared.contains_key(&file) && !self.reserve(t, file, at + len)? {
+                return Err(format!("tenant {}: ext4 has no room for a write to a file of a job", t.index()));
+            }
+            let (first, end) = (at / PAGE_SIZE, (at + len).div_ceil(PAGE_SIZE));
+            self.kernels[k].io.cache_mut().invalidate(now, file, first, end).map_err(|e| e.to_string())?;
+        }
+        let (fs, fsout) = self.fs_out(t);
+        fs.map_direct(now, file, op, (at, len), runs, fsout)?;
+        self.settle(now, k, t, out)
     }
 
     /// `n` of kernel `k`'s device requests joined another in its plug.
@@ -801,9 +857,9 @@ impl Kernels {
         self.kernels[k].io.cache().prefetch(file, self.file_offset(t, file, offset));
     }
 
-    /// A direct write or trim of tenant `t` over `[offset, offset + len)`: the clean cached pages
-    /// of its region it overwrites are dropped (not those of its files on a filesystem: a direct
-    /// job writes the raw device under it).
+    /// A direct write or trim of tenant `t`'s raw region over `[offset, offset + len)`: the clean
+    /// cached pages of its region it overwrites are dropped (a direct job of files drops its
+    /// files' in [`Kernels::direct_map`]; its trims reach the device under the filesystem).
     pub fn direct_io(&mut self, now: SimTime, t: TenantId, op: IoOp, offset: u64, len: u64) -> Result<(), String> {
         if !matches!(op, IoOp::Write | IoOp::Trim) || len == 0 {
             return Ok(());

@@ -97,6 +97,11 @@ struct Request {
     /// A kernel's request merged into this one in its plug (`apply_kernel_out`): the next of
     /// the chain, which completes with it.
     plug_next: Option<ReqId>,
+    /// A piece of a request split at its file's extents (`split`): the request, which completes
+    /// when its last piece has.
+    parent: Option<ReqId>,
+    /// A request split into pieces: how many are still in flight (0 otherwise).
+    pieces: u32,
 }
 
 /// How a batch of [`Simulator::run_for`] ended.
@@ -151,6 +156,10 @@ pub struct Simulator {
     block: BlockLayer,
     /// Scratch: the requests merged into a completed command.
     merged: Vec<ReqId>,
+    /// Reused by `direct_on_files` for where a request's file blocks are.
+    runs_scratch: Vec<(u64, u64)>,
+    /// Pieces of split requests in flight (`direct_on_files`).
+    pieces_live: u64,
     /// Where the commands the block layer sends go, when they are recorded.
     dispatches: Option<Box<dyn DispatchSink>>,
     /// The host CPU and virtualization path, when modelled (`[host.cpu]` or a VM mode).
@@ -205,6 +214,8 @@ impl Simulator {
                 device.host_ftl().is_some(),
             ),
             merged: Vec::new(),
+            runs_scratch: Vec::new(),
+            pieces_live: 0,
             dispatches: None,
             machine: None,
             vout: VirtOutbox::default(),
@@ -275,14 +286,15 @@ impl Simulator {
                 .jobs
                 .iter()
                 .map(|j| {
-                    if j.spec.direct || j.engine().is_some() {
+                    if j.engine().is_some() {
                         return None;
                     }
                     let files = paths(j)?;
                     // fio lays out a reading job's files (they need data) even with create_on_open.
                     let create_on_open = j.spec.create_on_open && !reads(j);
                     let allocate = j.spec.fallocate || reads(j);
-                    Some(BufferedJob { tenant: j.tenant, files, create_on_open, unlink: j.spec.unlink, allocate })
+                    let direct = j.spec.direct;
+                    Some(BufferedJob { tenant: j.tenant, direct, files, create_on_open, unlink: j.spec.unlink, allocate })
                 })
                 .collect();
             // fio's file operation engines: their calls go to the filesystem whatever `direct` says.
@@ -601,11 +613,17 @@ impl Simulator {
             kernel: None,
             call: io.call,
             plug_next: None,
+            parent: None,
+            pieces: 0,
         });
         self.issued += 1;
         self.overlap.issued(tenant.index());
         if let Some(k) = &mut self.kernels {
-            if (k.is_buffered(j) && io.op != IoOp::Trim) || io.call.is_some() {
+            let files = k.is_direct_on_files(j);
+            if files && matches!(io.op, IoOp::Read | IoOp::Write) && io.call.is_none() {
+                return self.direct_on_files(id);
+            }
+            if (k.is_buffered(j) && io.op != IoOp::Trim) || io.call.is_some() || (files && io.op == IoOp::Flush) {
                 if io.call.is_none() && io.op != IoOp::Flush {
                     k.prefetch(tenant, j, io.offset);
                 }
@@ -615,6 +633,37 @@ impl Simulator {
             k.direct_io(now, tenant, io.op, io.offset, io.len).unwrap_or_else(|e| panic!("kernel: {e}"));
         }
         self.send_down(id);
+    }
+
+    /// A direct job's read or write `id` of its file on a filesystem: sent to where the file's
+    /// blocks are, split into a piece per physical run when there are several (each piece a
+    /// request of its own below, as the block layer sees a bio per extent); a read of a hole
+    /// completes with no I/O.
+    fn direct_on_files(&mut self, id: ReqId) {
+        let r = self.reqs[id.index()];
+        let mut runs = std::mem::take(&mut self.runs_scratch);
+        self.kernel_call(r.tenant, |k, now, out| k.direct_map(now, r.tenant, r.job, (r.op, r.offset, r.len), &mut runs, out));
+        match runs.len() {
+            0 => {
+                let h = &self.scenario.host;
+                self.events.push(self.now + h.submit_overhead + h.completion_overhead, Event::AppComplete(id));
+            }
+            1 => {
+                self.reqs[id.index()].offset = runs[0].0;
+                self.send_down(id);
+            }
+            n => {
+                self.reqs[id.index()].pieces = n as u32;
+                self.reqs[id.index()].queued = SimTime::MAX;
+                for &(offset, len) in &runs {
+                    let piece = self.alloc_req(Request { offset, len, app_len: len, parent: Some(id), ..r });
+                    self.pieces_live += 1;
+                    self.send_down(piece);
+                }
+            }
+        }
+        runs.clear();
+        self.runs_scratch = runs;
     }
 
     /// Request `id` leaves for the block layer: through the machine when modelled, else after
@@ -767,6 +816,8 @@ impl Simulator {
             kernel: Some(d.id),
             call: None,
             plug_next: None,
+            parent: None,
+            pieces: 0,
         })
     }
 
@@ -887,9 +938,22 @@ impl Simulator {
     }
 
     fn app_complete(&mut self, r: ReqId) {
-        let req = self.reqs[r.index()];
+        let mut req = self.reqs[r.index()];
         if req.kernel.is_some() {
             return self.kernel_done(r);
+        }
+        let mut r = r;
+        if let Some(p) = req.parent {
+            // A piece: its request completes with the last one.
+            self.free_reqs.push(r.0);
+            self.pieces_live -= 1;
+            let parent = &mut self.reqs[p.index()];
+            parent.queued = parent.queued.min(req.queued);
+            parent.pieces -= 1;
+            if parent.pieces > 0 {
+                return;
+            }
+            (r, req) = (p, *parent);
         }
         self.free_reqs.push(r.0);
         self.completed += 1;
@@ -985,7 +1049,7 @@ impl Simulator {
     pub fn check_invariants(&self) {
         let live = self.reqs.len() - self.free_reqs.len();
         let kernel_live = self.kernel_issued - self.kernel_completed;
-        assert_eq!(live as u64, self.issued - self.completed + kernel_live, "requests not conserved");
+        assert_eq!(live as u64, self.issued - self.completed + kernel_live + self.pieces_live, "requests not conserved");
         assert_eq!(
             self.device.in_flight(),
             self.block.inflight() as u64,

@@ -174,11 +174,12 @@ fn resolve_workload(
             j.engine.expect("checked").fio_name()
         )));
     }
-    // Several files per job are files of a filesystem, reached through its page cache (a file
-    // operation engine's calls reach it whatever `direct` says).
-    if let Some(j) = jf.jobs.iter().find(|j| j.nrfiles > 1 && (!ext4 || (j.direct && j.engine.is_none()))) {
-        let need = if ext4 { "buffered I/O (direct=0): a direct job addresses the raw device" } else { "a filesystem: add [kernel] with filesystem = \"ext4\"" };
-        return Err(ctx.err(format!("{key}: job '{}' ({}:{}) has nrfiles={}, which needs {need}", j.name, j.file, j.line, j.nrfiles)));
+    // Several files per job are files of a filesystem.
+    if let Some(j) = jf.jobs.iter().find(|j| j.nrfiles > 1 && !ext4) {
+        return Err(ctx.err(format!(
+            "{key}: job '{}' ({}:{}) has nrfiles={}, which needs a filesystem: add [kernel] with filesystem = \"ext4\"",
+            j.name, j.file, j.line, j.nrfiles
+        )));
     }
     if let Some(j) = jf.jobs.iter().find(|j| j.nrfiles > 1 && j.all_options().any(|(k, _)| k == "filename")) {
         return Err(ctx.err(format!(
