@@ -229,3 +229,20 @@ fn directory_puts_the_files_in_directories() {
     let one = run_checked(&format!("{EXT4}{}", tenant("rw=write\nbs=4k\nnrfiles=6\nfilesize=8k")), 1);
     assert_eq!(kernel(&one).filesystems[0].fs.directories, 2);
 }
+
+#[test]
+fn a_commit_larger_than_the_largest_request_is_split() {
+    // The end_fsync test's job: its first sync commits a descriptor and the inodes' table block,
+    // one log write of 8 KiB. With max_sectors_kb = 4 the block layer takes 4 KiB at most: the
+    // log write goes as two requests of 4 KiB (as bio_split splits it), the commit waits for
+    // both, and nothing larger reaches the device (the page cache's writeback is capped too).
+    let job = tenant("rw=write\nbs=4k\nnrfiles=4\nfilesize=16k\nend_fsync=1");
+    let (big, _) = run_recorded(&format!("{EXT4}{job}"));
+    let (small, sent) = run_recorded(&format!("{EXT4}[host]\nmax_sectors_kb = 4\n{job}"));
+    let (b, s) = (&kernel(&big).filesystems[0], &kernel(&small).filesystems[0]);
+    assert!(sent.iter().all(|x| x.2 <= 4096), "{sent:?}");
+    assert_eq!(b.journal.journal_writes, s.journal.journal_writes, "the same log writes");
+    assert_eq!(s.requests.journal_writes, b.requests.journal_writes + 1, "one of them in two pieces");
+    assert_eq!((s.journal.commits_fsync, s.journal.fsyncs_nothing_to_commit), (1, 3));
+    assert_eq!(s.requests.data_writes, 16, "each file's 16 KiB in four requests");
+}

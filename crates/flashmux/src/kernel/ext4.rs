@@ -108,6 +108,10 @@ pub struct Ext4 {
     parts: IdWindow<(DevId, IoOp, bool)>,
     /// Per page-cache I/O in flight in several pieces: its pieces left and its operation.
     left: BTreeMap<DevId, (u32, IoOp)>,
+    /// Per journal write split at `max_io_pages` (a commit's log blocks): its pieces left.
+    journal_left: BTreeMap<JournalIoId, u32>,
+    /// The largest device request, in pages (the block layer's `max_sectors_kb`).
+    max_io_pages: u64,
     next_part: u64,
     /// Reused by `lower` for a request's mapping.
     map_scratch: Vec<super::fs::Mapping>,
@@ -173,7 +177,10 @@ fn fs_err(e: impl std::fmt::Display) -> String {
 
 impl Ext4 {
     /// A filesystem over the region (`start`, `len` bytes) of the device.
-    pub fn new(start: u64, len: u64, discard: bool) -> Result<Ext4, String> {
+    /// ext4 on the region of `len` bytes at device byte `start`, `-o discard` or not; the block
+    /// layer takes requests of at most `max_io_bytes` (its `max_sectors_kb`, whole pages).
+    pub fn new(start: u64, len: u64, discard: bool, max_io_bytes: u64) -> Result<Ext4, String> {
+        assert!(max_io_bytes >= PAGE_SIZE && max_io_bytes % PAGE_SIZE == 0, "whole pages, at least one");
         let opts = FsOptions::default();
         let group = opts.blocks_per_group * opts.block_size;
         if len < group {
@@ -196,6 +203,8 @@ impl Ext4 {
             parts: IdWindow::default(),
             map_scratch: Vec::new(),
             left: BTreeMap::new(),
+            journal_left: BTreeMap::new(),
+            max_io_pages: max_io_bytes / PAGE_SIZE,
             next_part: 0,
             fsyncs: BTreeMap::new(),
             next_token: 0,
@@ -534,6 +543,13 @@ impl Ext4 {
                 Ok(())
             }
             FsIoId::Journal(j) => {
+                if let Some(left) = self.journal_left.get_mut(&j) {
+                    *left -= 1;
+                    if *left > 0 {
+                        return Ok(());
+                    }
+                    self.journal_left.remove(&j);
+                }
                 self.journal.io_done(now, j, &mut self.jout).map_err(fs_err)?;
                 self.drain(now, out)
             }
@@ -596,6 +612,20 @@ impl Ext4 {
                     // The data an fsync commits was written before it asked (not modelled apart).
                     JournalIoKind::OrderedData { .. } => {
                         ordered.push(io.id);
+                        continue;
+                    }
+                    JournalIoKind::JournalWrite { block: b, count, .. } if count > self.max_io_pages => {
+                        // Larger than the block layer takes: split as `bio_split` splits it, one
+                        // request per `max_sectors_kb`; the journal hears of it when all are done.
+                        let pieces = count.div_ceil(self.max_io_pages);
+                        self.journal_left.insert(io.id, pieces as u32);
+                        for i in 0..pieces {
+                            let n = self.max_io_pages.min(count - i * self.max_io_pages);
+                            let offset = self.base + (b + i * self.max_io_pages) * PAGE_SIZE;
+                            let d = FsDevIo { id: FsIoId::Journal(io.id), op: IoOp::Write, offset, len: n * PAGE_SIZE };
+                            self.requests.count(&d);
+                            out.device.push(d);
+                        }
                         continue;
                     }
                     JournalIoKind::JournalWrite { block: b, count, .. } => (IoOp::Write, block(b), count * PAGE_SIZE),

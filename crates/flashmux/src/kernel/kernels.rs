@@ -318,7 +318,7 @@ impl Kernels {
                 }
             }
             if cfg.filesystem == Filesystem::Ext4 && buffered {
-                ext4[t] = Some(Ext4::new(start, len, cfg.discard).map_err(|e| format!("tenant {t}: {e}"))?);
+                ext4[t] = Some(Ext4::new(start, len, cfg.discard, cfg.pagecache.max_extent_bytes).map_err(|e| format!("tenant {t}: {e}"))?);
             }
         }
         // On a filesystem, the files by (tenant, name), each spanning its jobs' ranges; made
