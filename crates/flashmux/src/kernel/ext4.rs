@@ -19,7 +19,10 @@
 //!   the journal's fsync of that transaction: a commit (journal blocks, a preflush, the commit
 //!   block) or, if it is committed already, one flush (`ext4_sync_file`).
 //! - The journal's own I/O — commits on its timer, home writes of committed metadata, the log's
-//!   superblock — are device requests of the filesystem ([`FsIoId::Journal`]).
+//!   superblock — are device requests of the filesystem ([`FsIoId::Journal`]); a log write
+//!   larger than the block layer's largest request (`max_sectors_kb`) goes as several.
+//! - A direct job's reads and writes ([`Ext4::map_direct`]) go to its file's blocks, a write
+//!   allocating the holes it covers at once (no delayed allocation) and changing the inode.
 //!
 //! # Worked example
 //! An append of 4 KiB and an fsync (the captures' `append-fsync`): the write dirties the inode's

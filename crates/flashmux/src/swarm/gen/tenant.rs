@@ -216,11 +216,10 @@ fn fio_text(g: &mut G, tenant: &str, region: u64, plan: &Plan, i: usize) -> Stri
             g.tag("fio", "include");
         }
     }
-    let global_direct = global_opts.iter().any(|o| o == "direct=1") || out.contains("include ");
     for k in 0..sections {
         out.push_str(&format!("[j{k}]\n"));
         let mut lines = fio_job(g, region, plan, k == 0, sections);
-        if plan.ext4 && !global_direct {
+        if plan.ext4 {
             job_files(g, &mut lines, region / sections);
         }
         if plan.ext4 && g.chance(0.1) {
@@ -254,11 +253,11 @@ fn file_engine(g: &mut G, lines: &mut Vec<String>) {
     lines.push(format!("ioengine={engine}"));
 }
 
-/// Sometimes, a buffered job on the tenant's ext4 gets several files of its own (`nrfiles`,
+/// Sometimes, a job on the tenant's ext4 (buffered or direct) gets several files of its own (`nrfiles`,
 /// each of a whole number of MiB, at most half of `room` in all: block sizes stay under 1 MiB),
 /// a file service, and files made as used, sparse or deleted at its end.
 fn job_files(g: &mut G, lines: &mut Vec<String>, room: u64) {
-    let clash = ["direct=1", "buffered=0", "offset", "filename", "filesize"];
+    let clash = ["offset", "filename", "filesize"];
     if !g.chance(0.4) || lines.iter().any(|l| clash.iter().any(|c| l.starts_with(c))) {
         return;
     }
