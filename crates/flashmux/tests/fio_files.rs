@@ -4,21 +4,11 @@
 
 mod common;
 
-use common::{load_err, run_checked, run_recorded, scenario};
+use common::{load_err, one_job_tenant as tenant, run_checked, run_recorded, scenario, EXT4};
 use flashmux::device::IoOp;
 use flashmux::kernel::kernels::KernelResult;
 use flashmux::metrics::RunResults;
 use flashmux::sim::Simulator;
-
-/// A null device answering in 100 us; ext4 on a 1 GiB region; a 16 MiB page cache.
-const EXT4: &str = "[device]\npreset = \"null\"\n[device.null]\nlatency = \"100us\"\n\
-                    [kernel]\nfilesystem = \"ext4\"\n[kernel.pagecache]\ncapacity = \"16MiB\"\n";
-
-fn tenant(fio: &str) -> String {
-    format!(
-        "[[tenant]]\nname = \"t\"\nregion = {{ offset = \"0\", size = \"1GiB\" }}\nfio = \"\"\"\n[j]\n{fio}\n\"\"\"\n"
-    )
-}
 
 fn kernel(r: &RunResults) -> &KernelResult {
     &r.kernel.as_ref().expect("a kernel")[0]

@@ -9,6 +9,17 @@ use flashmux::units::{SimTime, TenantId};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+/// A null device answering in 100 us; ext4 on each tenant's region; a 16 MiB page cache.
+pub const EXT4: &str = "[device]\npreset = \"null\"\n[device.null]\nlatency = \"100us\"\n\
+                        [kernel]\nfilesystem = \"ext4\"\n[kernel.pagecache]\ncapacity = \"16MiB\"\n";
+
+/// One tenant `t` on the first GiB, running fio job `j` with options `fio`.
+pub fn one_job_tenant(fio: &str) -> String {
+    format!(
+        "[[tenant]]\nname = \"t\"\nregion = {{ offset = \"0\", size = \"1GiB\" }}\nfio = \"\"\"\n[j]\n{fio}\n\"\"\"\n"
+    )
+}
+
 pub fn scenario(text: &str) -> Scenario {
     Scenario::from_toml(text, "test.toml", Path::new(".")).unwrap()
 }
