@@ -97,7 +97,7 @@ struct Request {
     /// A kernel's request merged into this one in its plug (`apply_kernel_out`): the next of
     /// the chain, which completes with it.
     plug_next: Option<ReqId>,
-    /// A piece of a request split at its file's extents (`split`): the request, which completes
+    /// A piece of a request split at its file's extents (`direct_on_files`): the request, which completes
     /// when its last piece has.
     parent: Option<ReqId>,
     /// A request split into pieces: how many are still in flight (0 otherwise).
