@@ -12,11 +12,14 @@ fn findings_hold_and_the_checks_can_fail() {
     let checks = (b.evaluate)(&points, &results);
     // The quick variant has random reads only: seven findings.
     assert_eq!(checks.len(), 7, "{checks:#?}");
-    for c in &checks[..6] {
+    for i in [0, 1, 2, 4, 5] {
+        let c = &checks[i];
         assert!(c.pass, "{}\n  measured: {}", c.claim, c.measured);
     }
-    // 16 vCPUs on 8 hardware threads: flashmux's MT dips past 8 processes and its Baseline stays
-    // flat, unlike the paper's (docs/EXPERIMENTS.md, paper A): reported, not hidden.
+    // With CFS's wake-up preemption MT's I/O threads preempt the vCPUs they share hardware
+    // threads with, so MT switches far more than the paper's ~10% of Baseline; and with 16 vCPUs
+    // its Baseline stays nearly flat (docs/EXPERIMENTS.md, paper A): reported, not hidden.
+    assert!(checks[3].claim.starts_with("MT's context switches"), "{}", checks[3].claim);
     assert!(checks[6].claim.starts_with("16 vCPUs"), "{}", checks[6].claim);
     // Same runs with Baseline's and MT's results swapped: MT can no longer beat Baseline.
     let mut swapped = results.clone();

@@ -173,6 +173,38 @@ fn bad_virtualization_settings_are_rejected_with_their_key() {
     assert!(e.contains("virt.aio") && e.contains("in-hypervisor"), "{e}");
 }
 
+#[test]
+fn cfs_tunables_default_to_linuxs_for_the_hardware_threads_and_are_checked() {
+    let cpu = |extra: &str| {
+        let t = text("", "null", "randread", "4k", 1, 1).replace("threads_per_core = 2\n", &format!("threads_per_core = 2\n{extra}"));
+        let s = Scenario::from_toml(&t, "k.toml", Path::new(".")).unwrap();
+        let c = s.host.cpu.expect("[host.cpu] given");
+        (c.latency.0, c.min_granularity.0, c.wakeup_granularity.0)
+    };
+    // 6 ms, 0.75 ms and 1 ms times 1 + log2(CPUs), the CPUs counted up to 8.
+    assert_eq!(cpu(""), (24_000_000, 3_000_000, 4_000_000), "4 cores x 2");
+    assert_eq!(cpu("").0, flashmux::virt::CpuConfig::default().latency.0);
+    let one = text("", "null", "randread", "4k", 1, 1).replace("cores = 4\nthreads_per_core = 2", "cores = 1\nthreads_per_core = 1");
+    let c = Scenario::from_toml(&one, "k.toml", Path::new(".")).unwrap().host.cpu.unwrap();
+    assert_eq!((c.latency.0, c.min_granularity.0, c.wakeup_granularity.0), (6_000_000, 750_000, 1_000_000), "1 CPU");
+    let many = one.replace("cores = 1\nthreads_per_core = 1", "cores = 16\nthreads_per_core = 2");
+    let c = Scenario::from_toml(&many, "k.toml", Path::new(".")).unwrap().host.cpu.unwrap();
+    assert_eq!(c.latency.0, 24_000_000, "32 CPUs count as 8");
+    // Given, they are taken as given; out of Linux's bounds, refused.
+    assert_eq!(cpu("latency = \"12ms\"\nmin_granularity = \"1ms\"\nwakeup_granularity = \"0ms\"\n"), (12_000_000, 1_000_000, 0));
+    let base = text("", "null", "randread", "4k", 1, 1);
+    let bad = |extra: &str| load_err(&base.replace("threads_per_core = 2\n", &format!("threads_per_core = 2\n{extra}")));
+    let e = bad("latency = \"50us\"\n");
+    assert!(e.contains("host.cpu.latency: 50.000us is out of range: expected 100us to 1s"), "{e}");
+    let e = bad("min_granularity = \"0ms\"\n");
+    assert!(e.contains("host.cpu.min_granularity: 0ns is out of range"), "{e}");
+    let e = bad("wakeup_granularity = \"2s\"\n");
+    assert!(e.contains("host.cpu.wakeup_granularity: 2.000s is out of range: expected 0 to 1s"), "{e}");
+    // The fixed quantum of old is gone: its successors are named.
+    let e = bad("quantum = \"3ms\"\n");
+    assert!(e.contains("host.cpu.quantum") && e.contains("min_granularity"), "{e}");
+}
+
 /// One fio process reading 4 KiB blocks at depth 8, submitting and reaping its whole depth at
 /// once (`batched`) or one request per call.
 fn batched_text(virt: &str, rw: &str, batched: bool) -> String {

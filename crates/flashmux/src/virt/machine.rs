@@ -11,8 +11,10 @@
 //! state (requests to submit, completions to reap, interrupts pending); with nothing to do it
 //! sleeps (a voluntary context switch) — or, as a polling thread, keeps spinning on its hardware
 //! thread. A sleeping thread that gets work is woken: runnable after `wakeup`, then running after
-//! `context_switch` once a hardware thread it may use is free. A thread that has run for a
-//! `quantum` yields at its next op when another thread waits for its hardware thread.
+//! `context_switch` once a hardware thread it may use is free. Each hardware thread is scheduled
+//! as Linux's CFS does: a woken thread far enough behind the running one in virtual runtime
+//! preempts it, and a running thread yields to a waiting one when its slice has run out, each at
+//! the running thread's next op.
 //!
 //! Mutexes are FIFO: a waiter spins for `spin`, then sleeps; a release hands the mutex to the
 //! oldest waiter, which — if it slept — holds it through its wake-up (the convoy that makes

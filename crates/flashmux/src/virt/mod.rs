@@ -144,8 +144,16 @@ pub struct ExitCost {
 pub struct CpuConfig {
     pub cores: u32,
     pub threads_per_core: u32,
-    /// A thread that has run this long yields to a waiting thread at its next step.
-    pub quantum: Nanos,
+    /// CFS's targeted latency (`sysctl_sched_latency`): the period in which each of up to
+    /// `latency / min_granularity` runnable threads of a hardware thread runs once; a woken
+    /// thread's virtual runtime is placed at most half of it behind the queue's minimum.
+    pub latency: Nanos,
+    /// CFS's minimum slice (`sysctl_sched_min_granularity`): with more runnable threads than
+    /// `latency / min_granularity` each runs this long in turn.
+    pub min_granularity: Nanos,
+    /// CFS's wake-up granularity (`sysctl_sched_wakeup_granularity`): a woken thread preempts the
+    /// running one if its virtual runtime is more than this behind the running one's.
+    pub wakeup_granularity: Nanos,
     /// Hardware-thread time to switch from one thread to another.
     pub context_switch: Nanos,
     /// From waking a sleeping thread (eventfd, futex, IPI) until it is runnable.
@@ -166,6 +174,14 @@ impl CpuConfig {
         self.cores * self.threads_per_core
     }
 
+    /// CFS's `latency`, `min_granularity` and `wakeup_granularity` on `cpus` CPUs: 6 ms, 0.75 ms
+    /// and 1 ms times 1 + log2(cpus), cpus counted up to 8 (`SCHED_TUNABLESCALING_LOG`, Linux's
+    /// default); 24, 3 and 4 ms on paper A's 8 hardware threads.
+    pub fn cfs_tunables(cpus: u32) -> (Nanos, Nanos, Nanos) {
+        let factor = 1 + u64::from(cpus.clamp(1, 8).ilog2());
+        (Nanos(6_000_000 * factor), Nanos(750_000 * factor), Nanos(1_000_000 * factor))
+    }
+
     /// Checks the host CPU's rules; the error names the key (`host.cpu.*`).
     pub fn validate(&self) -> Result<(), String> {
         for (key, v) in [("cores", self.cores), ("threads_per_core", self.threads_per_core)] {
@@ -173,8 +189,18 @@ impl CpuConfig {
                 return Err(format!("host.cpu.{key}: must be at least 1 (got 0)"));
             }
         }
-        if self.quantum == Nanos::ZERO {
-            return Err("host.cpu.quantum: must be longer than zero".into());
+        // Linux's sysctl bounds (kernel/sysctl.c): 100 us to 1 s for the latency and the minimum
+        // granularity, 0 to 1 s for the wake-up granularity.
+        for (key, v, least, shown) in [
+            ("latency", self.latency, Nanos::from_us(100), "100us"),
+            ("min_granularity", self.min_granularity, Nanos::from_us(100), "100us"),
+            ("wakeup_granularity", self.wakeup_granularity, Nanos::ZERO, "0"),
+        ] {
+            if v < least || v > Nanos::from_ms(1_000) {
+                return Err(format!(
+                    "host.cpu.{key}: {v} is out of range: expected {shown} to 1s (the bounds of Linux's sched_{key}_ns)"
+                ));
+            }
         }
         if !(1.0..=4.0).contains(&self.smt_slowdown) {
             return Err(format!(
@@ -189,10 +215,13 @@ impl CpuConfig {
 impl Default for CpuConfig {
     /// Paper A's host: an Intel i7-2600, 4 cores × 2 hyper-threads (costs: docs/MODEL.md).
     fn default() -> Self {
+        let (latency, min_granularity, wakeup_granularity) = CpuConfig::cfs_tunables(8);
         CpuConfig {
             cores: 4,
             threads_per_core: 2,
-            quantum: Nanos::from_ms(3),
+            latency,
+            min_granularity,
+            wakeup_granularity,
             context_switch: Nanos(1_500),
             wakeup: Nanos(4_000),
             spin: Nanos(1_000),

@@ -115,7 +115,15 @@ pub(super) struct Thread {
     pub ops: VecDeque<Op>,
     pub burst_end: SimTime,
     pub on_since: SimTime,
+    /// When it last started running: its slice so far is the time since (CFS's
+    /// `prev_sum_exec_runtime`).
     pub slice_start: SimTime,
+    /// CFS's virtual runtime: ns of hardware-thread time it has run (every thread has nice 0's
+    /// weight), moved relative to a run queue's `min_vruntime` when it changes queues, and
+    /// raised on a wake-up to no less than the queue's `min_vruntime - latency/2` (`cpu.rs`).
+    pub vruntime: i64,
+    /// Its running time up to here is in `vruntime` (CFS's `exec_start`).
+    pub vr_since: SimTime,
     /// The hardware thread it last ran on or waits for (Linux's task CPU).
     pub last_hw: HwThreadId,
     /// Its runnable average as of `avg_at` (below).
@@ -140,6 +148,8 @@ impl Thread {
             burst_end: SimTime::ZERO,
             on_since: SimTime::ZERO,
             slice_start: SimTime::ZERO,
+            vruntime: 0,
+            vr_since: SimTime::ZERO,
             last_hw: pin.unwrap_or_default(),
             avg: 0.0,
             avg_at: SimTime::ZERO,

@@ -81,7 +81,11 @@ pub(super) struct McfqSection {
 pub(super) struct CpuSection {
     pub(super) cores: Option<u32>,
     pub(super) threads_per_core: Option<u32>,
+    /// The fixed slice of the CPU model before CFS's: rejected with a pointer to its successors.
     pub(super) quantum: Option<Duration>,
+    pub(super) latency: Option<Duration>,
+    pub(super) min_granularity: Option<Duration>,
+    pub(super) wakeup_granularity: Option<Duration>,
     pub(super) context_switch: Option<Duration>,
     pub(super) wakeup: Option<Duration>,
     pub(super) spin: Option<Duration>,
@@ -98,6 +102,12 @@ pub(super) fn resolve_host(ctx: &Ctx, h: &HostSection, device_preset: &str) -> R
         })?,
     };
     let scheduler = resolve_scheduler_params(ctx, h, scheduler, device_preset)?;
+    if h.cpu.as_ref().is_some_and(|c| c.quantum.is_some()) {
+        return Err(ctx.err(
+            "host.cpu.quantum: no longer a key: the scheduler is CFS's, whose slice is latency / runnable threads, \
+             at least min_granularity; give host.cpu.min_granularity (and latency, wakeup_granularity) instead",
+        ));
+    }
     let host = HostConfig {
         queue_depth: h.queue_depth.unwrap_or(DEFAULT_HOST_QUEUE_DEPTH),
         scheduler,
@@ -222,13 +232,18 @@ pub(super) fn resolve_mots(ctx: &Ctx, m: &McfqSection, d: MotsParams) -> Result<
     Ok(p)
 }
 
-/// `[host.cpu]` over paper A's host (its rules are [`CpuConfig::validate`]'s).
+/// `[host.cpu]` over paper A's host (its rules are [`CpuConfig::validate`]'s); CFS's tunables
+/// default to Linux's for the number of hardware threads.
 pub(super) fn resolve_cpu(c: &CpuSection) -> CpuConfig {
     let d = CpuConfig::default();
+    let (cores, threads_per_core) = (c.cores.unwrap_or(d.cores), c.threads_per_core.unwrap_or(d.threads_per_core));
+    let (latency, min_granularity, wakeup_granularity) = CpuConfig::cfs_tunables(cores.saturating_mul(threads_per_core));
     CpuConfig {
-        cores: c.cores.unwrap_or(d.cores),
-        threads_per_core: c.threads_per_core.unwrap_or(d.threads_per_core),
-        quantum: or(&c.quantum, d.quantum),
+        cores,
+        threads_per_core,
+        latency: or(&c.latency, latency),
+        min_granularity: or(&c.min_granularity, min_granularity),
+        wakeup_granularity: or(&c.wakeup_granularity, wakeup_granularity),
         context_switch: or(&c.context_switch, d.context_switch),
         wakeup: or(&c.wakeup, d.wakeup),
         spin: or(&c.spin, d.spin),

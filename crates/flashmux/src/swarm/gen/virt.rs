@@ -1,7 +1,7 @@
 //! The virtualization path's draws: `[virt]` (bare metal, or a VM per tenant in one of four
 //! designs: IDE emulation, a dataplane thread, multiqueue, an I/O thread per vCPU) with its
 //! notification, emulation, completion and aio options, queue and merge sizes, pinning and costs,
-//! and `[host.cpu]` (cores, SMT, quantum, the CPU costs), which a VM path draws more often.
+//! and `[host.cpu]` (cores, SMT, CFS's latency and granularities, the CPU costs), which a VM path draws more often.
 //!
 //! What is drawn valid on purpose: polling threads each take a hardware thread, so `notify =
 //! "poll"` is drawn only when the tenants' polling threads leave one free (4 cores of 2 threads
@@ -63,8 +63,11 @@ fn host_cpu(g: &mut G, doc: &mut Doc, vm: bool) -> u64 {
         tpc = g.int(1, 2);
         doc.set("host.cpu", "threads_per_core", tpc.to_string());
     }
-    if g.chance(0.3) {
-        doc.set("host.cpu", "quantum", t::string(&t::duration(g.log(50_000, 20_000_000))));
+    // CFS's tunables, within Linux's bounds (100 us to 1 s; the wake-up granularity from 0).
+    for (key, least, most) in [("min_granularity", 100_000, 20_000_000), ("latency", 100_000, 50_000_000), ("wakeup_granularity", 1_000, 20_000_000)] {
+        if g.chance(0.2) {
+            doc.set("host.cpu", key, t::string(&t::duration(g.log(least, most))));
+        }
     }
     for key in ["context_switch", "wakeup", "spin", "syscall", "app"] {
         if g.chance(0.15) {
