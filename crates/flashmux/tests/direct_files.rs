@@ -50,8 +50,9 @@ fn a_direct_request_over_two_extents_is_split_and_completes_once() {
     // A 300 MiB file laid out in three extents (ext4's largest is 32,768 blocks, 128 MiB; the
     // next starts after a group's backup superblock), written in 400 requests of 768 KiB: the
     // ones holding the 128 MiB and 256 MiB boundaries are two device requests each. The job
-    // sees its 400, each completing once, every event's invariants checked.
-    let (r, sent) = run_recorded(&format!("{EXT4}{}", tenant("rw=write\nbs=768k\nsize=300m\ndirect=1")));
+    // sees its 400, each completing once, every event's invariants checked. (max_sectors_kb
+    // 1024, so that no request is cut at the block layer's largest: the next test.)
+    let (r, sent) = run_recorded(&format!("{EXT4}[host]\nmax_sectors_kb = 1024\n{}", tenant("rw=write\nbs=768k\nsize=300m\ndirect=1")));
     let fs = &kernel(&r).filesystems[0];
     assert_eq!(fs.fs.extents_per_file_max, 3);
     assert_eq!(fs.requests.data_writes, 402);
@@ -101,5 +102,26 @@ fn a_direct_job_in_a_vm_reaches_its_file_through_the_guest() {
         1,
     );
     assert_eq!(kernel(&r).filesystems[0].requests.data_writes, 402);
+    assert_eq!((r.tenants[0].io.write.ios, r.requests_in_flight), (400, 0));
+}
+
+#[test]
+fn a_request_larger_than_the_largest_the_block_layer_takes_is_cut() {
+    // max_sectors_kb 128 (the default): a direct 1 MiB write is eight requests of 128 KiB below,
+    // a 200 KiB one two (128 + 72), as bio_split cuts them; the job sees one request each. On a
+    // raw region, and on a file, where the cut follows the extent's.
+    let null = "[device]\npreset = \"null\"\n[device.null]\nlatency = \"100us\"\n";
+    for (job, pieces) in [("bs=1m\nsize=4m", vec![131072; 32]), ("bs=200k\nsize=400k", vec![131072, 73728, 131072, 73728])] {
+        let (r, sent) = run_recorded(&format!("{null}{}", tenant(&format!("rw=write\n{job}\ndirect=1"))));
+        assert_eq!(sent.iter().map(|s| s.2).collect::<Vec<_>>(), pieces, "{job}");
+        assert_eq!(r.tenants[0].io.write.ios, if pieces.len() == 32 { 4 } else { 2 });
+        assert_eq!(r.requests_in_flight, 0);
+    }
+    let (r, sent) = run_recorded(&format!("{EXT4}{}", tenant("rw=write\nbs=768k\nsize=300m\ndirect=1")));
+    let w = data_writes(&sent);
+    // Each 768 KiB request in six of 128 KiB; the two over an extent boundary are cut there too,
+    // but the boundaries (128 and 256 MiB into the file) fall where a 128 KiB cut does: six each.
+    assert!(w.iter().all(|w| w.1 == 128 << 10), "{w:?}");
+    assert_eq!(w.len(), 2400);
     assert_eq!((r.tenants[0].io.write.ios, r.requests_in_flight), (400, 0));
 }

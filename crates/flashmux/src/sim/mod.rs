@@ -97,7 +97,7 @@ struct Request {
     /// A kernel's request merged into this one in its plug (`apply_kernel_out`): the next of
     /// the chain, which completes with it.
     plug_next: Option<ReqId>,
-    /// A piece of a request split at its file's extents (`direct_on_files`): the request, which completes
+    /// A piece of a request split at its file's extents or the largest request (`send_runs`): the request, which completes
     /// when its last piece has.
     parent: Option<ReqId>,
     /// A request split into pieces: how many are still in flight (0 otherwise).
@@ -156,9 +156,9 @@ pub struct Simulator {
     block: BlockLayer,
     /// Scratch: the requests merged into a completed command.
     merged: Vec<ReqId>,
-    /// Reused by `direct_on_files` for where a request's file blocks are.
+    /// Reused by `send_runs` for where a request's pieces are.
     runs_scratch: Vec<(u64, u64)>,
-    /// Pieces of split requests in flight (`direct_on_files`).
+    /// Pieces of split requests in flight (`send_runs`).
     pieces_live: u64,
     /// Where the commands the block layer sends go, when they are recorded.
     dispatches: Option<Box<dyn DispatchSink>>,
@@ -632,37 +632,70 @@ impl Simulator {
             }
             k.direct_io(now, tenant, io.op, io.offset, io.len).unwrap_or_else(|e| panic!("kernel: {e}"));
         }
-        self.send_down(id);
+        let mut runs = std::mem::take(&mut self.runs_scratch);
+        runs.push((io.offset, io.len));
+        self.send_runs(id, &mut runs);
+        self.runs_scratch = runs;
     }
 
-    /// A direct job's read or write `id` of its file on a filesystem: sent to where the file's
-    /// blocks are, split into a piece per physical run when there are several (each piece a
-    /// request of its own below, as the block layer sees a bio per extent); a read of a hole
-    /// completes with no I/O.
-    fn direct_on_files(&mut self, id: ReqId) {
+    /// The largest request the block layer takes (its `max_sectors_kb`): the guest's in a VM,
+    /// else the host's.
+    fn max_request(&self) -> u64 {
+        if self.scenario.virt.mode.is_vm() {
+            self.scenario.virt.max_merge_bytes
+        } else {
+            self.scenario.host.merge.max_bytes
+        }
+    }
+
+    /// Sends application request `id` down as `runs` (device offset, length; taken): whole when
+    /// it is one run no larger than the block layer's largest request, else as pieces — a piece
+    /// per run, each cut at the largest request as `bio_split` cuts a bio (a trim or flush is
+    /// never cut) — each a request of its own below, the request complete when the last piece
+    /// is; with no run (a read of a hole) it completes with no I/O.
+    fn send_runs(&mut self, id: ReqId, runs: &mut Vec<(u64, u64)>) {
         let r = self.reqs[id.index()];
-        let mut runs = std::mem::take(&mut self.runs_scratch);
-        self.kernel_call(r.tenant, |k, now, out| k.direct_map(now, r.tenant, r.job, (r.op, r.offset, r.len), &mut runs, out));
-        match runs.len() {
-            0 => {
+        let max = if matches!(r.op, IoOp::Read | IoOp::Write) { self.max_request() } else { u64::MAX };
+        debug_assert!(max >= 4096, "validated: at least 4 KiB");
+        let n: u64 = runs.iter().map(|&(_, len)| len.div_ceil(max).max(1)).sum();
+        match (runs.len(), n) {
+            (0, _) => {
                 let h = &self.scenario.host;
                 self.events.push(self.now + h.submit_overhead + h.completion_overhead, Event::AppComplete(id));
             }
-            1 => {
+            (1, 1) => {
                 self.reqs[id.index()].offset = runs[0].0;
                 self.send_down(id);
             }
-            n => {
+            _ => {
                 self.reqs[id.index()].pieces = n as u32;
                 self.reqs[id.index()].queued = SimTime::MAX;
-                for &(offset, len) in &runs {
-                    let piece = self.alloc_req(Request { offset, len, app_len: len, parent: Some(id), ..r });
-                    self.pieces_live += 1;
-                    self.send_down(piece);
+                for &(start, len) in runs.iter() {
+                    let mut at = 0;
+                    loop {
+                        let piece = (len - at).min(max);
+                        let p = self.alloc_req(Request { offset: start + at, len: piece, app_len: piece, parent: Some(id), ..r });
+                        self.pieces_live += 1;
+                        self.send_down(p);
+                        at += piece;
+                        if at >= len {
+                            break;
+                        }
+                    }
                 }
             }
         }
         runs.clear();
+    }
+
+    /// A direct job's read or write `id` of its file on a filesystem: sent to where the file's
+    /// blocks are, a piece per physical run when there are several (as the block layer sees a
+    /// bio per extent; `send_runs`).
+    fn direct_on_files(&mut self, id: ReqId) {
+        let r = self.reqs[id.index()];
+        let mut runs = std::mem::take(&mut self.runs_scratch);
+        self.kernel_call(r.tenant, |k, now, out| k.direct_map(now, r.tenant, r.job, (r.op, r.offset, r.len), &mut runs, out));
+        self.send_runs(id, &mut runs);
         self.runs_scratch = runs;
     }
 

@@ -293,6 +293,12 @@ impl VirtConfig {
             return Err("virt.queue_size: must be at least 1 (got 0)".into());
         }
         crate::host::elevator::check_nomerges("virt.nomerges", self.nomerges)?;
+        if self.max_merge_bytes < 4096 || self.max_merge_bytes % 1024 != 0 {
+            return Err(format!(
+                "virt.max_merge: {} bytes: expected a whole number of KiB, at least 4KiB (the guest's max_sectors_kb)",
+                self.max_merge_bytes
+            ));
+        }
         if self.aio == Aio::Threads && self.emulation == Emulation::InHypervisor {
             return Err("virt.aio = \"threads\": QEMU's thread pool is userspace emulation's; with emulation = \"in-hypervisor\" the hypervisor submits requests itself (drop virt.aio)".into());
         }
