@@ -125,12 +125,18 @@ def test_a_failing_point_is_recorded_with_the_cli_message(cli, small, tmp_path):
 
 SLOW = SMALL.replace("runtime=10s", "runtime=10000s")
 
+# argv[2]: "first" interrupts the sweep (SIGINT, as Ctrl-C) once its first point is in the cache,
+# so that the test does not depend on how fast this machine is; "never" lets it finish.
 INTERRUPTED = """
-import json, os, signal, sys, threading, warnings
+import json, os, pathlib, signal, sys, threading, time, warnings
 import flashmux
-t = threading.Timer(float(sys.argv[2]), lambda: os.kill(os.getpid(), signal.SIGINT))
-t.daemon = True
-t.start()
+def interrupt_after_first():
+    points = pathlib.Path(sys.argv[3]) / "points"
+    while not (points.is_dir() and any(points.glob("*.json"))):
+        time.sleep(0.005)
+    os.kill(os.getpid(), signal.SIGINT)
+if sys.argv[2] == "first":
+    threading.Thread(target=interrupt_after_first, daemon=True).start()
 with warnings.catch_warnings(record=True) as w:
     warnings.simplefilter("always")
     df = flashmux.sweep(base=flashmux.Scenario(sys.argv[1]).set("stop.time", "120s"),
@@ -147,7 +153,7 @@ def test_ctrl_c_keeps_what_finished_and_the_cache_resumes(tmp_path):
     script.write_text(INTERRUPTED)
     import json
 
-    p = subprocess.run([sys.executable, str(script), str(scenario), "1.5", str(cache)], capture_output=True, text=True, timeout=300)
+    p = subprocess.run([sys.executable, str(script), str(scenario), "first", str(cache)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["interrupted"] is True
@@ -157,7 +163,7 @@ def test_ctrl_c_keeps_what_finished_and_the_cache_resumes(tmp_path):
     assert any("interrupted" in m for m in out["warned"])
     assert len(list((cache / "points").glob("*.json"))) == finished
     # The rerun runs only what did not finish.
-    p = subprocess.run([sys.executable, str(script), str(scenario), "600", str(cache)], capture_output=True, text=True, timeout=600)
+    p = subprocess.run([sys.executable, str(script), str(scenario), "never", str(cache)], capture_output=True, text=True, timeout=600)
     out2 = json.loads(p.stdout.splitlines()[-1]) if p.returncode == 0 else None
     assert out2 is not None, p.stderr
     assert (out2["cached"], out2["ran"], out2["interrupted"]) == (finished, 6 - finished, False)
