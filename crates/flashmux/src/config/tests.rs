@@ -150,6 +150,8 @@ fn bad_values_name_the_key() {
         (format!("{MINIMAL}\n[host]\nscheduler = \"bfq\"\n"), "host.scheduler: unknown scheduler 'bfq'"),
         (format!("{MINIMAL}\n[virt]\nmode = \"xen\"\n"), "virt.mode: unknown mode 'xen'"),
         (format!("{MINIMAL}\n[virt]\nnomerges = 3\n"), "virt.nomerges: 3 is not a setting"),
+        (format!("{MINIMAL}\n[virt]\nmax_merge = \"0\"\n"), "virt.max_merge: 0 bytes: expected a whole number of KiB, at least 4KiB"),
+        (format!("{MINIMAL}\n[virt]\nmax_merge = \"4100\"\n"), "virt.max_merge: 4100 bytes"),
         (format!("{MINIMAL}\n[precondition]\nfill = 1.5\n"), "precondition.fill"),
         (format!("{MINIMAL}\n[precondition]\nstate = \"old\"\n"), "precondition.state: unknown state 'old'"),
         (format!("{MINIMAL}\n[stop]\ntime = \"0s\"\n"), "stop.time"),

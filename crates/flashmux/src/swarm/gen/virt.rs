@@ -107,7 +107,8 @@ fn queues(g: &mut G, doc: &mut Doc, mode: &str) {
         doc.set("virt", "queue_size", g.log(1, 512).to_string());
     }
     if g.chance(0.3) {
-        let m = if g.chance(0.3) { 0 } else { g.log(1, 512) * 1024 };
+        // The guest's max_sectors_kb: 4 KiB (a page, no merging beyond it) to 512 KiB.
+        let m = if g.chance(0.3) { 4096 } else { g.log(4, 512) * 1024 };
         doc.set("virt", "max_merge", t::string(&t::size(m)));
     }
     if g.chance(0.15) {
