@@ -150,6 +150,7 @@ fn bad_values_name_the_key() {
         (format!("{MINIMAL}\n[host]\nscheduler = \"bfq\"\n"), "host.scheduler: unknown scheduler 'bfq'"),
         (format!("{MINIMAL}\n[virt]\nmode = \"xen\"\n"), "virt.mode: unknown mode 'xen'"),
         (format!("{MINIMAL}\n[virt]\nnomerges = 3\n"), "virt.nomerges: 3 is not a setting"),
+        (format!("{MINIMAL}\n[host]\nscheduler = \"mcfq\"\n[host.mcfq]\nreading = \"literal\"\n"), "host.mcfq.reading: unknown reading 'literal'"),
         (format!("{MINIMAL}\n[virt]\nmax_merge = \"0\"\n"), "virt.max_merge: 0 bytes: expected a whole number of KiB, at least 4KiB"),
         (format!("{MINIMAL}\n[virt]\nmax_merge = \"4100\"\n"), "virt.max_merge: 4100 bytes"),
         (format!("{MINIMAL}\n[precondition]\nfill = 1.5\n"), "precondition.fill"),
@@ -272,6 +273,9 @@ fn scheduler_parameters_resolve_and_bad_ones_are_named() {
     assert_eq!(s.host.scheduler, SchedulerKind::Cfq(p));
     let s = load(&with("scheduler = \"mcfq\"\n[host.mcfq]\nwindow = \"5s\"")).unwrap();
     let m = MotsParams { window: 5, ..Default::default() };
+    assert_eq!(s.host.scheduler, SchedulerKind::Mcfq(CfqParams::default(), m));
+    let s = load(&with("scheduler = \"mcfq\"\n[host.mcfq]\nreading = \"compounding\"")).unwrap();
+    let m = MotsParams { compounding: true, ..Default::default() };
     assert_eq!(s.host.scheduler, SchedulerKind::Mcfq(CfqParams::default(), m));
     for (host, needle) in [
         ("scheduler = \"none\"\n[host.cfq]\nquantum = 4", "host.cfq: applies only with scheduler"),

@@ -74,6 +74,8 @@ pub(super) struct McfqSection {
     pub(super) window: Option<Duration>,
     pub(super) min_scale: Option<f64>,
     pub(super) max_scale: Option<f64>,
+    /// `"printed"` (Fig. 5's pseudocode) or `"compounding"`.
+    pub(super) reading: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -217,6 +219,16 @@ pub(super) fn resolve_mots(ctx: &Ctx, m: &McfqSection, d: MotsParams) -> Result<
         window: d.window,
         min_scale: m.min_scale.unwrap_or(d.min_scale),
         max_scale: m.max_scale.unwrap_or(d.max_scale),
+        compounding: match m.reading.as_deref() {
+            None => d.compounding,
+            Some("printed") => false,
+            Some("compounding") => true,
+            Some(other) => {
+                return Err(ctx.err(format!(
+                    "host.mcfq.reading: unknown reading '{other}': expected \"printed\" (Fig. 5's pseudocode: the multiplier scales CFQ's slice) or \"compounding\" (it scales the slice as it then is)"
+                )))
+            }
+        },
     };
     p.validate().map_err(|e| ctx.err(e))?;
     if let Some(v) = &m.window {

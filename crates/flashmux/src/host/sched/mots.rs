@@ -14,14 +14,21 @@
 //! - the RVM's slice multiplier is `mean(F_s over the window)`, bounded to
 //!   `[min_scale, max_scale]`.
 //!
-//! This is the paper's Fig. 5 read literally: the multiplier applies to CFQ's own slice (it does
-//! not compound from sample to sample), and F is measured under the current multipliers. In
-//! steady state `F_s = F²`, so if CFQ alone gives an RVM `1/k` of its ideal proportion and
-//! bandwidth follows the slice, MoTS settles where `F = k^(1/3)`: a 25% shortfall (k = 1.25)
-//! becomes 7.4%. A sample in which the RVM or the TVM moved no data says nothing about the
-//! proportion: it adds no F (the bandwidth means still include it).
+//! This is the paper's Fig. 5 read literally (`reading = "printed"`, the default): the
+//! multiplier applies to CFQ's own slice (it does not compound from sample to sample), and F is
+//! measured under the current multipliers. In steady state `F_s = F²`, so if CFQ alone gives an
+//! RVM `1/k` of its ideal proportion and bandwidth follows the slice, MoTS settles where
+//! `F = k^(1/3)`: a 25% shortfall (k = 1.25) becomes 7.4%. The paper's prose ("multiplies [it]
+//! to the VM's time slice") also reads as the slice as it then is: `reading = "compounding"`
+//! makes each sample's `mean(F_s)` multiply the current multiplier, so the loop integrates and
+//! settles where F = 1, through whatever overshoot its lag gives (the paper's Table 1 is above
+//! its weights). Example: weights 10 : 1, bandwidths 5 : 1 at the first two samples: printed,
+//! the multiplier is 4, then 4 again; compounding, 4, then 16 (bounded by `max_scale`). A sample
+//! in which the RVM or the TVM moved no data says nothing about the proportion: it adds no F
+//! (the bandwidth means still include it).
 //!
-//! Parameters: `interval` (1 s), `window` (10 samples), `min_scale` (1/8), `max_scale` (8).
+//! Parameters: `interval` (1 s), `window` (10 samples), `min_scale` (1/8), `max_scale` (8),
+//! `reading` (printed or compounding).
 //! Source: J. K. Park, "An MCFQ I/O scheduler considering virtual machine bandwidth
 //! distribution", JKSCI 2015 (paper D in `SEEDS.md`).
 
@@ -37,6 +44,8 @@ pub struct MotsParams {
     pub window: u32,
     pub min_scale: f64,
     pub max_scale: f64,
+    /// Each sample's multiplier multiplies the current one instead of CFQ's slice (see the header).
+    pub compounding: bool,
 }
 
 impl MotsParams {
@@ -60,7 +69,7 @@ impl MotsParams {
 
 impl Default for MotsParams {
     fn default() -> Self {
-        MotsParams { interval: Nanos::from_secs(1), window: 10, min_scale: 0.125, max_scale: 8.0 }
+        MotsParams { interval: Nanos::from_secs(1), window: 10, min_scale: 0.125, max_scale: 8.0, compounding: false }
     }
 }
 
@@ -156,7 +165,9 @@ impl Mots {
             let f_s = mean(&t.f).unwrap_or(f) * f;
             push_window(&mut t.f, f, window);
             push_window(&mut t.f_s, f_s, window);
-            t.scale = mean(&t.f_s).unwrap_or(1.0).clamp(self.p.min_scale, self.p.max_scale);
+            let m = mean(&t.f_s).unwrap_or(1.0);
+            let scale = if self.p.compounding { t.scale * m } else { m };
+            t.scale = scale.clamp(self.p.min_scale, self.p.max_scale);
         }
     }
 
@@ -175,6 +186,31 @@ mod tests {
 
     fn secs(s: u64) -> SimTime {
         SimTime::ZERO + Nanos::from_secs(s)
+    }
+
+    #[test]
+    fn compounding_multiplies_the_current_multiplier() {
+        // The header's example: 5 : 1 against weights 10 : 1 at two samples. Printed: 4, 4;
+        // compounding: 4, then 4 × mean(F_s) = 16, bounded by max_scale (8).
+        for (compounding, second) in [(false, 4.0), (true, 8.0)] {
+            let p = MotsParams { compounding, ..Default::default() };
+            let mut m = Mots::new(p, &[10, 1]);
+            for s in 0..2 {
+                m.record(secs(s), 0, 5_000_000);
+                m.record(secs(s), 1, 1_000_000);
+                m.advance(secs(s + 1));
+                let want = if s == 0 { 4.0 } else { second };
+                assert_eq!(m.scale(0), want, "compounding {compounding}, sample {s}");
+            }
+        }
+        let p = MotsParams { compounding: true, max_scale: 100.0, ..Default::default() };
+        let mut m = Mots::new(p, &[10, 1]);
+        for s in 0..2 {
+            m.record(secs(s), 0, 5_000_000);
+            m.record(secs(s), 1, 1_000_000);
+            m.advance(secs(s + 1));
+        }
+        assert_eq!(m.scale(0), 16.0);
     }
 
     #[test]

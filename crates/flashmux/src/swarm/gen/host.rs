@@ -86,8 +86,8 @@ fn cfq(g: &mut G, doc: &mut Doc) {
     }
 }
 
-/// `[host.mcfq]`: MoTS's sampling interval and window (a whole number of intervals), and the
-/// bounds of its slice scale.
+/// `[host.mcfq]`: MoTS's sampling interval and window (a whole number of intervals), the
+/// bounds of its slice scale, and its reading of the paper's Fig. 5.
 fn mcfq(g: &mut G, doc: &mut Doc) {
     let interval = g.log(1, 100) * MS;
     if g.chance(0.6) {
@@ -102,6 +102,9 @@ fn mcfq(g: &mut G, doc: &mut Doc) {
     }
     if g.chance(0.5) {
         doc.set("host.mcfq", "max_scale", t::float(g.int(100, 100_000) as f64 / 100.0));
+    }
+    if g.chance(0.3) {
+        doc.set("host.mcfq", "reading", t::string(g.pick(&["printed", "compounding"])));
     }
 }
 
