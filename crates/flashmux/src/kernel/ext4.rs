@@ -158,11 +158,18 @@ pub struct FsRequests {
 impl FsRequests {
     fn count(&mut self, d: &FsDevIo) {
         match (d.id, d.op) {
-            (FsIoId::Part(_), IoOp::Read) => self.data_reads += 1,
-            (FsIoId::Part(_), _) => self.data_writes += 1,
+            (FsIoId::Part(_), op) => self.count_data(op),
             (_, IoOp::Flush) => self.flushes += 1,
             (_, IoOp::Trim) => self.trims += 1,
             _ => self.journal_writes += 1,
+        }
+    }
+
+    /// A request of a file's data: a read, or else a write.
+    fn count_data(&mut self, op: IoOp) {
+        match op {
+            IoOp::Read => self.data_reads += 1,
+            _ => self.data_writes += 1,
         }
     }
 }
@@ -517,8 +524,7 @@ impl Ext4 {
             let (a, b) = ((m.logical * PAGE_SIZE).max(lo), ((m.logical + m.len) * PAGE_SIZE).min(hi));
             let at = self.base + p * PAGE_SIZE + (a - m.logical * PAGE_SIZE);
             runs.push((at, b - a));
-            let kind = if op == IoOp::Read { &mut self.requests.data_reads } else { &mut self.requests.data_writes };
-            *kind += 1;
+            self.requests.count_data(op);
         }
         self.map_scratch = map;
         if op == IoOp::Write {
@@ -617,11 +623,13 @@ impl Ext4 {
                         ordered.push(io.id);
                         continue;
                     }
-                    JournalIoKind::JournalWrite { block: b, count, .. } if count > self.max_io_pages => {
-                        // Larger than the block layer takes: split as `bio_split` splits it, one
-                        // request per `max_sectors_kb`; the journal hears of it when all are done.
+                    JournalIoKind::JournalWrite { block: b, count, .. } => {
+                        // One request per `max_sectors_kb` when larger than the block layer
+                        // takes, as `bio_split` cuts it; the journal hears of it when all are done.
                         let pieces = count.div_ceil(self.max_io_pages);
-                        self.journal_left.insert(io.id, pieces as u32);
+                        if pieces > 1 {
+                            self.journal_left.insert(io.id, pieces as u32);
+                        }
                         for i in 0..pieces {
                             let n = self.max_io_pages.min(count - i * self.max_io_pages);
                             let offset = self.base + (b + i * self.max_io_pages) * PAGE_SIZE;
@@ -631,7 +639,6 @@ impl Ext4 {
                         }
                         continue;
                     }
-                    JournalIoKind::JournalWrite { block: b, count, .. } => (IoOp::Write, block(b), count * PAGE_SIZE),
                     JournalIoKind::Flush => (IoOp::Flush, 0, 0),
                     JournalIoKind::CommitWrite { block: b, .. }
                     | JournalIoKind::HomeWrite { block: b }

@@ -513,16 +513,28 @@ impl Kernels {
         let at = self.file_offset(t, file, offset);
         let k = self.of_tenant[t.index()];
         if op == IoOp::Write {
-            // A file the job made grows as it is written (a laid-out one has its size).
-            if self.shared.contains_key(&file) && !self.reserve(t, file, at + len)? {
-                return Err(format!("tenant {}: ext4 has no room for a write to a file of a job", t.index()));
-            }
-            let (first, end) = (at / PAGE_SIZE, (at + len).div_ceil(PAGE_SIZE));
-            self.kernels[k].io.cache_mut().invalidate(now, file, first, end).map_err(|e| e.to_string())?;
+            self.grow_job_file(t, file, at + len)?;
+            self.drop_cached(now, k, file, at, len)?;
         }
         let (fs, fsout) = self.fs_out(t);
         fs.map_direct(now, file, op, (at, len), runs, fsout)?;
         self.settle(now, k, t, out)
+    }
+
+    /// A job's file written up to byte `end`: one the job made grows as it is written (a laid-out
+    /// one has its size); no room in the filesystem is an error (checked before the run).
+    fn grow_job_file(&mut self, t: TenantId, file: FileId, end: u64) -> Result<(), String> {
+        if self.shared.contains_key(&file) && !self.reserve(t, file, end)? {
+            return Err(format!("tenant {}: ext4 has no room for a write to a file of a job", t.index()));
+        }
+        Ok(())
+    }
+
+    /// Kernel `k` drops the cached pages of `file` that bytes `[offset, offset + len)` touch.
+    fn drop_cached(&mut self, now: SimTime, k: usize, file: FileId, offset: u64, len: u64) -> Result<(), String> {
+        let (first, end) = (offset / PAGE_SIZE, (offset + len).div_ceil(PAGE_SIZE));
+        self.kernels[k].io.cache_mut().invalidate(now, file, first, end).map_err(|e| e.to_string())?;
+        Ok(())
     }
 
     /// `n` of kernel `k`'s device requests joined another in its plug.
@@ -562,10 +574,7 @@ impl Kernels {
             IoOp::Read => AppOp::Read { file, offset: self.file_offset(t, file, offset), len, stream: Some(stream) },
             IoOp::Write => {
                 let at = self.file_offset(t, file, offset);
-                // A file the job made grows as it is written (a laid-out one has its size).
-                if self.shared.contains_key(&file) && !self.reserve(t, file, at + len)? {
-                    return Err(format!("tenant {}: ext4 has no room for a write to a file of a job", t.index()));
-                }
+                self.grow_job_file(t, file, at + len)?;
                 AppOp::Write { file, offset: at, len }
             }
             IoOp::Flush => AppOp::Fsync { file },
@@ -866,10 +875,7 @@ impl Kernels {
         }
         let file = FileId(t.index() as u32);
         let offset = self.file_offset(t, file, offset);
-        let (first, end) = (offset / PAGE_SIZE, (offset + len).div_ceil(PAGE_SIZE));
-        let k = self.of_tenant[t.index()];
-        self.kernels[k].io.cache_mut().invalidate(now, file, first, end).map_err(|e| e.to_string())?;
-        Ok(())
+        self.drop_cached(now, self.of_tenant[t.index()], file, offset, len)
     }
 
     /// Device request `id` of tenant `t`'s kernel completed at `now`.

@@ -191,26 +191,18 @@ mod tests {
     #[test]
     fn compounding_multiplies_the_current_multiplier() {
         // The header's example: 5 : 1 against weights 10 : 1 at two samples. Printed: 4, 4;
-        // compounding: 4, then 4 × mean(F_s) = 16, bounded by max_scale (8).
-        for (compounding, second) in [(false, 4.0), (true, 8.0)] {
-            let p = MotsParams { compounding, ..Default::default() };
+        // compounding: 4, then 4 × mean(F_s) = 16, or max_scale (8) by default.
+        for (compounding, max_scale, second) in [(false, 8.0, 4.0), (true, 8.0, 8.0), (true, 100.0, 16.0)] {
+            let p = MotsParams { compounding, max_scale, ..Default::default() };
             let mut m = Mots::new(p, &[10, 1]);
             for s in 0..2 {
                 m.record(secs(s), 0, 5_000_000);
                 m.record(secs(s), 1, 1_000_000);
                 m.advance(secs(s + 1));
                 let want = if s == 0 { 4.0 } else { second };
-                assert_eq!(m.scale(0), want, "compounding {compounding}, sample {s}");
+                assert_eq!(m.scale(0), want, "compounding {compounding}, max_scale {max_scale}, sample {s}");
             }
         }
-        let p = MotsParams { compounding: true, max_scale: 100.0, ..Default::default() };
-        let mut m = Mots::new(p, &[10, 1]);
-        for s in 0..2 {
-            m.record(secs(s), 0, 5_000_000);
-            m.record(secs(s), 1, 1_000_000);
-            m.advance(secs(s + 1));
-        }
-        assert_eq!(m.scale(0), 16.0);
     }
 
     #[test]
