@@ -165,6 +165,12 @@ id_type!(
 id_type!(
     /// A channel: the bus the dies on it share.
     ChannelId, u32);
+id_type!(
+    /// Where in the flash a host write's data goes when the drive places data (NVMe FDP's reclaim
+    /// unit handle, or the stream resource of the Streams directive): each placement has its own
+    /// open block in every plane (`ftl/core/alloc.rs`). 0 is the default, and the only one on a
+    /// drive without placement.
+    Placement, u16);
 
 /// `s` as it is shown in a message: control characters escaped (`\0`, `\t`, `\u{1b}`), so that
 /// a NUL or an escape sequence in a value is seen rather than hidden (or acted on) by the terminal.

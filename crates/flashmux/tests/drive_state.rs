@@ -100,6 +100,13 @@ fn a_loaded_drive_runs_as_the_aged_one() {
         "dftl",
         &scenario(&format!("{small}\n[device.ftl]\nmapping = \"dftl\"\n[device.ftl.cmt]\npages = 64"), "state = \"workload\"", ""),
     );
+    // Data placement: each placement's open blocks, every unit's placement, the handles'
+    // ledger; the tenants' data aged through their own handles (one persistently isolated).
+    round_trip(
+        "fdp",
+        &scenario(&format!("{small}\n[device.fdp]\nhandles = 3\npersistent = [1]\nper_tenant = true"), "state = \"aged\"", ""),
+    );
+    round_trip("streams", &scenario(&format!("{small}\n[device.streams]\nstreams = 2\nper_tenant = true"), "state = \"workload\"", ""));
     // An open-channel drive with its host FTL.
     round_trip("open-channel", &scenario("preset = \"cosmos\"\ncapacity = \"16GiB\"", "state = \"aged\"", ""));
 }

@@ -83,6 +83,9 @@ pub struct TenantSpec {
     pub workload: Workload,
     /// Jobs of one job file form a domain: fio's stonewall/new_group order them within it.
     pub domain: usize,
+    /// Its writes' default data placement directive (an FDP placement identifier or a stream
+    /// identifier; `[[tenant]] placement`, or the drive's `per_tenant`); `None`: none.
+    pub placement: Option<u16>,
 }
 
 impl TenantSpec {
@@ -386,7 +389,7 @@ impl Scenario {
         } else {
             "not used".into()
         };
-        vec![
+        let mut key = vec![
             ("flashmux version", crate::VERSION.to_string()),
             ("seed", self.seed.to_string()),
             ("device", hash(&device)),
@@ -394,7 +397,15 @@ impl Scenario {
             ("tenants", self.tenants.len().to_string()),
             ("regions", hash(&serde_json::json!(regions))),
             ("workloads", workloads),
-        ]
+        ];
+        // The tenants' data is aged through their placements (listed only when one has one, so
+        // drives saved before placement existed keep their key).
+        if self.tenants.iter().any(|t| t.placement.is_some()) {
+            let placements: Vec<String> =
+                self.tenants.iter().map(|t| t.placement.map_or("none".into(), |p| p.to_string())).collect();
+            key.push(("placements", placements.join(",")));
+        }
+        key
     }
 
     /// SHA-256 (hex) of [`Scenario::drive_key`]: scenarios with the same id precondition the
@@ -446,6 +457,9 @@ impl Scenario {
                 // The default weight hashes as absent, as before weights existed.
                 if t.weight != DEFAULT_WEIGHT {
                     v["weight"] = t.weight.into();
+                }
+                if let Some(p) = t.placement {
+                    v["placement"] = p.into();
                 }
                 v
             }).collect::<Vec<_>>(),

@@ -210,6 +210,7 @@ impl Device {
         }
         // Counters start at zero for the run, as after aging in place.
         ssd.reset_map_stats();
+        ssd.reset_placement_stats();
         Ok(header.report)
     }
 }

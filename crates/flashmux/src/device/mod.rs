@@ -17,10 +17,13 @@ mod report;
 mod ssd;
 
 pub use arbiter::{Arbitration, Priority, DEFAULT_WRR_WEIGHTS};
-pub use report::{CmtReport, DeviceResult, TenantDeviceCounters, TenantDeviceReport};
-pub use ssd::{DramTiming, EccRates, FlushPolicy, GcMode, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats, MAX_OVERPROVISIONING};
+pub use report::{CmtReport, DeviceResult, PlacementReport, PlacementStat, TenantDeviceCounters, TenantDeviceReport};
+pub use ssd::{
+    DramTiming, EccRates, FlushPolicy, GcMode, PlacementEvents, PlacementMode, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats,
+    MAX_OVERPROVISIONING,
+};
 
-use crate::units::{DieId, Nanos, QueueId, ReqId, SimTime, TenantId};
+use crate::units::{DieId, Nanos, Placement, QueueId, ReqId, SimTime, TenantId};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -52,6 +55,9 @@ pub struct Command {
     pub offset: u64,
     pub len: u64,
     pub queue: QueueId,
+    /// A write's data placement directive (DSPEC): an FDP placement identifier or a stream
+    /// identifier, as the drive offers; 0 for none (FDP's placement handle 0).
+    pub dspec: u16,
 }
 
 /// A command inside the device, with the back end's progress on it.
@@ -60,6 +66,8 @@ pub struct CmdState {
     pub cmd: Command,
     /// Units of a write already in the buffer.
     pub progress: u32,
+    /// A write's placement, decided when its first unit enters the buffer.
+    pub placement: Placement,
     /// The latest time any part of the command finishes.
     pub done_at: SimTime,
 }
@@ -247,7 +255,7 @@ impl Device {
             _ => cmd.len > 0 && cmd.offset + cmd.len <= self.capacity_bytes(),
         };
         assert!(in_range, "command beyond the device: {cmd:?}");
-        let state = CmdState { cmd, progress: 0, done_at: now };
+        let state = CmdState { cmd, progress: 0, placement: Placement(0), done_at: now };
         let slot = match self.free_cmds.pop() {
             Some(s) => {
                 self.cmds[s as usize] = state;

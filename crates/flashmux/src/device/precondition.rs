@@ -43,7 +43,7 @@
 
 use crate::engine::SimRng;
 use crate::ftl::{Ftl, Loc, NO_OWNER};
-use crate::units::Lpn;
+use crate::units::{Lpn, Placement};
 use rand::Rng;
 use serde::Serialize;
 
@@ -156,6 +156,21 @@ pub fn precondition(
     rng: &mut SimRng,
     stop: &dyn Fn() -> bool,
 ) -> PreconditionReport {
+    precondition_placed(ftl, spec, segments, writers, &[], rng, stop)
+}
+
+/// [`precondition`] on a drive with data placement: tenant *i*'s data goes through
+/// `placements[i]` (placement 0 for the others and for data no tenant owns).
+pub fn precondition_placed(
+    ftl: &mut Ftl,
+    spec: &PreconditionSpec,
+    segments: &[Segment],
+    writers: &mut [TenantWrites],
+    placements: &[Placement],
+    rng: &mut SimRng,
+    stop: &dyn Fn() -> bool,
+) -> PreconditionReport {
+    let placed = Placed(placements);
     let mut report = PreconditionReport { state: Some(spec.state), fill: spec.fill, ..Default::default() };
     if spec.state == PreconditionState::Clean {
         return report;
@@ -166,7 +181,7 @@ pub fn precondition(
         .map(|s| Segment { len: ((s.len as f64) * spec.fill).round() as u32, ..*s })
         .filter(|s| s.len > 0)
         .collect();
-    if !fill(ftl, &filled, &mut report, stop) {
+    if !fill(ftl, &filled, &mut report, placed, stop) {
         return report;
     }
     let total: u64 = filled.iter().map(|s| s.len as u64).sum();
@@ -182,13 +197,13 @@ pub fn precondition(
         let mut aging = Aging { round, total, window, wafs: Vec::new(), since_gc: 0 };
         if spec.state == PreconditionState::Aged {
             let mut uniform = Uniform::new(&filled);
-            aging.run(ftl, &mut report, stop, |ftl, n| uniform.write(ftl, n, rng));
+            aging.run(ftl, &mut report, stop, |ftl, n| uniform.write(ftl, n, rng, placed));
         } else {
             // A first write from each tenant says whether its workload writes at all.
             let mut turns = Turns::new(writers);
             report.writers = Some(turns.seats.len() as u32);
             if !turns.seats.is_empty() {
-                aging.run(ftl, &mut report, stop, |ftl, n| turns.write(ftl, n));
+                aging.run(ftl, &mut report, stop, |ftl, n| turns.write(ftl, n, placed));
             }
         }
     }
@@ -196,8 +211,18 @@ pub fn precondition(
     report
 }
 
+/// Each tenant's placement, by owner.
+#[derive(Clone, Copy)]
+struct Placed<'a>(&'a [Placement]);
+
+impl Placed<'_> {
+    fn of(self, owner: u16) -> Placement {
+        self.0.get(owner as usize).copied().unwrap_or_default()
+    }
+}
+
 /// Writes the filled prefixes in order; false if told to stop first.
-fn fill(ftl: &mut Ftl, filled: &[Segment], report: &mut PreconditionReport, stop: &dyn Fn() -> bool) -> bool {
+fn fill(ftl: &mut Ftl, filled: &[Segment], report: &mut PreconditionReport, placed: Placed, stop: &dyn Fn() -> bool) -> bool {
     for s in filled {
         for lpn in s.start..s.start + s.len {
             if (lpn - s.start) % FILL_POLL == 0 && stop() {
@@ -206,7 +231,7 @@ fn fill(ftl: &mut Ftl, filled: &[Segment], report: &mut PreconditionReport, stop
                 report.gc_runs = ftl.stats().gc_runs;
                 return false;
             }
-            ftl.write_untimed(Lpn(lpn), s.owner);
+            ftl.write_untimed(Lpn(lpn), s.owner, placed.of(s.owner));
         }
         report.units_filled += u64::from(s.len);
     }
@@ -310,7 +335,7 @@ impl<'a> Uniform<'a> {
         Uniform { filled, cum, total, batch: Vec::with_capacity(BATCH as usize), lpns: Vec::with_capacity(BATCH as usize) }
     }
 
-    fn write(&mut self, ftl: &mut Ftl, n: u64, rng: &mut SimRng) -> u64 {
+    fn write(&mut self, ftl: &mut Ftl, n: u64, rng: &mut SimRng, placed: Placed) -> u64 {
         self.batch.clear();
         for _ in 0..n {
             let r = rng.random_range(0..self.total);
@@ -323,7 +348,7 @@ impl<'a> Uniform<'a> {
         self.lpns.extend(self.batch.iter().map(|b| b.0));
         ftl.warm_for_writes(&self.lpns);
         for &(lpn, owner) in &self.batch {
-            ftl.write_untimed(Lpn(lpn), owner);
+            ftl.write_untimed(Lpn(lpn), owner, placed.of(owner));
         }
         n
     }
@@ -375,7 +400,7 @@ impl<'w, 'a> Turns<'w, 'a> {
 
     /// Writes whole requests of the current turns until about `n` units are written; 0 once no
     /// tenant has anything left to write.
-    fn write(&mut self, ftl: &mut Ftl, n: u64) -> u64 {
+    fn write(&mut self, ftl: &mut Ftl, n: u64, placed: Placed) -> u64 {
         let mut written = 0u64;
         while written < n && !self.seats.is_empty() {
             let t = self.turn;
@@ -393,7 +418,7 @@ impl<'w, 'a> Turns<'w, 'a> {
             self.lpns.extend((start..start + count).filter(|&l| ftl.lookup(Lpn(l)) != Loc::Unmapped));
             ftl.warm_for_writes(&self.lpns);
             for &l in &self.lpns {
-                ftl.write_untimed(Lpn(l), seat.writer.owner);
+                ftl.write_untimed(Lpn(l), seat.writer.owner, placed.of(seat.writer.owner));
             }
             let done = self.lpns.len() as u64;
             seat.barren = if done == 0 { seat.barren + 1 } else { 0 };
@@ -500,13 +525,18 @@ impl super::Device {
             })
             .collect();
         let mut rng = crate::engine::rng_for(seed, "precondition");
-        let report = precondition(ssd.ftl_mut(), spec, &segments, &mut writers, &mut rng, stop);
+        let placements = ssd.tenant_placements();
+        let report = precondition_placed(ssd.ftl_mut(), spec, &segments, &mut writers, &placements, &mut rng, stop);
         let planes = ssd.config().geometry.planes();
+        let count = ssd.ftl().placements().count() as u16;
         for p in (0..planes).map(crate::units::PlaneId) {
-            ssd.ftl_mut().pad_host_page(p);
+            for h in (0..count).map(Placement) {
+                ssd.ftl_mut().pad_host_page(p, h);
+            }
         }
         ssd.ftl_mut().reset_stats();
         ssd.reset_map_stats();
+        ssd.reset_placement_stats();
         report
     }
 }
@@ -536,7 +566,7 @@ mod tests {
             unit_bytes: 4096,
         };
         let logical = (g.total_units() as f64 / (1.0 + op)) as u64 / 4 * 4;
-        Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: None })
+        Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: None, placements: Default::default() })
             .unwrap()
     }
 
@@ -621,7 +651,7 @@ mod tests {
         let mut turns = Turns::new(&mut writers);
         let mut written = 0;
         while written < r.units_filled {
-            written += turns.write(&mut f, BATCH);
+            written += turns.write(&mut f, BATCH, Placed(&[]));
         }
         let s = f.stats();
         let waf = (s.host_units_programmed + s.gc_units_programmed) as f64 / s.host_units_programmed as f64;

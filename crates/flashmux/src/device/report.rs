@@ -15,7 +15,8 @@ use super::precondition::PreconditionReport;
 use super::{Backend, Device, Ssd, SsdStats, TenantDeviceStats};
 use crate::ftl::{FtlStats, MapStats, MappingConfig, PeriodRecord};
 use serde::Serialize;
-use crate::units::{SimTime, TenantId};
+use super::PlacementMode;
+use crate::units::{Placement, SimTime, TenantId};
 
 /// The device's report in `results.json` (`flashmux.device`).
 #[derive(Clone, Debug, Serialize)]
@@ -45,6 +46,60 @@ pub struct DeviceResult {
     /// only when not zero.
     #[serde(skip_serializing_if = "is_zero")]
     pub flushes: u64,
+    /// The drive's data placement (FDP, Streams), when it offers one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<PlacementReport>,
+}
+
+/// What a drive with data placement reports: FDP's statistics log page (host and media bytes
+/// written, media bytes erased), its events, and per placement (FDP reclaim unit handle or
+/// stream) the host's writes and the GC they caused and suffered.
+///
+/// Worked example: a handle's host wrote 1,000 units and GC moved 250 of its units: its WAF is
+/// 1,250 / 1,000 = 1.25; `gc_moves[c][m]` counts the units of placement *m*'s data GC copied in
+/// planes placement *c*'s writes pushed to their GC threshold, so a noisy handle's row says how
+/// much of the others' data its writes made GC move.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlacementReport {
+    /// `fdp` or `streams`.
+    pub kind: String,
+    /// FDP's Host Bytes with Metadata Written: the bytes of the host's write commands.
+    pub host_bytes_written: u64,
+    /// FDP's Media Bytes with Metadata Written: every unit programmed (host, GC, padding,
+    /// translation pages).
+    pub media_bytes_written: u64,
+    /// FDP's Media Bytes Erased.
+    pub media_bytes_erased: u64,
+    /// Media ÷ host bytes written (FDP's write amplification); `None` before any host write.
+    pub waf: Option<f64>,
+    pub events: crate::device::PlacementEvents,
+    /// FDP's Media Reallocated event (80h), in units: initially isolated handles' data GC moved.
+    pub media_reallocated_units: u64,
+    pub placements: Vec<PlacementStat>,
+    /// `gc_moves[c][m]`: units of placement m's data GC moved in planes placement c's writes
+    /// pushed to GC.
+    pub gc_moves: Vec<Vec<u64>>,
+}
+
+/// One placement's writes and GC.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlacementStat {
+    /// The FDP handle, or the stream resource (0: data without a stream).
+    pub placement: u16,
+    /// FDP: a persistently isolated handle.
+    pub persistent: bool,
+    /// Bytes the host wrote through it.
+    pub host_bytes: u64,
+    /// Units of its host data programmed.
+    pub host_units_programmed: u64,
+    /// Units of its data GC moved (suffered).
+    pub gc_units_moved: u64,
+    /// Units, of anyone's data, GC moved in planes its writes pushed to GC (caused).
+    pub gc_units_caused: u64,
+    /// Blocks (reclaim units in a plane) it filled.
+    pub blocks_filled: u64,
+    /// (host units + units GC moved) ÷ host units; `None` before any host unit.
+    pub waf: Option<f64>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -70,6 +125,8 @@ pub struct CmtReport {
 pub struct TenantDeviceReport {
     /// Units of the tenant's data that GC moved.
     pub gc_units_moved: u64,
+    /// Units, of anyone's data, that GC moved in planes the tenant's writes pushed to GC.
+    pub gc_units_caused: u64,
     /// Blocks' worth of the tenant's units that GC erased.
     pub gc_erases: f64,
     /// The tenant's translation counters.
@@ -110,6 +167,7 @@ impl Device {
                 write_buffer_hits: 0,
                 cmt: None,
                 flushes: self.flushes_completed(),
+                placement: None,
             },
         }
     }
@@ -193,13 +251,64 @@ impl Ssd {
                 }),
             },
             flushes,
+            placement: self.placement_report(),
         }
+    }
+
+    fn placement_report(&self) -> Option<PlacementReport> {
+        let mode = self.placement_mode();
+        let kind = match mode {
+            PlacementMode::None => return None,
+            PlacementMode::Fdp { .. } => "fdp",
+            PlacementMode::Streams { .. } => "streams",
+        };
+        let f = self.ftl();
+        let s = f.stats();
+        let g = &self.config().geometry;
+        let unit = g.unit_bytes as u64;
+        let n = f.placements().count();
+        let media = (s.host_units_programmed + s.gc_units_programmed + s.padding_units_programmed + s.map_units_programmed) * unit;
+        let placements: Vec<PlacementStat> = (0..n as u16)
+            .map(Placement)
+            .map(|p| {
+                let pg = f.placement_gc(p);
+                PlacementStat {
+                    placement: p.0,
+                    persistent: f.placements().is_persistent(p),
+                    host_bytes: self.placement_host_bytes(p),
+                    host_units_programmed: pg.host_units,
+                    gc_units_moved: pg.units_moved,
+                    gc_units_caused: pg.caused_units_moved,
+                    blocks_filled: pg.blocks_filled,
+                    waf: (pg.host_units > 0).then(|| (pg.host_units + pg.units_moved) as f64 / pg.host_units as f64),
+                }
+            })
+            .collect();
+        let host: u64 = placements.iter().map(|p| p.host_bytes).sum();
+        let reallocated = match mode {
+            PlacementMode::Fdp { .. } => placements.iter().filter(|p| !p.persistent).map(|p| p.gc_units_moved).sum(),
+            _ => 0,
+        };
+        Some(PlacementReport {
+            kind: kind.into(),
+            host_bytes_written: host,
+            media_bytes_written: media,
+            media_bytes_erased: s.erases * g.units_per_block() as u64 * unit,
+            waf: (host > 0).then(|| media as f64 / host as f64),
+            events: self.placement_events(),
+            media_reallocated_units: reallocated,
+            placements,
+            gc_moves: (0..n as u16)
+                .map(|c| (0..n as u16).map(|m| f.gc_moves(Placement(c), Placement(m))).collect())
+                .collect(),
+        })
     }
 
     fn tenant_report(&self, tenant: TenantId) -> TenantDeviceReport {
         let g = self.ftl().tenant_gc(tenant);
         TenantDeviceReport {
             gc_units_moved: g.units_moved,
+            gc_units_caused: g.caused_units_moved,
             gc_erases: g.erased_units as f64 / self.ftl().units_per_block() as f64,
             map: self.map_stats(tenant),
             device: self.tenant_stats(tenant),

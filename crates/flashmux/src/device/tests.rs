@@ -77,7 +77,7 @@ impl Harness {
     fn submit(&mut self, op: IoOp, offset: u64, len: u64, tenant: u16) -> u32 {
         let req = self.next_req;
         self.next_req += 1;
-        let cmd = Command { req: ReqId(req), tenant: TenantId(tenant), op, offset, len, queue: QueueId((req % 2) as u16) };
+        let cmd = Command { req: ReqId(req), tenant: TenantId(tenant), op, offset, len, queue: QueueId((req % 2) as u16), dspec: 0 };
         self.dev.submit(self.now, cmd, &mut self.out);
         self.drain_out();
         req
@@ -130,7 +130,7 @@ fn arbitration_is_round_robin_over_queues() {
     // Queue 0 gets three commands, queue 1 one (the harness alternates by request number,
     // so submit through the device directly).
     let submit = |h: &mut Harness, req: u32, q: u16| {
-        let cmd = Command { req: ReqId(req), tenant: TenantId(0), op: IoOp::Read, offset: 0, len: 4096, queue: QueueId(q) };
+        let cmd = Command { req: ReqId(req), tenant: TenantId(0), op: IoOp::Read, offset: 0, len: 4096, queue: QueueId(q), dspec: 0 };
         h.dev.submit(h.now, cmd, &mut h.out);
         h.drain_out();
     };

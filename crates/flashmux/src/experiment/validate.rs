@@ -262,6 +262,7 @@ pub fn analytic(op: f64) -> AnalyticRow {
         victim_policy: VictimPolicy::Greedy,
         gc_threshold_blocks: 2,
         map_entries_per_page: None,
+        placements: Default::default(),
     };
     let mut ftl = Ftl::new(&geo, params).expect("a valid test drive");
     let segs = owner_segments(logical as u32, &[(0, logical as u32, 0)]);

@@ -47,7 +47,7 @@ mod victim;
 use super::buckets::ValidBuckets;
 use crate::engine::{prefetch, SimRng};
 use crate::flash::Geometry;
-use crate::units::{BufferSlot, Lpn, MapPage, PlaneId, Ppa, TenantId};
+use crate::units::{BufferSlot, Lpn, MapPage, Placement, PlaneId, Ppa, TenantId};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -103,6 +103,37 @@ pub struct FtlParams {
     /// DFTL: the L2P table itself is stored on flash in translation pages of this many entries
     /// (one flash page each). `None`: the whole table lives in controller DRAM.
     pub map_entries_per_page: Option<u32>,
+    /// The host write placements (FDP handles, Streams): one by default.
+    pub placements: Placements,
+}
+
+/// The placements a drive keeps apart (`ftl/core/alloc.rs`): each has its own open host block
+/// in every plane; a *persistent* one (an FDP persistently isolated handle) also has its own GC
+/// block, so GC never mixes its data with another placement's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Placements {
+    /// Per placement: GC keeps its data apart. Empty: one placement (no data placement).
+    pub persistent: Vec<bool>,
+}
+
+impl Placements {
+    /// The most placements a drive keeps apart (a unit's placement is one byte).
+    pub const MAX: usize = 256;
+
+    /// `n` placements, none persistent.
+    pub fn shared(n: usize) -> Placements {
+        Placements { persistent: if n > 1 { vec![false; n] } else { Vec::new() } }
+    }
+    pub fn count(&self) -> usize {
+        self.persistent.len().max(1)
+    }
+    pub fn is_persistent(&self, p: Placement) -> bool {
+        self.persistent.get(p.index()).copied().unwrap_or(false)
+    }
+    /// Open blocks per plane beyond the one host and one GC block every drive has.
+    fn extra_open_blocks(&self) -> u32 {
+        (self.count() - 1) as u32 + self.persistent.iter().filter(|&&p| p).count() as u32
+    }
 }
 
 impl FtlParams {
@@ -126,10 +157,28 @@ pub struct GcJob {
 /// GC work attributed to one tenant through the ownership ledger.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct TenantGc {
-    /// Valid units GC copied that this tenant had written.
+    /// Valid units GC copied that this tenant had written (the GC it suffered).
     pub units_moved: u64,
     /// Units of erased blocks this tenant had written (divide by units per block for erases).
     pub erased_units: u64,
+    /// Valid units GC copied — anyone's — while cleaning a plane this tenant's write pushed to
+    /// its GC threshold (the GC it caused: the write that opened a block and so started GC).
+    #[serde(default)]
+    pub caused_units_moved: u64,
+}
+
+/// Host writes and GC of one placement (FDP handle or stream).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct PlacementGc {
+    /// Units of host data programmed through this placement.
+    pub host_units: u64,
+    /// Valid units of this placement's data GC copied (suffered).
+    pub units_moved: u64,
+    /// Valid units GC copied — of any placement — while cleaning a plane this placement's
+    /// write pushed to its GC threshold (caused).
+    pub caused_units_moved: u64,
+    /// Open blocks (reclaim units) this placement filled and closed.
+    pub blocks_filled: u64,
 }
 
 /// Drive-wide FTL counters.
@@ -167,26 +216,45 @@ struct Block {
     last_write_seq: u64,
     /// Holds translation pages (DFTL keeps them in their own blocks).
     map: bool,
+    /// The placement whose data the block holds; `MIXED` for the shared GC block, which holds
+    /// what GC moved of every non-persistent placement.
+    placement: u16,
 }
+
+/// `Block::placement` of a block that may hold several placements' data.
+const MIXED: u16 = u16::MAX;
 
 #[derive(Clone, Debug, Default)]
 struct Plane {
     free: VecDeque<u32>,
-    user_active: Option<u32>,
+    /// The open host block of each placement.
+    host_open: Vec<Option<u32>>,
     gc_active: Option<u32>,
+    /// The open GC block of each persistent placement (`None` for the others).
+    placement_gc: Vec<Option<u32>>,
     /// Open block for translation pages written by map flushes.
     map_active: Option<u32>,
     /// Open block for translation pages GC copies (apart from `map_active`, as GC's data copies
     /// are apart from host writes, so GC never fills the block a map flush just opened).
     map_gc_active: Option<u32>,
     erasing: u32,
+    /// The placement and tenant of the write that last opened a block here, whose GC then is
+    /// theirs (`NO_CAUSE` / `MAP_OWNER` for a map flush).
+    cause: (u16, u16),
 }
+
+/// `Plane::cause`'s placement when a translation-page write started GC.
+const NO_CAUSE: u16 = u16::MAX;
 
 /// Which open block of a plane a write goes to (see [`Ftl::open_block`], the placement seam).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Stream {
-    Host,
+    /// Host data of a placement.
+    Host(Placement),
+    /// What GC moves of the non-persistent placements' data.
     Gc,
+    /// What GC moves of a persistent placement's data.
+    PlacementGc(Placement),
     /// Translation pages written by map flushes: like host writes, they leave GC's reserve alone.
     Map,
     /// Translation pages copied by GC: into their own translation block, allowed to use the
@@ -198,8 +266,8 @@ impl Stream {
     /// Free blocks this stream must leave for others when it opens a block.
     fn reserve(self) -> usize {
         match self {
-            Stream::Host | Stream::Map => GC_RESERVE_BLOCKS,
-            Stream::Gc | Stream::MapGc => 0,
+            Stream::Host(_) | Stream::Map => GC_RESERVE_BLOCKS,
+            Stream::Gc | Stream::PlacementGc(_) | Stream::MapGc => 0,
         }
     }
 }
@@ -228,6 +296,13 @@ pub struct Ftl {
     stats: FtlStats,
     tenant_gc: Vec<TenantGc>,
     unowned_gc: TenantGc,
+    /// Per placement: host writes and GC.
+    placement_gc: Vec<PlacementGc>,
+    /// GC moves by cause and victim: entry `cause × placements + moved` counts units of
+    /// placement `moved`'s data GC copied in planes placement `cause` pushed to GC.
+    gc_moves: Vec<u64>,
+    /// Each physical unit's placement (empty with one placement: all 0).
+    unit_placement: Vec<u8>,
     pending_gc: VecDeque<GcJob>,
     /// Reused by `relocate`: (physical unit, logical page, owner) of a victim's valid units.
     gc_scratch: Vec<(u32, u32, u16)>,
@@ -257,11 +332,14 @@ pub enum FtlError {
     #[error(
         "over-provisioning too low for garbage collection to make progress: each plane holds up to \
          {logical_blocks} blocks of logical data{} in {blocks} blocks, but GC needs {needed} spare blocks \
-         (threshold {threshold} + 3 for the open blocks and GC's reserve{})",
+         (threshold {threshold} + 3 for the open blocks and GC's reserve{}{})",
         if *.dftl { " and translation pages" } else { "" },
-        if *.dftl { " + 2 open translation blocks" } else { "" }
+        if *.dftl { " + 2 open translation blocks" } else { "" },
+        if *.placements > 0 { format!(" + {} open blocks of the further placements", .placements) } else { String::new() }
     )]
-    OverprovisioningTooLow { logical_blocks: u64, blocks: u32, needed: u32, threshold: u32, dftl: bool },
+    OverprovisioningTooLow { logical_blocks: u64, blocks: u32, needed: u32, threshold: u32, dftl: bool, placements: u32 },
+    #[error("{0} data placements: the drive keeps at most 256 apart")]
+    TooManyPlacements(usize),
     #[error("the logical space is empty")]
     NoLogicalSpace,
     #[error("the drive has 2^31 or more mapping units: use a larger unit size")]
@@ -284,9 +362,13 @@ impl Ftl {
         let map_pages = params.map_pages() as u64;
         let max_plane_units = (stripes.div_ceil(geo.planes() as u64) + map_pages.div_ceil(geo.planes() as u64)) * upp;
         let logical_blocks = max_plane_units.div_ceil(geo.units_per_block() as u64);
-        // Threshold, the open host and GC blocks, GC's reserve; and the two open translation
-        // blocks (map flushes, GC's copies) with DFTL.
-        let needed = params.gc_threshold_blocks + 3 + 2 * (map_pages > 0) as u32;
+        if params.placements.count() > Placements::MAX {
+            return Err(FtlError::TooManyPlacements(params.placements.count()));
+        }
+        // Threshold, the open host and GC blocks, GC's reserve; the two open translation
+        // blocks (map flushes, GC's copies) with DFTL; each further placement's open blocks.
+        let placements = params.placements.extra_open_blocks();
+        let needed = params.gc_threshold_blocks + 3 + 2 * (map_pages > 0) as u32 + placements;
         if logical_blocks + needed as u64 > geo.blocks_per_plane as u64 {
             return Err(FtlError::OverprovisioningTooLow {
                 logical_blocks,
@@ -294,6 +376,7 @@ impl Ftl {
                 needed,
                 threshold: params.gc_threshold_blocks,
                 dftl: map_pages > 0,
+                placements,
             });
         }
         Ok(())
@@ -309,12 +392,15 @@ impl Ftl {
         let total_units = geo.total_units() as usize;
         let nblocks = geo.blocks() as usize;
         let blocks = vec![
-            Block { state: BlockState::Free, valid: 0, written: 0, erase_count: 0, last_write_seq: 0, map: false };
+            Block { state: BlockState::Free, valid: 0, written: 0, erase_count: 0, last_write_seq: 0, map: false, placement: 0 };
             nblocks
         ];
+        let n = params.placements.count();
         let planes_v = (0..planes)
             .map(|p| Plane {
                 free: (p * geo.blocks_per_plane..(p + 1) * geo.blocks_per_plane).collect(),
+                host_open: vec![None; n],
+                placement_gc: vec![None; n],
                 ..Plane::default()
             })
             .collect();
@@ -337,6 +423,9 @@ impl Ftl {
             stats: FtlStats::default(),
             tenant_gc: Vec::new(),
             unowned_gc: TenantGc::default(),
+            placement_gc: vec![PlacementGc::default(); n],
+            gc_moves: vec![0; n * n],
+            unit_placement: if n > 1 { vec![0; total_units] } else { Vec::new() },
             pending_gc: VecDeque::new(),
             gc_scratch: Vec::new(),
             map_entries: params.map_entries_per_page.unwrap_or(0),
@@ -379,12 +468,29 @@ impl Ftl {
     pub fn unowned_gc(&self) -> &TenantGc {
         &self.unowned_gc
     }
+    /// The placements this drive keeps apart.
+    pub fn placements(&self) -> &Placements {
+        &self.params.placements
+    }
+    /// Host writes and GC of placement `p`.
+    pub fn placement_gc(&self, p: Placement) -> &PlacementGc {
+        &self.placement_gc[p.index()]
+    }
+    /// Units of placement `moved`'s data GC copied in planes placement `cause` pushed to GC.
+    pub fn gc_moves(&self, cause: Placement, moved: Placement) -> u64 {
+        self.gc_moves[cause.index() * self.params.placements.count() + moved.index()]
+    }
+    /// The placement whose data physical unit `ppa` holds (0 with one placement).
+    pub fn placement_of(&self, ppa: Ppa) -> Placement {
+        Placement(self.unit_placement.get(ppa.index()).copied().unwrap_or(0) as u16)
+    }
     /// Bytes of the model's own mapping state (L2P, P2L, ownership ledger, block table).
     pub fn memory_bytes(&self) -> (u64, u64) {
         let l2p = (self.l2p.len() * 4) as u64;
         let other = (self.p2l.len() * 4
             + self.gtd.len() * 4
             + self.owner.len() * 2
+            + self.unit_placement.len()
             + self.blocks.len() * std::mem::size_of::<Block>()) as u64;
         (l2p, other)
     }
@@ -423,9 +529,9 @@ impl Ftl {
     }
 
     /// Writes `lpn` with no timing, as preconditioning does: GC runs and its erases complete at once.
-    pub fn write_untimed(&mut self, lpn: Lpn, owner: u16) {
+    pub fn write_untimed(&mut self, lpn: Lpn, owner: u16, placement: Placement) {
         let plane = self.plane_of(lpn);
-        self.program_host(plane, lpn, owner);
+        self.program_host(plane, lpn, owner, placement);
         while let Some(job) = self.pending_gc.pop_front() {
             self.finish_erase(job.victim);
         }
@@ -439,6 +545,8 @@ impl Ftl {
         self.tenant_gc.clear();
         self.unowned_gc = TenantGc::default();
         self.map_gc = TenantGc::default();
+        self.placement_gc.fill(PlacementGc::default());
+        self.gc_moves.fill(0);
     }
 
     /// Prefetches the table entries that writing `lpns` will touch (two steps: the L2P entries,

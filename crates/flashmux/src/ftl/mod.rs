@@ -13,7 +13,8 @@ mod core;
 mod mapping;
 
 pub use self::core::{
-    Ftl, FtlError, FtlParams, FtlStats, GcJob, Loc, StateError, TenantGc, VictimPolicy, MAP_OWNER, NO_OWNER,
+    Ftl, FtlError, FtlParams, FtlStats, GcJob, Loc, PlacementGc, Placements, StateError, TenantGc, VictimPolicy, MAP_OWNER,
+    NO_OWNER,
 };
 pub use cmt::{CmtConfig, CmtPolicy, CmtPolicyKind, CmtStats, Eviction, PeriodRecord};
 pub use mapping::{FullMap, MapStats, MappingConfig, MappingKind};

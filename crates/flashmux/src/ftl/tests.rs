@@ -1,8 +1,9 @@
 //! FTL tests against a reference model: a `BTreeMap` from logical page to the version last written.
 
 use super::*;
+use crate::ftl::Placements;
 use crate::flash::Geometry;
-use crate::units::{Lpn, MapPage, TenantId};
+use crate::units::{Lpn, MapPage, Placement, TenantId};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -23,14 +24,14 @@ fn ftl(units_per_page: u32, policy: VictimPolicy) -> Ftl {
     let g = geo(units_per_page);
     // 4 planes × 16 blocks × 4 pages × upp units; keep 5 blocks per plane spare.
     let logical = 4 * 11 * 4 * units_per_page as u64;
-    Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2, map_entries_per_page: None }).unwrap()
+    Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2, map_entries_per_page: None, placements: Default::default() }).unwrap()
 }
 
 /// A DFTL drive: 8 blocks of data per plane and translation pages of 32 entries (1 per plane).
 fn dftl(units_per_page: u32, policy: VictimPolicy) -> Ftl {
     let g = geo(units_per_page);
     let logical = 4 * 8 * 4 * units_per_page as u64;
-    Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2, map_entries_per_page: Some(32) })
+    Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2, map_entries_per_page: Some(32), placements: Default::default() })
         .unwrap()
 }
 
@@ -56,16 +57,19 @@ impl Lagged {
         self.drain();
     }
     fn write(&mut self, lpn: Lpn, owner: u16) {
+        self.write_placed(lpn, owner, Placement(0));
+    }
+    fn write_placed(&mut self, lpn: Lpn, owner: u16, placement: Placement) {
         let plane = self.ftl.plane_of(lpn);
         let mut spins = 0;
-        while !self.ftl.can_program_host(plane, 1) {
+        while !self.ftl.can_program_host(plane, placement, 1) {
             let job = self.queued.pop_front().expect("host blocked with no erase pending: deadlock");
             self.ftl.finish_erase(job.victim);
             self.drain();
             spins += 1;
             assert!(spins < 1000);
         }
-        self.ftl.program_host(plane, lpn, owner);
+        self.ftl.program_host(plane, lpn, owner, placement);
         self.drain();
         while self.queued.len() > self.lag {
             let job = self.queued.pop_front().unwrap();
@@ -150,6 +154,130 @@ proptest! {
     }
 }
 
+/// A drive with three placements, those in `persistent` kept apart by GC too: 6 blocks of
+/// data per plane, room for the further placements' open blocks.
+fn placed(units_per_page: u32, persistent: [bool; 3]) -> Ftl {
+    let g = geo(units_per_page);
+    let logical = 4 * 6 * 4 * units_per_page as u64;
+    let params = FtlParams {
+        logical_units: logical,
+        victim_policy: VictimPolicy::Greedy,
+        gc_threshold_blocks: 2,
+        map_entries_per_page: None,
+        placements: Placements { persistent: persistent.to_vec() },
+    };
+    Ftl::new(&g, params).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// With placements (FDP handles, streams): every logical page resolves to its latest write
+    /// through any mix of writes across placements, trims and GC; the unit it lives in carries
+    /// the placement it was written through; a persistent placement's data never shares a block
+    /// with another's (checked unit by unit by `check_invariants`); each placement's valid units
+    /// are the pages last written through it; and the ledger adds up: every unit GC moved is
+    /// charged to one placement (suffered) and, from host writes, to the placement whose write
+    /// started the GC (caused), and to tenants alike.
+    #[test]
+    fn matches_reference_map_with_placements(
+        upp in 1u32..=2,
+        lag in 0usize..4,
+        persistent in any::<[bool; 3]>(),
+        ops in proptest::collection::vec(
+            prop_oneof![
+                8 => (0..4u32 * 6 * 4 * 2, 0u16..3, 0u16..3).prop_map(|(l, t, h)| (l, Some((t, h)))),
+                1 => (0..4u32 * 6 * 4 * 2).prop_map(|l| (l, None)),
+            ],
+            1..3000,
+        ),
+    ) {
+        let mut f = Lagged { ftl: placed(upp, persistent), queued: Default::default(), lag };
+        let logical = f.ftl.logical_units() as u32;
+        let mut reference: BTreeMap<u32, (u16, u16)> = BTreeMap::new();
+        for &(l, op) in &ops {
+            if l >= logical {
+                continue;
+            }
+            match op {
+                Some((t, h)) => {
+                    f.write_placed(Lpn(l), t, Placement(h));
+                    reference.insert(l, (t, h));
+                }
+                None => {
+                    f.ftl.unmap(Lpn(l));
+                    reference.remove(&l);
+                }
+            }
+        }
+        f.ftl.check_invariants();
+        let mut valid = [0u64; 3];
+        for l in 0..logical {
+            match (f.ftl.lookup(Lpn(l)), reference.get(&l)) {
+                (Loc::Unmapped, None) => {}
+                (Loc::Flash(ppa), Some(&(owner, h))) => {
+                    prop_assert_eq!(f.ftl.owner_of(ppa), owner);
+                    prop_assert_eq!(f.ftl.placement_of(ppa), Placement(h));
+                    valid[h as usize] += 1;
+                }
+                (got, want) => prop_assert!(false, "lpn {}: ftl {:?}, reference {:?}", l, got, want),
+            }
+        }
+        for h in 0..3u16 {
+            let want = reference.values().filter(|&&(_, p)| p == h).count() as u64;
+            prop_assert_eq!(valid[h as usize], want, "placement {}'s valid units", h);
+        }
+        let s = f.ftl.stats().clone();
+        let p = |h: u16| f.ftl.placement_gc(Placement(h)).clone();
+        prop_assert_eq!((0..3).map(|h| p(h).host_units).sum::<u64>(), s.host_units_programmed);
+        prop_assert_eq!((0..3).map(|h| p(h).units_moved).sum::<u64>(), s.gc_units_programmed);
+        prop_assert_eq!((0..3).map(|h| p(h).caused_units_moved).sum::<u64>(), s.gc_units_programmed);
+        let matrix: u64 = (0..3).flat_map(|c| (0..3).map(move |m| (c, m))).map(|(c, m)| f.ftl.gc_moves(Placement(c), Placement(m))).sum();
+        prop_assert_eq!(matrix, s.gc_units_programmed);
+        for m in 0..3u16 {
+            let column: u64 = (0..3).map(|c| f.ftl.gc_moves(Placement(c), Placement(m))).sum();
+            prop_assert_eq!(column, p(m).units_moved);
+        }
+        let tenants = |get: fn(&crate::ftl::TenantGc) -> u64| (0..3).map(|t| get(&f.ftl.tenant_gc(TenantId(t)))).sum::<u64>();
+        prop_assert_eq!(tenants(|g| g.caused_units_moved), s.gc_units_programmed);
+        prop_assert_eq!(tenants(|g| g.units_moved), s.gc_units_programmed);
+    }
+}
+
+/// A persistent placement's data moved by GC stays in blocks of its own: placements 0 and 1
+/// (persistent) share every plane; placement 0 takes 90% of the overwrites, placement 1 the
+/// rest, so GC cleans blocks of both — much of placement 1's moved by GC that placement 0's
+/// writes started — and no unit of placement 1 ever lands in a block with another's
+/// (`check_invariants` checks each unit against its block, after every phase).
+#[test]
+fn a_persistent_placement_s_gc_copies_stay_in_its_own_blocks() {
+    let mut f = Lagged { ftl: placed(1, [false, true, false]), queued: Default::default(), lag: 2 };
+    let logical = f.ftl.logical_units() as u32;
+    // Every plane (of 4, a unit a page) gets both placements' data: stripes of 4 alternate.
+    let placement_of = |l: u32| (l / 4 % 2) as u16;
+    for l in 0..logical {
+        f.write_placed(Lpn(l), placement_of(l), Placement(placement_of(l)));
+    }
+    let mut x: u64 = 99;
+    for round in 0..8 {
+        for _ in 0..logical {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let h = u32::from(x % 10 == 0);
+            let l = (x >> 8) as u32 % (logical / 8) * 8 + 4 * h + (x >> 40) as u32 % 4;
+            f.write_placed(Lpn(l), h as u16, Placement(h as u16));
+        }
+        f.ftl.check_invariants();
+        assert!(round < 7 || f.ftl.placement_gc(Placement(1)).units_moved > 0);
+    }
+    assert!(f.ftl.gc_moves(Placement(0), Placement(1)) > 0, "placement 0's writes started GC that moved placement 1's data");
+    for l in (0..logical).filter(|&l| placement_of(l) == 1) {
+        let Loc::Flash(ppa) = f.ftl.lookup(Lpn(l)) else { panic!("lpn {l} lost") };
+        assert_eq!(f.ftl.placement_of(ppa), Placement(1));
+    }
+}
+
 #[test]
 fn full_drive_overwritten_ten_times_never_deadlocks() {
     for (upp, map) in [(1, false), (2, false), (1, true), (2, true)] {
@@ -185,7 +313,7 @@ fn greedy_picks_the_emptiest_block_and_moves_only_valid_data() {
     let mut f = ftl(1, VictimPolicy::Greedy);
     let logical = f.logical_units() as u32;
     for l in 0..logical {
-        f.write_untimed(Lpn(l), 0);
+        f.write_untimed(Lpn(l), 0, Placement(0));
     }
     let before = f.stats().clone();
     assert_eq!(before.gc_units_programmed, 0, "no GC on a first fill");
@@ -193,11 +321,11 @@ fn greedy_picks_the_emptiest_block_and_moves_only_valid_data() {
     // GC then frees it without copying anything.
     let plane0: Vec<u32> = (0..logical).filter(|&l| f.plane_of(Lpn(l)) == crate::units::PlaneId(0)).collect();
     for &l in plane0.iter().take(4) {
-        f.write_untimed(Lpn(l), 1);
+        f.write_untimed(Lpn(l), 1, Placement(0));
     }
     for _ in 0..3 {
         for &l in plane0.iter().take(4) {
-            f.write_untimed(Lpn(l), 1);
+            f.write_untimed(Lpn(l), 1, Placement(0));
         }
     }
     let after = f.stats();
@@ -213,11 +341,11 @@ fn gc_attribution_follows_the_ledger() {
     let mut f = ftl(1, VictimPolicy::Greedy);
     let logical = f.logical_units() as u32;
     for l in 0..logical {
-        f.write_untimed(Lpn(l), 0);
+        f.write_untimed(Lpn(l), 0, Placement(0));
     }
     for round in 0..40 {
         for l in 0..16 {
-            f.write_untimed(Lpn((l * 7 + round) % logical), 1);
+            f.write_untimed(Lpn((l * 7 + round) % logical), 1, Placement(0));
         }
     }
     let t0 = f.tenant_gc(TenantId(0));
@@ -236,14 +364,14 @@ fn gc_attribution_follows_the_ledger() {
 fn rejects_overprovisioning_too_low_for_gc() {
     let g = geo(1);
     let all = g.total_units();
-    let err = Ftl::new(&g, FtlParams { logical_units: all, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: None })
+    let err = Ftl::new(&g, FtlParams { logical_units: all, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: None, placements: Default::default() })
         .err()
         .unwrap();
     assert!(matches!(err, FtlError::OverprovisioningTooLow { .. }));
     // The facts only: which settings can fix it depends on the scenario (config/schema.rs).
     assert!(err.to_string().ends_with("but GC needs 5 spare blocks (threshold 2 + 3 for the open blocks and GC's reserve)"), "{err}");
     // With DFTL the two open translation blocks are needed too, and the message adds up.
-    let dftl = FtlParams { logical_units: all, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: Some(1024) };
+    let dftl = FtlParams { logical_units: all, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: Some(1024), placements: Default::default() };
     let err = Ftl::new(&g, dftl).err().unwrap().to_string();
     assert!(
         err.contains("blocks of logical data and translation pages")
@@ -259,7 +387,7 @@ fn trim_and_buffer_states() {
     f.set_buffered(Lpn(3), crate::units::BufferSlot(17));
     assert_eq!(f.lookup(Lpn(3)), Loc::Buffer(crate::units::BufferSlot(17)));
     let plane = f.plane_of(Lpn(3));
-    let ppa = f.program_host(plane, Lpn(3), 2);
+    let ppa = f.program_host(plane, Lpn(3), 2, Placement(0));
     assert_eq!(f.lookup(Lpn(3)), Loc::Flash(ppa));
     assert_eq!(f.owner_of(ppa), 2);
     // Rewriting into the buffer invalidates the flash copy.
@@ -303,14 +431,14 @@ fn translation_pages_live_in_their_own_blocks_and_move_with_gc() {
         x ^= x << 17;
         let lpn = Lpn((x % logical as u64) as u32);
         let plane = f.ftl.plane_of(lpn);
-        while !f.ftl.can_program_host(plane, 1) {
+        while !f.ftl.can_program_host(plane, Placement(0), 1) {
             let job = f.queued.pop_front().expect("erase pending");
             f.ftl.finish_erase(job.victim);
             while let Some(j) = f.ftl.take_gc_job() {
                 f.queued.push_back(j);
             }
         }
-        f.ftl.program_host(plane, lpn, 0);
+        f.ftl.program_host(plane, lpn, 0, Placement(0));
         while let Some(j) = f.ftl.take_gc_job() {
             f.queued.push_back(j);
         }

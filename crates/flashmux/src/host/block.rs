@@ -68,6 +68,8 @@ pub struct BlockReq {
     pub len: u64,
     /// The host hardware thread it was submitted from, when the CPU model knows it.
     pub cpu: Option<u16>,
+    /// A write's data placement directive (0: none).
+    pub dspec: u16,
 }
 
 /// Where a request the block layer holds stands.
@@ -254,7 +256,7 @@ impl BlockLayer {
         self.inflight += 1;
         debug_assert!(self.inflight <= self.depth);
         let s = slot.req;
-        Command { req: r, tenant: s.tenant, op: s.op, offset: s.offset, len: s.bytes, queue: slot.queue }
+        Command { req: r, tenant: s.tenant, op: s.op, offset: s.offset, len: s.bytes, queue: slot.queue, dspec: s.dspec }
     }
 
     /// Request `r` completed at the device at `now`: its tag is freed and the scheduler told
@@ -363,7 +365,7 @@ impl BlockLayer {
 }
 
 fn sched_req(r: &BlockReq) -> SchedReq {
-    SchedReq { id: r.id, tenant: r.tenant, op: r.op, offset: r.offset, bytes: r.len, update: false }
+    SchedReq { id: r.id, tenant: r.tenant, op: r.op, offset: r.offset, bytes: r.len, update: false, dspec: r.dspec }
 }
 
 #[cfg(test)]

@@ -142,14 +142,15 @@ pub struct Merged {
     pub len: u64,
 }
 
-/// An index key: tenant, direction (0 read, 1 write), the offset (end or start), the request.
-type Key = (u16, u8, u64, u32);
+/// An index key: tenant, class (direction and placement directive: [`class_of`]), the offset
+/// (end or start), the request.
+type Key = (u16, u32, u64, u32);
 
 #[derive(Clone, Copy, Default)]
 struct Range {
     indexed: bool,
     tenant: u16,
-    dir: u8,
+    dir: u32,
     offset: u64,
     len: u64,
 }
@@ -165,12 +166,16 @@ pub struct Elevator {
     stats: Vec<MergeStats>,
 }
 
-fn dir_of(op: IoOp) -> Option<u8> {
-    match op {
-        IoOp::Read => Some(0),
-        IoOp::Write => Some(1),
-        _ => None,
-    }
+/// What must agree for two requests to merge, besides the tenant and adjacency: the direction
+/// (reads with reads, writes with writes) and the data placement directive (as Linux merges
+/// only bios of the same write hint, `blk_rq_merge_ok`). `None`: never merged (flush, trim).
+fn class_of(op: IoOp, dspec: u16) -> Option<u32> {
+    let dir = match op {
+        IoOp::Read => 0,
+        IoOp::Write => 1,
+        _ => return None,
+    };
+    Some(dir | (dspec as u32) << 1)
 }
 
 impl Elevator {
@@ -191,7 +196,7 @@ impl Elevator {
 
     /// The merge `r` would make, without making it.
     fn candidate(&self, r: &SchedReq) -> Option<Merged> {
-        let dir = dir_of(r.op)?;
+        let dir = class_of(r.op, r.dspec)?;
         if self.cfg.nomerges >= 2 {
             return None;
         }
@@ -266,7 +271,7 @@ impl Elevator {
     }
 
     fn insert(&mut self, r: &SchedReq) {
-        let Some(dir) = dir_of(r.op) else { return };
+        let Some(dir) = class_of(r.op, r.dspec) else { return };
         if self.cfg.nomerges >= 2 {
             return;
         }
@@ -331,7 +336,7 @@ mod tests {
     const K: u64 = 1024;
 
     fn req(id: u32, t: u16, op: IoOp, offset: u64, bytes: u64) -> SchedReq {
-        SchedReq { id: ReqId(id), tenant: TenantId(t), op, offset, bytes, update: false }
+        SchedReq { id: ReqId(id), tenant: TenantId(t), op, offset, bytes, update: false, dspec: 0 }
     }
 
     fn elevator(nomerges: u8) -> Elevator {

@@ -184,8 +184,12 @@ pub struct TenantResult {
     /// Longest runtime among its jobs.
     pub runtime_ns: u64,
     pub io: IoStats,
-    /// Valid mapping units GC copied that this tenant had written (the ownership ledger).
+    /// Valid mapping units GC copied that this tenant had written (the ownership ledger): the
+    /// GC it suffered.
     pub gc_units_moved: u64,
+    /// Valid mapping units GC copied, of anyone's data, in planes this tenant's writes pushed to
+    /// their GC threshold: the GC it caused.
+    pub gc_units_caused: u64,
     /// Block erases attributed to the tenant (its share of each erased block's units).
     pub gc_erases: f64,
     pub map: MapStats,

@@ -269,6 +269,7 @@ fn tenant_json(r: &RunResults, t: &TenantResult, gc_total: u64) -> Value {
         );
     }
     o.insert("gc_pages_moved".into(), json!(t.gc_units_moved));
+    o.insert("gc_pages_caused".into(), json!(t.gc_units_caused));
     o.insert("gc_share".into(), json!(ratio(t.gc_units_moved as f64, gc_total as f64)));
     o.insert("gc_erases".into(), json!(t.gc_erases));
     o.insert(

@@ -149,6 +149,7 @@ pub(crate) mod test_fixture {
                 runtime_ns: src.iter().map(|j| j.runtime_ns).max().unwrap_or(0),
                 io,
                 gc_units_moved: gc,
+                gc_units_caused: gc,
                 gc_erases: gc as f64 / 64.0,
                 map: MapStats { lookups: 100, hits: 90, misses: 10, miss_ratio: 0.1, ..Default::default() },
                 device: TenantDeviceStats { write_units: 7, write_buffer_hits: 3, ..Default::default() },
@@ -202,6 +203,7 @@ pub(crate) mod test_fixture {
                 waf: Some(2.0),
                 unowned_gc_units_moved: 10,
                 cmt: None,
+                placement: None,
                 precondition: PreconditionReport {
                     state: Some(PreconditionState::Aged),
                     fill: 0.9,

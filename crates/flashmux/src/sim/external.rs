@@ -120,7 +120,7 @@ impl Simulator {
         }
         let j = self.work.tenant_jobs[io.tenant.index()][0];
         let (offset, len) = if io.op == IoOp::Flush { (0, 0) } else { (base + io.offset, io.len) };
-        self.work.jobs[j].push_external(IoReq { op: io.op, offset, len, tag: io.tag, call: None });
+        self.work.jobs[j].push_external(IoReq { op: io.op, offset, len, tag: io.tag, call: None, dspec: 0 });
         self.try_issue(JobId(j as u32));
         self.drain_machine();
         Ok(())

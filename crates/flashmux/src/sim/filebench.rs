@@ -188,7 +188,7 @@ impl Simulator {
         }
         let k = kernels.kernel_of(tenant);
         self.apply_kernel_out(k, out, false);
-        Some(IoReq { op, offset: call.offset, len: call.len, tag: 0, call: Some(FileCall { op: fop, file: Some(file) }) })
+        Some(IoReq { op, offset: call.offset, len: call.len, tag: 0, call: Some(FileCall { op: fop, file: Some(file) }), dspec: 0 })
     }
 
     /// Creates entry `e`'s file on tenant `t`'s filesystem now; `None` if it has no room.

@@ -53,11 +53,14 @@ pub struct IoReq {
     pub tag: u64,
     /// A Filebench thread's system call on a file (`offset` and `len` are the file's).
     pub call: Option<FileCall>,
+    /// A write's data placement directive (fio's `dataplacement`); 0: none (the tenant's
+    /// default placement, if any, applies).
+    pub dspec: u16,
 }
 
 impl IoReq {
     /// A sync: a flush of the device, no data.
-    const SYNC: IoReq = IoReq { op: IoOp::Flush, offset: 0, len: 0, tag: 0, call: None };
+    const SYNC: IoReq = IoReq { op: IoOp::Flush, offset: 0, len: 0, tag: 0, call: None, dspec: 0 };
 }
 
 /// The sync a job has in flight, if any.
@@ -455,7 +458,7 @@ impl JobRt {
         if io.dir == Dir::Write {
             self.count_write();
         }
-        Next::Io(IoReq { op: op_of(io.dir), offset: io.offset, len: io.len, tag: 0, call: None })
+        Next::Io(IoReq { op: op_of(io.dir), offset: io.offset, len: io.len, tag: 0, call: None, dspec: 0 })
     }
 
     /// A file operation engine's I/O, done as issued: in the job's I/Os and bytes (and its
@@ -491,7 +494,7 @@ impl JobRt {
             src.stats.record_issue(now.since(due));
         }
         self.count_issue();
-        Next::Io(IoReq { op: io.op, offset: io.offset, len: io.len, tag: 0, call: None })
+        Next::Io(IoReq { op: io.op, offset: io.offset, len: io.len, tag: 0, call: None, dspec: 0 })
     }
 
     /// One more I/O in flight, counted in fio's iodepth distribution.

@@ -102,6 +102,8 @@ struct Request {
     parent: Option<ReqId>,
     /// A request split into pieces: how many are still in flight (0 otherwise).
     pieces: u32,
+    /// A write's data placement directive: the job's, else its tenant's default (0: none).
+    dspec: u16,
 }
 
 /// How a batch of [`Simulator::run_for`] ended.
@@ -177,6 +179,8 @@ pub struct Simulator {
     external_done: Vec<external::ExternalDone>,
     /// Per tenant, its Filebench runner if it has one.
     filebench: Vec<Option<filebench::FbTenant>>,
+    /// Per tenant, its writes' default placement directive (0: none).
+    tenant_dspecs: Vec<u16>,
 }
 
 impl Simulator {
@@ -232,6 +236,7 @@ impl Simulator {
             check_every: None,
             external_done: Vec::new(),
             filebench: Vec::new(),
+            tenant_dspecs: tenant_dspecs(&scenario),
             scenario,
         };
         if let Some(cpu) = &sim.scenario.host.cpu {
@@ -577,7 +582,7 @@ impl Simulator {
                         self.maybe_finish_job(j);
                         return;
                     };
-                    self.issue(j, tenant, IoReq { op: IoOp::Flush, offset: first, len: 0, tag: 0, call: Some(call) });
+                    self.issue(j, tenant, IoReq { op: IoOp::Flush, offset: first, len: 0, tag: 0, call: Some(call), dspec: 0 });
                 }
                 job::Next::Pull(thread) => match self.filebench_next(j, tenant, thread) {
                     filebench::FbNext::Issue(io) => {
@@ -615,6 +620,7 @@ impl Simulator {
             plug_next: None,
             parent: None,
             pieces: 0,
+            dspec: self.dspec_of(tenant, io.op, io.dspec),
         });
         self.issued += 1;
         self.overlap.issued(tenant.index());
@@ -793,6 +799,7 @@ impl Simulator {
                 let joins = merge.nomerges < 2
                     && matches!(d.op, IoOp::Read | IoOp::Write)
                     && l.tenant == t
+                    && l.dspec == self.dspec_of(t, d.op, 0)
                     && l.op == d.op
                     && l.offset + l.len == offset
                     && l.len + len <= merge.max_bytes;
@@ -851,7 +858,18 @@ impl Simulator {
             plug_next: None,
             parent: None,
             pieces: 0,
+            dspec: self.dspec_of(d.tenant, d.op, 0),
         })
+    }
+
+    /// The placement directive a request of `tenant` carries: the job's own (`job`, fio's
+    /// `dataplacement`), else the tenant's default placement; only writes carry one.
+    fn dspec_of(&self, tenant: TenantId, op: IoOp, job: u16) -> u16 {
+        match op {
+            IoOp::Write if job != 0 => job,
+            IoOp::Write => self.tenant_dspecs.get(tenant.index()).copied().unwrap_or(0),
+            _ => 0,
+        }
     }
 
     /// A kernel's device request `r` completed, with those its plug merged into it.
@@ -882,7 +900,7 @@ impl Simulator {
         if req.op != IoOp::Flush {
             self.device.prefetch_hint(req.offset, false);
         }
-        let b = BlockReq { id: r, tenant: req.tenant, op: req.op, offset: req.offset, len: req.len, cpu: req.host_cpu };
+        let b = BlockReq { id: r, tenant: req.tenant, op: req.op, offset: req.offset, len: req.len, cpu: req.host_cpu, dspec: req.dspec };
         self.block.arrive(self.now, b, self.device.host_ftl());
         self.host_dispatch();
     }
@@ -1041,7 +1059,7 @@ impl Simulator {
             } else {
                 self.kernels_mut().job_unlink(tenant, j, first).unwrap_or_else(|e| panic!("kernel: {e}"))
             };
-            self.issue(j, tenant, IoReq { op: IoOp::Flush, offset: 0, len: 0, tag: 0, call: Some(call) });
+            self.issue(j, tenant, IoReq { op: IoOp::Flush, offset: 0, len: 0, tag: 0, call: Some(call), dspec: 0 });
             return;
         }
         if !job.can_finish() {
@@ -1134,7 +1152,17 @@ fn build_device(s: &Scenario) -> Result<Device, SimError> {
     if let crate::device::DeviceKind::Ssd(c) = &mut kind {
         c.seed = s.seed;
     }
-    Device::build(s.device.nvme.clone(), &kind, s.tenants.len()).map_err(|e| SimError::Device(e.to_string()))
+    let mut device =
+        Device::build(s.device.nvme.clone(), &kind, s.tenants.len()).map_err(|e| SimError::Device(e.to_string()))?;
+    if let crate::device::Backend::Ssd(ssd) = device.backend_mut() {
+        ssd.set_tenant_dspecs(tenant_dspecs(s));
+    }
+    Ok(device)
+}
+
+/// Each tenant's default placement directive, by tenant index (0: none).
+fn tenant_dspecs(s: &Scenario) -> Vec<u16> {
+    s.tenants.iter().map(|t| t.placement.unwrap_or(0)).collect()
 }
 
 /// Duration helper for callers that want the scenario's stop time as a fraction (progress bars).

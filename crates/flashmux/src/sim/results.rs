@@ -87,7 +87,7 @@ impl Simulator {
                     io.merge(&jobs[j].io);
                     runtime = runtime.max(jobs[j].runtime_ns);
                 }
-                let TenantDeviceReport { gc_units_moved, gc_erases, map, device: dev } =
+                let TenantDeviceReport { gc_units_moved, gc_units_caused, gc_erases, map, device: dev } =
                     self.device.tenant_report(TenantId(i as u16));
                 TenantResult {
                     name: t.name.clone(),
@@ -99,6 +99,7 @@ impl Simulator {
                     runtime_ns: runtime,
                     io,
                     gc_units_moved,
+                    gc_units_caused,
                     gc_erases,
                     map,
                     device: dev,

@@ -280,7 +280,7 @@ impl Machine {
         }
         let info = self.reqs[r];
         let op = info.op.expect("a submitted request has an operation");
-        let sr = SchedReq { id: r, tenant: TenantId(0), op, offset: info.offset, bytes: info.len, update: false };
+        let sr = SchedReq { id: r, tenant: TenantId(0), op, offset: info.offset, bytes: info.len, update: false, dspec: 0 };
         if let Some(m) = self.vcpus[v].elevator.arrive(&sr) {
             self.reqs.join(m.lead, r, m.offset, m.len);
             self.count_merge(t);

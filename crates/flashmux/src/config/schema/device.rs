@@ -48,6 +48,112 @@ pub(super) struct DeviceSection {
     pub(super) interface: InterfaceSection,
     #[serde(default)]
     pub(super) null: NullSection,
+    /// NVMe Flexible Data Placement.
+    pub(super) fdp: Option<FdpSection>,
+    /// The NVMe Streams directive.
+    pub(super) streams: Option<StreamsSection>,
+}
+
+crate::named! {
+    /// `device.fdp.handle_type`: what GC may do with a handle's data.
+    pub(super) enum HandleType: "handle type" {
+        /// GC may move it into blocks with other initially isolated handles' data.
+        InitiallyIsolated = "initially-isolated",
+        /// GC moves it only into blocks of its own handle.
+        PersistentlyIsolated = "persistently-isolated",
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FdpSection {
+    /// Reclaim unit handles (placement handles 0 to handles − 1).
+    pub(super) handles: Option<u32>,
+    /// Every handle's type (default initially isolated).
+    pub(super) handle_type: Option<HandleType>,
+    /// The handles that are persistently isolated (the others initially isolated).
+    pub(super) persistent: Option<Vec<u32>>,
+    /// Tenant i writes through placement handle i unless it names its own (`placement`).
+    pub(super) per_tenant: Option<bool>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct StreamsSection {
+    /// Streams the drive keeps open at once.
+    pub(super) streams: Option<u32>,
+    /// Tenant i writes to stream i + 1 unless it names its own (`placement`).
+    pub(super) per_tenant: Option<bool>,
+}
+
+/// Handles an FDP drive has unless `device.fdp.handles` says otherwise: 8, as WARP's calibrated
+/// FDP drive and CacheLib's reference namespace (4) fit within (docs/MODEL.md §1c).
+pub(super) const DEFAULT_FDP_HANDLES: u32 = 8;
+/// Streams a drive keeps open unless `device.streams.streams` says otherwise: 16, as the
+/// drives fio's streams tests expect.
+pub(super) const DEFAULT_STREAMS: u32 = 16;
+
+/// `[device.fdp]` or `[device.streams]` (not both) over the preset's placement.
+fn resolve_placement(ctx: &Ctx, d: &DeviceSection, preset: &PlacementMode) -> Result<PlacementMode, ConfigError> {
+    match (&d.fdp, &d.streams) {
+        (Some(_), Some(_)) => Err(ctx.err(
+            "device.fdp and device.streams: a drive with FDP enabled cannot enable Streams (NVMe Base Specification, §8.1.9): give one",
+        )),
+        (Some(f), None) => {
+            let handles = match f.handles {
+                Some(h) if h == 0 || h > crate::ftl::Placements::MAX as u32 => {
+                    return Err(ctx.err(format!(
+                        "device.fdp.handles: {h} reclaim unit handles: expected 1 to {}",
+                        crate::ftl::Placements::MAX
+                    )))
+                }
+                Some(h) => h,
+                None => preset.fdp_handles().map_or(DEFAULT_FDP_HANDLES, u32::from),
+            };
+            let mut persistent = vec![f.handle_type == Some(HandleType::PersistentlyIsolated); handles as usize];
+            if let Some(list) = &f.persistent {
+                if f.handle_type.is_some() {
+                    return Err(ctx.err("device.fdp: handle_type and persistent both set the handles' types: give one"));
+                }
+                for &h in list {
+                    let slot = persistent.get_mut(h as usize).ok_or_else(|| {
+                        ctx.err(format!("device.fdp.persistent: handle {h}: the drive has handles 0 to {}", handles - 1))
+                    })?;
+                    *slot = true;
+                }
+            } else if f.handle_type.is_none() {
+                if let PlacementMode::Fdp { persistent: p } = preset {
+                    if p.len() == handles as usize {
+                        persistent = p.clone();
+                    }
+                }
+            }
+            Ok(PlacementMode::Fdp { persistent })
+        }
+        (None, Some(s)) => {
+            let streams = s.streams.unwrap_or(DEFAULT_STREAMS);
+            if streams == 0 || streams >= crate::ftl::Placements::MAX as u32 {
+                return Err(ctx.err(format!(
+                    "device.streams.streams: {streams} open streams: expected 1 to {}",
+                    crate::ftl::Placements::MAX - 1
+                )));
+            }
+            Ok(PlacementMode::Streams { streams: streams as u16 })
+        }
+        (None, None) => Ok(preset.clone()),
+    }
+}
+
+/// Tenant i's default placement directive under `per_tenant`: FDP's placement handle i, stream
+/// i + 1.
+pub(super) fn per_tenant_placement(d: &DeviceSection) -> Option<fn(usize) -> u32> {
+    if d.fdp.as_ref().and_then(|f| f.per_tenant) == Some(true) {
+        return Some(|i| i as u32);
+    }
+    if d.streams.as_ref().and_then(|s| s.per_tenant) == Some(true) {
+        return Some(|i| i as u32 + 1);
+    }
+    None
 }
 
 #[derive(Deserialize, Default)]
@@ -308,6 +414,7 @@ fn resolve_ssd(ctx: &Ctx, d: &DeviceSection, name: &str, mut c: SsdConfig) -> Re
     c.victim_policy = f.gc_victim.unwrap_or(c.victim_policy);
     c.gc_rga_candidates = f.gc_rga_candidates.or(c.gc_rga_candidates);
     c.gc_copyback = f.gc_copyback.unwrap_or(c.gc_copyback);
+    c.placement = resolve_placement(ctx, d, &c.placement)?;
     c.geometry.validate().map_err(|e| ctx.err(format!("device.geometry: {e}")))?;
     let capacity = match &d.capacity {
         Some(_) if d.geometry.blocks_per_plane.is_some() => {
@@ -564,6 +671,7 @@ pub(super) fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Res
             || b.high_watermark.is_some() || b.low_watermark.is_some() || b.volatile_write_cache.is_some()
             || b.dram_access.is_some() || b.dram_rate.is_some()),
     ];
+    let set = [set[0], set[1], set[2], set[3], ("fdp", d.fdp.is_some()), ("streams", d.streams.is_some())];
     match set.iter().find(|(_, s)| *s) {
         Some((section, _)) => Err(ctx.err(format!("device.{section}: preset '{preset}' has no flash; remove this section"))),
         None => Ok(()),

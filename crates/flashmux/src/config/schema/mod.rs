@@ -9,7 +9,7 @@ use super::{
 };
 use crate::device::precondition::{PreconditionSpec, PreconditionState};
 use crate::device::FlushPolicy;
-use crate::device::{Arbitration, NullConfig, NvmeConfig, Priority, SsdConfig, DEFAULT_WRR_WEIGHTS, MAX_OVERPROVISIONING};
+use crate::device::{Arbitration, NullConfig, NvmeConfig, PlacementMode, Priority, SsdConfig, DEFAULT_WRR_WEIGHTS, MAX_OVERPROVISIONING};
 use crate::flash::Geometry;
 use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, FtlError, MappingConfig, MappingKind, VictimPolicy};
 use crate::host::{BudgetParams, CfqParams, DeadlineParams, HostConfig, MergeConfig, MotsParams, SchedulerKind};
@@ -188,7 +188,12 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
         ));
     }
     let ext4 = kernel.as_ref().is_some_and(|k| k.filesystem == crate::kernel::kernels::Filesystem::Ext4);
-    let tenants = resolve_tenants(&ctx, &f.tenants, base, device.capacity_bytes(), ext4, &mut collected)?;
+    let mode = match &device.kind {
+        DeviceKind::Ssd(c) => c.placement.clone(),
+        DeviceKind::Null(_) => PlacementMode::None,
+    };
+    let placement = (&mode, per_tenant_placement(&f.device));
+    let tenants = resolve_tenants(&ctx, &f.tenants, base, device.capacity_bytes(), ext4, &mut collected, placement)?;
     if kernel.is_none() {
         note_buffered_jobs(&tenants, &mut collected);
     }
@@ -302,6 +307,7 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
             weight: DEFAULT_WEIGHT,
             workload: Workload::Fio(std::mem::take(&mut jobs)),
             domain: 0,
+            placement: None,
         });
     }
     for job in jobs {
@@ -318,6 +324,7 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
             weight: DEFAULT_WEIGHT,
             workload: Workload::Fio(vec![job]),
             domain: 0,
+            placement: None,
         });
     }
     if kernel.is_none() {

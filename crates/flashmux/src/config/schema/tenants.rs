@@ -23,6 +23,8 @@ pub(super) struct TenantSection {
     pub(super) filebench_set: Option<toml::Table>,
     /// Its NVMe priority class under weighted round robin arbitration.
     pub(super) priority: Option<Priority>,
+    /// Its writes' default data placement: an FDP placement identifier or a stream identifier.
+    pub(super) placement: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -39,6 +41,9 @@ impl TenantSection {
     }
 }
 
+/// The drive's placement and, under its `per_tenant`, tenant i's default directive.
+pub(super) type DrivePlacement<'a> = (&'a PlacementMode, Option<fn(usize) -> u32>);
+
 /// Partitions made by `region = "auto"` start on this boundary, as partitioning tools align them.
 pub(super) const AUTO_REGION_ALIGN: u64 = 1 << 20;
 
@@ -49,6 +54,7 @@ pub(super) fn resolve_tenants(
     capacity: u64,
     ext4: bool,
     collected: &mut Collected,
+    placement: DrivePlacement,
 ) -> Result<Vec<TenantSpec>, ConfigError> {
     if ts.is_empty() {
         return Err(ctx.err("no tenants: add at least one [[tenant]] with a workload (fio = \"...\", job_file = \"...\", personality = \"...\" or trace = \"...\")"));
@@ -69,11 +75,66 @@ pub(super) fn resolve_tenants(
         }
         let region = resolve_region(ctx, &key, t.region.as_ref(), (i as u64, ts.len() as u64), capacity)?;
         let weight = resolve_weight(ctx, &key, t.weight.as_ref())?;
-        let workload = resolve_workload(ctx, &key, &name, t, base, ext4, collected)?;
-        out.push(TenantSpec { name, region, weight, workload, domain: i });
+        let mut workload = resolve_workload(ctx, &key, &name, t, base, ext4, collected)?;
+        let placement = resolve_tenant_placement(ctx, &key, i, t.placement, placement, &mut workload)?;
+        out.push(TenantSpec { name, region, weight, workload, domain: i, placement });
     }
     check_overlaps(ctx, &out, capacity)?;
     Ok(out)
+}
+
+/// A tenant's default placement directive: its own `placement`, else `per_tenant`'s for tenant
+/// `i`, checked against the drive's placement (`mode`): an FDP placement identifier below the
+/// handles, a stream identifier 1 to 65535 with no more tenants' streams than the drive keeps
+/// open.
+fn resolve_tenant_placement(
+    ctx: &Ctx,
+    key: &str,
+    i: usize,
+    own: Option<i64>,
+    (mode, per_tenant): DrivePlacement,
+    _workload: &mut Workload,
+) -> Result<Option<u16>, ConfigError> {
+    let value = match (own, per_tenant) {
+        (Some(_), Some(_)) => {
+            return Err(ctx.err(format!(
+                "{key}.placement: the drive's per_tenant already gives each tenant its placement: give one"
+            )))
+        }
+        (Some(v), None) => v,
+        (None, Some(f)) => f(i) as i64,
+        (None, None) => return Ok(None),
+    };
+    let field = if own.is_some() { format!("{key}.placement") } else { format!("{key} (per_tenant)") };
+    let v = match mode {
+        PlacementMode::None => {
+            return Err(ctx.err(format!(
+                "{field}: the drive offers no data placement: add [device.fdp] or [device.streams]"
+            )))
+        }
+        PlacementMode::Fdp { persistent } => {
+            if !(0..persistent.len() as i64).contains(&value) {
+                return Err(ctx.err(format!(
+                    "{field}: placement identifier {value}: the drive's FDP has placement handles 0 to {} (device.fdp.handles)",
+                    persistent.len() - 1
+                )));
+            }
+            value as u16
+        }
+        PlacementMode::Streams { streams } => {
+            if !(1..=0xffff).contains(&value) {
+                return Err(ctx.err(format!("{field}: stream {value}: expected a stream identifier from 1 to 65535")));
+            }
+            if own.is_none() && value > *streams as i64 {
+                return Err(ctx.err(format!(
+                    "{field}: {} tenants need a stream each, the drive keeps {streams} open (device.streams.streams)",
+                    i + 1
+                )));
+            }
+            value as u16
+        }
+    };
+    Ok(Some(v))
 }
 
 /// A tenant's region: `"auto"` (the default: tenant `i` of `n`'s share), `"whole"`, or an

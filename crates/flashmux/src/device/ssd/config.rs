@@ -8,6 +8,7 @@
 
 use crate::flash::{Geometry, Multiplane, Timing};
 use crate::ftl::{FtlParams, MappingConfig, VictimPolicy};
+use super::placement::PlacementMode;
 use crate::units::Nanos;
 use serde::Serialize;
 
@@ -75,6 +76,10 @@ pub struct SsdConfig {
     /// and then hashes as absent.
     #[serde(skip_serializing_if = "DramTiming::is_free")]
     pub dram: DramTiming,
+    /// Data placement the drive offers (`[device.fdp]`, `[device.streams]`); none by default,
+    /// and then hashes as absent.
+    #[serde(skip_serializing_if = "PlacementMode::is_none")]
+    pub placement: PlacementMode,
     /// The scenario's seed, from which the drive derives its own random streams (GC's victim
     /// draws under `rga` and `random`): the simulator sets it when it builds the drive
     /// (`sim/mod.rs`, so a seed given on the command line reaches it). Not hashed here: the
@@ -168,6 +173,7 @@ impl SsdConfig {
             ecc: EccRates::UNLIMITED,
             dram: DramTiming::FREE,
             data_out_first: false,
+            placement: PlacementMode::None,
             seed: crate::config::DEFAULT_SEED,
         }
     }
@@ -188,6 +194,7 @@ impl SsdConfig {
             victim_policy: self.victim_policy,
             gc_threshold_blocks: self.gc_threshold_blocks,
             map_entries_per_page: self.mapping.entries_per_page(self.geometry.page_bytes),
+            placements: self.placement.placements(),
         }
     }
 
@@ -207,6 +214,10 @@ impl SsdConfig {
             return Err("device.buffer.program_queue_depth: must be at least 1 (got 0)".into());
         }
         self.flush.validate()?;
+        self.placement.validate()?;
+        if self.open_channel && !self.placement.is_none() {
+            return Err("device.mode: an open-channel drive's FTL runs on the host (pblk), which places the data itself: FDP and Streams are a drive's, use mode = \"ssd\"".into());
+        }
         // With a page per plane, a full buffer always has a plane with a whole page of dirty
         // units (pigeonhole: less than a page in every plane is at most planes × (units per
         // page − 1) units), so the flusher can always go on.

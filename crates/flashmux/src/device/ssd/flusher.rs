@@ -55,7 +55,7 @@ use crate::device::buffer::WriteBuffer;
 use crate::device::{CmdState, DeviceEvent, Outbox};
 use crate::flash::{Engine, Multiplane};
 use crate::ftl::Loc;
-use crate::units::{BufferSlot, DieId, Lpn, PlaneId, SimTime};
+use crate::units::{BufferSlot, DieId, Lpn, Placement, PlaneId, SimTime};
 use std::collections::VecDeque;
 
 /// A flush waiting for the data the buffer held when it arrived to be programmed.
@@ -73,6 +73,9 @@ struct FlushCmd {
 pub(super) struct FlusherStats {
     pub(super) writes_stalled: u64,
     pub(super) flush_padded_pages: u64,
+    /// Partly filled pages of one placement programmed because the buffer was full with no
+    /// placement of the plane holding a whole page.
+    pub(super) placement_padded_pages: u64,
     pub(super) flush_wait_ns: u64,
 }
 
@@ -102,7 +105,7 @@ impl Flusher {
     pub(super) fn new(cfg: &SsdConfig) -> Flusher {
         let (geo, dies) = (&cfg.geometry, cfg.geometry.dies() as usize);
         Flusher {
-            buf: WriteBuffer::new(cfg.buffer_units, geo.planes()),
+            buf: WriteBuffer::new(cfg.buffer_units, geo.planes(), cfg.placement.placements().count() as u32),
             policy: cfg.flush,
             volatile: cfg.volatile_write_cache,
             depth: cfg.program_queue_depth,
@@ -242,18 +245,30 @@ impl Ssd {
         let unit = self.geo.unit_bytes as u64;
         let t = cmd.tenant.index();
         let owner = cmd.tenant.0;
+        let placement = st.placement;
         let mut lpn = first + st.progress;
         let mut admitted_bytes = 0u64;
         while lpn <= last {
             let l = Lpn(lpn);
-            match self.ftl.lookup(l) {
-                Loc::Buffer(s) => {
+            let mut loc = self.ftl.lookup(l);
+            if let Loc::Buffer(s) = loc {
+                if self.flusher.buf.placement(s) == placement {
                     self.flusher.buf.rewrite(s, owner);
                     self.tenant(t).write_buffer_hits += 1;
+                } else {
+                    // Dirty through another placement: the new data takes a slot of its own
+                    // placement (the old one is superseded, never programmed).
+                    let born = self.flusher.buf.born(s);
+                    self.flusher.buf.discard(s);
+                    self.flusher.data_left(now, born, out);
+                    loc = Loc::Unmapped;
                 }
+            }
+            match loc {
+                Loc::Buffer(_) => {}
                 loc => {
                     let plane = self.ftl.plane_of(l);
-                    let Some(s) = self.flusher.buf.insert(l, owner, plane) else { break };
+                    let Some(s) = self.flusher.buf.insert(l, owner, plane, placement) else { break };
                     let unit_start = lpn as u64 * unit;
                     let partial = cmd.offset > unit_start || cmd.offset + cmd.len < unit_start + unit;
                     if let (true, Loc::Flash(ppa)) = (partial, loc) {
@@ -297,21 +312,35 @@ impl Ssd {
         }
     }
 
-    /// A plane takes host programs when it has a flash page of dirty units and the flush policy
-    /// wants them (`policy`) — or a waiting flush needs its dirty data, however little —, room
-    /// for a page, and no GC job of its own pending when GC holds writes back.
-    fn plane_ready(&self, plane: PlaneId, policy: bool) -> bool {
+    /// The placement whose dirty units `plane` programs next, if it is ready: a placement with
+    /// a flash page of dirty units when the flush policy wants them (`policy`) — or, however
+    /// little, the placement with the plane's oldest unit when a waiting flush needs it or when
+    /// writes wait for a full buffer with no placement of the plane holding a page —, room for
+    /// a page in that placement's open block, and no GC job of the plane's own pending when GC
+    /// holds writes back. With one placement: a page of dirty units, or any for a flush.
+    fn plane_pick(&self, plane: PlaneId, policy: bool) -> Option<(Placement, bool)> {
         let upp = self.geo.units_per_page();
         let dirty = self.flusher.buf.dirty_in_plane(plane);
-        (!self.gc.mode.holds_writes() || !self.gc.plane_busy(plane))
-            && dirty > 0
-            && ((policy && dirty >= upp) || self.flusher.flush_needs(plane))
-            && self.ftl.can_program_host(plane, upp)
+        if dirty == 0 || (self.gc.mode.holds_writes() && self.gc.plane_busy(plane)) {
+            return None;
+        }
+        let full = if policy { self.flusher.buf.pick_placement(plane, upp, false) } else { None };
+        let (h, flush) = match full {
+            Some(h) => (h, false),
+            None => {
+                let flush = self.flusher.flush_needs(plane);
+                if !(flush || policy && dirty >= upp && self.flusher.has_waiting()) {
+                    return None;
+                }
+                (self.flusher.buf.pick_placement(plane, upp, true)?, flush)
+            }
+        };
+        self.ftl.can_program_host(plane, h, upp).then_some((h, flush))
     }
 
     fn die_can_program(&self, die: DieId, policy: bool) -> bool {
         self.array.programs_queued(die) < self.flusher.depth
-            && self.geo.planes_of_die(die).any(|p| self.plane_ready(p, policy))
+            && self.geo.planes_of_die(die).any(|p| self.plane_pick(p, policy).is_some())
     }
 
     /// Starts programs on every die that can take one, round-robin, while the flush policy or a
@@ -341,16 +370,14 @@ impl Ssd {
         let (mut units, mut pages) = (0u32, 0u64);
         let mut page_index = None;
         for plane in self.geo.planes_of_die(die) {
-            if !self.plane_ready(plane, policy) {
-                continue;
-            }
+            let Some((placement, flush)) = self.plane_pick(plane, policy) else { continue };
             if self.cfg.multiplane == Multiplane::SamePage {
-                let index = self.ftl.next_host_page(plane);
+                let index = self.ftl.next_host_page(plane, placement);
                 if *page_index.get_or_insert(index) != index {
                     continue;
                 }
             }
-            units += self.take_page(die, plane);
+            units += self.take_page(die, plane, placement, flush);
             pages += 1;
         }
         let end = self.array.reserve_program(now, die, pages, units);
@@ -358,23 +385,28 @@ impl Ssd {
         self.schedule_new_gc(now, out);
     }
 
-    /// Takes up to a flash page of `plane`'s oldest dirty units into a program of `die`; a page
-    /// a flush needs before it is full is padded. Returns the units taken.
+    /// Takes up to a flash page of the oldest dirty units of `plane` and `placement` into a
+    /// program of `die`; a page taken before it is full (for a flush, or for a full buffer) is
+    /// padded. Returns the units taken.
     ///
     /// Which open block (and so which physical page) the units go to is the FTL's placement
     /// decision ([`crate::ftl::Ftl::program_host`]).
-    fn take_page(&mut self, die: DieId, plane: PlaneId) -> u32 {
+    fn take_page(&mut self, die: DieId, plane: PlaneId, placement: Placement, flush: bool) -> u32 {
         let upp = self.geo.units_per_page();
         let mut taken = 0;
         while taken < upp {
-            let Some(u) = self.flusher.buf.take_dirty(plane) else { break };
-            self.ftl.program_host(plane, u.lpn, u.owner);
+            let Some(u) = self.flusher.buf.take_dirty(plane, placement) else { break };
+            self.ftl.program_host(plane, u.lpn, u.owner, placement);
             self.flusher.inflight[die.index()].push_back(u.slot);
             taken += 1;
         }
         if taken < upp {
-            self.ftl.pad_host_page(plane);
-            self.flusher.stats.flush_padded_pages += 1;
+            self.ftl.pad_host_page(plane, placement);
+            if flush {
+                self.flusher.stats.flush_padded_pages += 1;
+            } else {
+                self.flusher.stats.placement_padded_pages += 1;
+            }
         }
         taken
     }

@@ -52,19 +52,22 @@ mod config;
 mod flusher;
 mod gc;
 mod map_path;
+mod placement;
 
 pub use config::{DramTiming, EccRates, FlushPolicy, SsdConfig, MAX_OVERPROVISIONING};
+pub use placement::{PlacementEvents, PlacementMode};
 pub use gc::GcMode;
 
 use super::{CmdState, Command, DeviceEvent, IoOp, Outbox};
 use crate::flash::Geometry;
 use crate::ftl::{CmtPolicy, Ftl, Loc, MapStats};
 use super::HostFtl;
-use crate::units::{Lpn, SimTime, TenantId};
+use crate::units::{Lpn, Placement, SimTime, TenantId};
 use array::{ArrayOptions, FlashArray};
 use flusher::Flusher;
 use gc::GcBook;
 use map_path::MapPath;
+use placement::Placer;
 use serde::Serialize;
 
 /// Per-tenant counters of the device's data path.
@@ -111,6 +114,10 @@ pub struct SsdStats {
     /// units are the FTL's `padding_units_programmed`). Reported only when not zero.
     #[serde(skip_serializing_if = "is_zero")]
     pub flush_padded_pages: u64,
+    /// Partly filled pages of one placement programmed (padded) because the buffer was full and
+    /// no placement of their plane held a whole page (FDP, Streams). Reported only when not zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub placement_padded_pages: u64,
     /// Time flushes waited for buffered data to be programmed, summed over flushes. Reported
     /// only when not zero.
     #[serde(skip_serializing_if = "is_zero")]
@@ -133,9 +140,13 @@ pub struct Ssd {
     map: MapPath,
     /// GC jobs under way and their counters.
     gc: GcBook,
+    /// Which placement each write's data goes to (FDP, Streams).
+    placer: Placer,
     /// Tenants the drive was built for, and their data-path counters (grown on first use).
     tenant_count: usize,
     tenants: Vec<TenantDeviceStats>,
+    /// Each tenant's default placement ([`Ssd::set_tenant_dspecs`]).
+    tenant_placements: Vec<Placement>,
     pages_scratch: Vec<(u32, u32)>,
 }
 
@@ -171,12 +182,14 @@ impl Ssd {
             ),
             flusher: Flusher::new(&cfg),
             gc: GcBook::new(gc_mode, planes),
+            placer: Placer::new(&cfg.placement),
             ftl,
             map,
             geo,
             cfg,
             tenant_count: tenants,
             tenants: Vec::new(),
+            tenant_placements: Vec::new(),
             pages_scratch: Vec::new(),
         })
     }
@@ -206,6 +219,32 @@ impl Ssd {
     pub fn reset_map_stats(&mut self) {
         self.map.reset_stats();
     }
+    /// Zeroes the placement's counters (after preconditioning).
+    pub fn reset_placement_stats(&mut self) {
+        self.placer.reset_stats();
+    }
+    /// Each tenant's default placement directive (DSPEC; 0: none), by tenant index: what
+    /// preconditioning writes each tenant's data through. Their streams are opened now, in
+    /// tenant order, as the drive is built (before it is aged or loaded, so both give the same
+    /// streams).
+    pub fn set_tenant_dspecs(&mut self, dspecs: Vec<u16>) {
+        self.tenant_placements = dspecs.iter().map(|&d| self.placer.place(d, 0)).collect();
+    }
+    /// The placement of each tenant's default directive, by tenant index.
+    pub fn tenant_placements(&self) -> Vec<Placement> {
+        self.tenant_placements.clone()
+    }
+    /// The data placement the drive offers.
+    pub fn placement_mode(&self) -> &PlacementMode {
+        self.placer.mode()
+    }
+    /// What the placement did: events, and bytes the host wrote through placement `p`.
+    pub fn placement_events(&self) -> PlacementEvents {
+        self.placer.events
+    }
+    pub fn placement_host_bytes(&self, p: Placement) -> u64 {
+        self.placer.host_bytes(p)
+    }
     /// The drive's counters, assembled from its components'.
     pub fn stats(&self) -> SsdStats {
         let (a, f, m, g) = (self.array.stats(), self.flusher.stats, self.map.stats, &self.gc);
@@ -224,6 +263,7 @@ impl Ssd {
             gc_map_updates_cached: m.gc_map_updates_cached,
             map_programs_deferred: m.map_programs_deferred,
             flush_padded_pages: f.flush_padded_pages,
+            placement_padded_pages: f.placement_padded_pages,
             flush_wait_ns: f.flush_wait_ns,
         }
     }
@@ -289,6 +329,7 @@ impl Ssd {
                 let mapped = self.translate(now, cmd.tenant, first, last, true, out);
                 let st = &mut cmds[slot as usize];
                 st.done_at = st.done_at.max(mapped);
+                st.placement = self.placer.place(cmd.dspec, cmd.len);
                 if self.flusher.has_waiting() || !self.admit(now, slot, cmds, out) {
                     self.flusher.stall(slot);
                 }

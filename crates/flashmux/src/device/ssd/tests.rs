@@ -310,7 +310,7 @@ fn a_read_that_misses_the_map_takes_its_die_only_once_its_translation_page_is_in
     let n = r.ssd.ftl().logical_units() as u32;
     assert!(n > 1024, "two translation pages");
     for l in 0..n {
-        r.ssd.ftl_mut().write_untimed(Lpn(l), 0);
+        r.ssd.ftl_mut().write_untimed(Lpn(l), 0, Placement(0));
     }
     let c = r.exec(SimTime::ZERO, IoOp::Read, 0, 4096);
     assert!(r.completed(c).is_some());
@@ -355,8 +355,8 @@ impl Rig {
     fn exec(&mut self, now: SimTime, op: IoOp, offset: u64, len: u64) -> u32 {
         self.reads_mapped(Some(now));
         let slot = self.cmds.len() as u32;
-        let cmd = Command { req: ReqId(slot), tenant: TenantId(0), op, offset, len, queue: QueueId(0) };
-        self.cmds.push(CmdState { cmd, progress: 0, done_at: now });
+        let cmd = Command { req: ReqId(slot), tenant: TenantId(0), op, offset, len, queue: QueueId(0), dspec: 0 };
+        self.cmds.push(CmdState { cmd, progress: 0, placement: crate::units::Placement(0), done_at: now });
         self.ssd.execute(now, slot, &mut self.cmds, &mut self.out);
         slot
     }

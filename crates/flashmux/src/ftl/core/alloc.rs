@@ -14,23 +14,24 @@
 //! P2L entry is cleared and its block's valid count (and bucket, for a full block) drops, so GC
 //! started by the write's own allocation never copies stale data.
 
-use super::{BlockState, Ftl, Loc, Stream, BUF_FLAG, GC_RESERVE_BLOCKS, NO_LPN, NO_OWNER, UNMAPPED};
-use crate::units::{BufferSlot, Lpn, PlaneId, Ppa};
+use super::{BlockState, Ftl, Loc, Stream, BUF_FLAG, GC_RESERVE_BLOCKS, MIXED, NO_LPN, NO_OWNER, UNMAPPED};
+use crate::units::{BufferSlot, Lpn, Placement, PlaneId, Ppa};
 
 impl Ftl {
     /// The placement seam: the open block of `plane` that a write of `stream` goes to (`None`:
     /// the next write opens a free block). Every unit the FTL writes — host data
     /// ([`Ftl::program_host`]), padding, GC copies, translation pages — gets its block here, and
-    /// the plane itself comes from static striping ([`Ftl::plane_of`]). Today each plane has one
-    /// open block per `Stream`. Data placement plugs in at this function and that enum: NVMe
-    /// FDP makes a stream per reclaim unit handle (each handle its own open reclaim unit, GC
-    /// copying per handle type), Streams a stream per stream id (each its own open block), and
-    /// ZNS a zone's block with its write pointer as `written` (no device GC stream).
+    /// the plane itself comes from static striping ([`Ftl::plane_of`]). Each plane has an open
+    /// host block per placement (an NVMe FDP reclaim unit handle's reclaim unit in this plane,
+    /// or a stream's block), one GC block for what GC moves of the placements that are not
+    /// persistent, one per persistent placement, and DFTL's two translation blocks. ZNS would
+    /// plug in here as a zone's block with its write pointer as `written` (no device GC stream).
     pub(super) fn open_block(&mut self, plane: PlaneId, stream: Stream) -> &mut Option<u32> {
         let p = &mut self.planes[plane.index()];
         match stream {
-            Stream::Host => &mut p.user_active,
+            Stream::Host(h) => &mut p.host_open[h.index()],
             Stream::Gc => &mut p.gc_active,
+            Stream::PlacementGc(h) => &mut p.placement_gc[h.index()],
             Stream::Map => &mut p.map_active,
             Stream::MapGc => &mut p.map_gc_active,
         }
@@ -72,44 +73,54 @@ impl Ftl {
         blk.valid -= 1;
     }
 
-    /// The page index (in its block) the next host page of `plane` goes to: the open host
-    /// block's write pointer, or 0 when the next write opens a block.
-    pub fn next_host_page(&self, plane: PlaneId) -> u32 {
-        let written = self.planes[plane.index()].user_active.map_or(0, |b| self.blocks[b as usize].written);
-        written >> self.upp_shift
+    /// The page index (in its block) the next host page of `plane` for `placement` goes to:
+    /// the open block's write pointer, or 0 when the next write opens a block.
+    pub fn next_host_page(&self, plane: PlaneId, placement: Placement) -> u32 {
+        let open = self.planes[plane.index()].host_open[placement.index()];
+        open.map_or(0, |b| self.blocks[b as usize].written) >> self.upp_shift
     }
 
-    /// Whether `plane` can take `units` more host units now without eating into GC's reserve.
-    pub fn can_program_host(&self, plane: PlaneId, units: u32) -> bool {
+    /// Whether `plane` can take `units` more host units of `placement` now without eating into
+    /// GC's reserve.
+    pub fn can_program_host(&self, plane: PlaneId, placement: Placement, units: u32) -> bool {
         let p = &self.planes[plane.index()];
-        let room = p.user_active.map_or(0, |b| self.units_per_block - self.blocks[b as usize].written);
+        let room = self.room(p.host_open[placement.index()]);
         room >= units || p.free.len() > GC_RESERVE_BLOCKS
     }
 
-    /// Programs host data for `lpn` (written by `owner`) into `plane`'s open host block and maps it.
-    /// May start garbage collection, whose jobs the caller collects with [`Ftl::take_gc_job`].
-    pub fn program_host(&mut self, plane: PlaneId, lpn: Lpn, owner: u16) -> Ppa {
+    /// Programs host data for `lpn` (written by `owner`) into `plane`'s open block of
+    /// `placement` and maps it. May start garbage collection, whose jobs the caller collects
+    /// with [`Ftl::take_gc_job`]; that GC is charged as caused by `owner` and `placement`.
+    pub fn program_host(&mut self, plane: PlaneId, lpn: Lpn, owner: u16, placement: Placement) -> Ppa {
         debug_assert_eq!(self.plane_of(lpn), plane);
         // Invalidate first, so that GC started by this allocation does not copy the stale data.
         self.invalidate_flash_copy(lpn);
         self.l2p[lpn.index()] = UNMAPPED;
-        let ppa = self.alloc(plane, Stream::Host);
+        self.planes[plane.index()].cause = (placement.0, owner);
+        let stream = Stream::Host(placement);
+        let ppa = self.alloc(plane, stream);
         self.place(ppa, lpn, owner);
-        self.close_if_full(plane, Stream::Host, ppa);
+        if let Some(u) = self.unit_placement.get_mut(ppa.index()) {
+            *u = placement.0 as u8;
+        }
+        self.close_if_full(plane, stream, ppa);
         self.stats.host_units_programmed += 1;
+        self.placement_gc[placement.index()].host_units += 1;
         ppa
     }
 
-    /// Fills the rest of the open host block's current flash page with padding, so the next
-    /// program starts on a page boundary (used after unit-by-unit preconditioning).
-    pub fn pad_host_page(&mut self, plane: PlaneId) {
-        while let Some(b) = self.planes[plane.index()].user_active {
+    /// Fills the rest of `placement`'s open host block's current flash page with padding, so
+    /// the next program starts on a page boundary (after unit-by-unit preconditioning, or a
+    /// page a flush needs before it is full).
+    pub fn pad_host_page(&mut self, plane: PlaneId, placement: Placement) {
+        let stream = Stream::Host(placement);
+        while let Some(b) = self.planes[plane.index()].host_open[placement.index()] {
             if self.blocks[b as usize].written % self.units_per_page == 0 {
                 break;
             }
-            let ppa = self.alloc(plane, Stream::Host);
+            let ppa = self.alloc(plane, stream);
             self.owner[ppa.index()] = NO_OWNER;
-            self.close_if_full(plane, Stream::Host, ppa);
+            self.close_if_full(plane, stream, ppa);
             self.stats.padding_units_programmed += 1;
         }
     }
@@ -146,8 +157,8 @@ impl Ftl {
                     "plane {}: no free block for {} writes (caller must check can_program_host/can_program_map)",
                     plane.0,
                     match stream {
-                        Stream::Host => "host",
-                        Stream::Gc => "GC",
+                        Stream::Host(_) => "host",
+                        Stream::Gc | Stream::PlacementGc(_) => "GC",
                         Stream::Map | Stream::MapGc => "translation-page",
                     }
                 );
@@ -156,7 +167,12 @@ impl Ftl {
                 let blk = &mut self.blocks[b as usize];
                 blk.state = BlockState::Active;
                 blk.map = matches!(stream, Stream::Map | Stream::MapGc);
-                if matches!(stream, Stream::Host | Stream::Map) {
+                blk.placement = match stream {
+                    Stream::Host(h) | Stream::PlacementGc(h) => h.0,
+                    Stream::Gc => MIXED,
+                    Stream::Map | Stream::MapGc => 0,
+                };
+                if matches!(stream, Stream::Host(_) | Stream::Map) {
                     self.collect_garbage(plane);
                 }
                 b
@@ -183,6 +199,9 @@ impl Ftl {
         let valid = blk.valid;
         self.buckets.insert(block, valid);
         *self.open_block(plane, stream) = None;
+        if let Stream::Host(h) = stream {
+            self.placement_gc[h.index()].blocks_filled += 1;
+        }
     }
 
     /// Units left in `block` (0 when there is no open block).

@@ -24,9 +24,9 @@
 //! # Parameters
 //! `gc_threshold_blocks` (blocks, at least 2) and `victim_policy`, from [`super::FtlParams`].
 
-use super::{BlockState, Ftl, GcJob, Stream, TenantGc, MAP_BIT, MAP_OWNER, NO_LPN, NO_OWNER};
+use super::{BlockState, Ftl, GcJob, Stream, TenantGc, MAP_BIT, MAP_OWNER, MIXED, NO_CAUSE, NO_LPN, NO_OWNER};
 use crate::engine::prefetch;
-use crate::units::{Lpn, MapPage, PlaneId, Ppa};
+use crate::units::{Lpn, MapPage, Placement, PlaneId, Ppa};
 
 impl Ftl {
     /// Cleans victims in `plane` while its free-or-erasing blocks are at or below the threshold.
@@ -52,16 +52,30 @@ impl Ftl {
                 return run > 0;
             }
             let Some(victim) = self.pick_victim(plane) else { return run > 0 };
-            let blk = &self.blocks[victim as usize];
-            let p = &self.planes[plane.index()];
-            let gc_room = self.room(if blk.map { p.map_gc_active } else { p.gc_active });
-            if blk.valid > gc_room && p.free.is_empty() {
+            let stream = self.gc_stream(victim);
+            let open = *self.open_block(plane, stream);
+            let gc_room = self.room(open);
+            if self.blocks[victim as usize].valid > gc_room && self.planes[plane.index()].free.is_empty() {
                 // Wait for an erase to finish before copying more.
                 return run > 0;
             }
             self.relocate(plane, victim);
         }
         panic!("GC in plane {} did not converge", plane.0);
+    }
+
+    /// Where GC copies the valid units of `block`: translation units to the plane's
+    /// translation GC block, a persistent placement's data to its own GC block, and everything
+    /// else to the plane's shared GC block. A block holds data of one persistent placement or
+    /// of non-persistent ones only, so all of a victim's units go to one block.
+    fn gc_stream(&self, block: u32) -> Stream {
+        let blk = &self.blocks[block as usize];
+        match blk.placement {
+            _ if blk.map => Stream::MapGc,
+            MIXED => Stream::Gc,
+            h if self.params.placements.is_persistent(Placement(h)) => Stream::PlacementGc(Placement(h)),
+            _ => Stream::Gc,
+        }
     }
 
     /// Copies the victim's valid units to the plane's GC block and queues the victim for erasing.
@@ -82,9 +96,11 @@ impl Ftl {
                 prefetch(&self.l2p[lpn as usize]);
             }
         }
-        let stream = if map_block { Stream::MapGc } else { Stream::Gc };
+        let stream = self.gc_stream(victim);
         self.relocations += 1;
         let upp = self.units_per_page;
+        let (cause, cause_owner) = self.planes[plane.index()].cause;
+        let n = self.params.placements.count();
         let mut program_pages = 0u32;
         for &(old, lpn, owner) in &valid {
             let new = self.alloc(plane, stream);
@@ -97,9 +113,22 @@ impl Ftl {
                 self.move_map_unit(new, lpn, owner);
             } else {
                 self.move_data_unit(new, Lpn(lpn), owner);
+                let moved = self.unit_placement.get(old as usize).map_or(0, |&h| h as usize);
+                if let Some(u) = self.unit_placement.get_mut(new.index()) {
+                    *u = moved as u8;
+                }
+                self.placement_gc[moved].units_moved += 1;
+                if cause != NO_CAUSE {
+                    self.gc_moves[cause as usize * n + moved] += 1;
+                }
             }
             self.close_if_full(plane, stream, new);
             self.attribute(owner).units_moved += 1;
+        }
+        let moved = valid.len() as u64;
+        self.attribute(cause_owner).caused_units_moved += moved;
+        if cause != NO_CAUSE {
+            self.placement_gc[cause as usize].caused_units_moved += moved;
         }
         let moved = valid.len() as u32;
         self.gc_scratch = valid;
@@ -210,7 +239,7 @@ impl Ftl {
 mod tests {
     use super::super::{BlockState, Ftl, FtlParams, GcJob, Loc, VictimPolicy};
     use crate::flash::Geometry;
-    use crate::units::{Lpn, PlaneId, Ppa};
+    use crate::units::{Lpn, Placement, PlaneId, Ppa};
 
     /// The header's example: 4 units a page, a victim with 3 valid units in two of its pages,
     /// and a GC block whose current page already holds 2 units: 2 pages read, 3 units moved,
@@ -232,15 +261,16 @@ mod tests {
             victim_policy: VictimPolicy::Greedy,
             gc_threshold_blocks: 2,
             map_entries_per_page: None,
+            placements: Default::default(),
         };
         let mut ftl = Ftl::new(&geo, params).unwrap();
         let plane = PlaneId(0);
         // Block 0 takes logical pages 0..16; all but 1, 2 (page 0) and 5 (page 1) are rewritten.
         for l in 0..16 {
-            ftl.program_host(plane, Lpn(l), 0);
+            ftl.program_host(plane, Lpn(l), 0, Placement(0));
         }
         for l in (0..16).filter(|l| ![1, 2, 5].contains(l)) {
-            ftl.program_host(plane, Lpn(l), 0);
+            ftl.program_host(plane, Lpn(l), 0, Placement(0));
         }
         assert_eq!(ftl.blocks[0].state, BlockState::Full);
         assert_eq!(ftl.blocks[0].valid, 3);

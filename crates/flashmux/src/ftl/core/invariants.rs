@@ -5,8 +5,8 @@
 //! blocks match the block states. Cost: linear in the drive's size (`--check-invariants` and
 //! the tests run it; nothing on a hot path does).
 
-use super::{BlockState, Ftl, BUF_FLAG, MAP_BIT, NO_LPN, UNMAPPED};
-use crate::units::Ppa;
+use super::{BlockState, Ftl, BUF_FLAG, MAP_BIT, MIXED, NO_LPN, UNMAPPED};
+use crate::units::{Placement, Ppa};
 
 impl Ftl {
     /// Checks every structural invariant; panics with a description on the first violation.
@@ -76,6 +76,20 @@ impl Ftl {
                 assert_eq!(self.l2p[lpn as usize], ppa, "stale P2L entry");
             }
         }
+        if !self.unit_placement.is_empty() && !blk.map {
+            // Isolation: a block holds one placement's data, or (the shared GC block) data of
+            // placements that are not persistent; a persistent placement's never mixes.
+            for (u, &lpn) in units.iter().enumerate().take(blk.written as usize) {
+                if lpn == NO_LPN {
+                    continue;
+                }
+                let h = self.unit_placement[b * upb as usize + u];
+                match blk.placement {
+                    MIXED => assert!(!self.params.placements.is_persistent(Placement(h as u16)), "block {b}: persistent placement {h}'s data in the shared GC block"),
+                    p => assert_eq!(h as u16, p, "block {b} of placement {p} holds placement {h}'s data"),
+                }
+            }
+        }
         match blk.state {
             BlockState::Free => assert!(blk.written == 0 && blk.valid == 0, "free block {b} not empty"),
             BlockState::Erasing => assert_eq!(blk.valid, 0, "block {b} erasing with valid data"),
@@ -114,14 +128,27 @@ impl Ftl {
         assert_eq!(count(BlockState::Free), plane.free.len(), "plane {p}: free list out of sync");
         assert_eq!(count(BlockState::Erasing), plane.erasing as usize, "plane {p}: erasing count");
         let actives = plane
-            .user_active
+            .host_open
             .iter()
+            .chain(plane.placement_gc.iter())
+            .flatten()
             .chain(plane.gc_active.iter())
             .chain(plane.map_active.iter())
             .chain(plane.map_gc_active.iter());
         assert_eq!(count(BlockState::Active), actives.clone().count(), "plane {p}: active blocks");
         for &b in actives {
             assert!(range.contains(&b) && self.blocks[b as usize].state == BlockState::Active);
+        }
+        for (h, open) in plane.host_open.iter().enumerate() {
+            if let Some(b) = open {
+                assert_eq!(self.blocks[*b as usize].placement as usize, h, "plane {p}: placement {h}'s open block holds another's");
+            }
+        }
+        for (h, open) in plane.placement_gc.iter().enumerate() {
+            if let Some(b) = open {
+                assert!(self.params.placements.persistent[h], "plane {p}: a GC block for placement {h}, which is not persistent");
+                assert_eq!(self.blocks[*b as usize].placement as usize, h, "plane {p}: placement {h}'s GC block holds another's");
+            }
         }
     }
 }

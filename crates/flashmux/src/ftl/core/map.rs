@@ -14,7 +14,7 @@
 //! What the controller caches of them, and what a miss costs, is the map cache's business
 //! (`ftl/cmt.rs`, `device/ssd/map_path.rs`); this file only keeps them on flash.
 
-use super::{BlockState, Ftl, Stream, TenantGc, GC_RESERVE_BLOCKS, MAP_BIT, MAP_OWNER, NO_LPN, UNMAPPED};
+use super::{BlockState, Ftl, Stream, TenantGc, GC_RESERVE_BLOCKS, MAP_BIT, MAP_OWNER, NO_CAUSE, NO_LPN, UNMAPPED};
 use crate::units::{Lpn, MapPage, PlaneId, Ppa};
 
 impl Ftl {
@@ -53,6 +53,7 @@ impl Ftl {
     pub fn program_map(&mut self, plane: PlaneId, mp: MapPage) -> Ppa {
         debug_assert_eq!(self.map_plane(mp), plane);
         self.invalidate_map_copy(mp);
+        self.planes[plane.index()].cause = (NO_CAUSE, MAP_OWNER);
         let first = self.place_map_page(plane, mp, Stream::Map);
         self.stats.map_units_programmed += self.units_per_page as u64;
         first

@@ -14,7 +14,7 @@
 //! unit). Reading checks the shape against the FTL and every index against its range, so a file
 //! that passed its checksum but does not fit is refused with a message rather than a panic later.
 
-use super::{Block, BlockState, Ftl, FtlStats, GcJob, Plane, TenantGc, MAP_BIT, NO_LPN, UNMAPPED};
+use super::{Block, BlockState, Ftl, FtlStats, GcJob, Plane, PlacementGc, TenantGc, MAP_BIT, MIXED, NO_LPN, UNMAPPED};
 use crate::engine::SimRng;
 use crate::units::PlaneId;
 use serde::{Deserialize, Serialize};
@@ -40,11 +40,20 @@ pub enum StateError {
 #[derive(Serialize, Deserialize)]
 struct PlaneRec {
     free: Vec<u32>,
+    /// Placement 0's open host block (the only one without data placement).
     user_active: Option<u32>,
     gc_active: Option<u32>,
     map_active: Option<u32>,
     map_gc_active: Option<u32>,
     erasing: u32,
+    /// The open host blocks of placements 1 and up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    more_host_open: Vec<Option<u32>>,
+    /// Each placement's open GC block (persistent placements only; empty with one placement).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    placement_gc: Vec<Option<u32>>,
+    #[serde(default)]
+    cause: (u16, u16),
 }
 
 /// Everything but the per-unit tables.
@@ -75,6 +84,15 @@ struct Meta {
     map_update_stamp: Vec<u64>,
     relocations: u64,
     victim_rng: SimRng,
+    /// Placements the drive keeps apart (absent: one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    placements: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    block_placement: Vec<u16>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    placement_stats: Vec<PlacementGc>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    gc_moves: Vec<u64>,
 }
 
 fn state_code(s: BlockState) -> u8 {
@@ -99,6 +117,8 @@ fn state_of(c: u8) -> Option<BlockState> {
 impl Ftl {
     /// Writes the state (see the module's header) to `w`.
     pub fn write_state(&self, w: &mut dyn Write) -> io::Result<()> {
+        let n = self.params.placements.count();
+        let many = n > 1;
         let meta = Meta {
             logical_units: self.l2p.len() as u64,
             total_units: self.p2l.len() as u64,
@@ -116,11 +136,14 @@ impl Ftl {
                 .iter()
                 .map(|p| PlaneRec {
                     free: p.free.iter().copied().collect(),
-                    user_active: p.user_active,
+                    user_active: p.host_open[0],
                     gc_active: p.gc_active,
                     map_active: p.map_active,
                     map_gc_active: p.map_gc_active,
                     erasing: p.erasing,
+                    more_host_open: p.host_open[1..].to_vec(),
+                    placement_gc: if many { p.placement_gc.clone() } else { Vec::new() },
+                    cause: p.cause,
                 })
                 .collect(),
             buckets: self.buckets.parts(),
@@ -139,13 +162,21 @@ impl Ftl {
             map_update_stamp: self.map_update_stamp.clone(),
             relocations: self.relocations,
             victim_rng: self.victim_rng.clone(),
+            placements: many.then_some(n as u32),
+            block_placement: if many { self.blocks.iter().map(|b| b.placement).collect() } else { Vec::new() },
+            placement_stats: if many { self.placement_gc.clone() } else { Vec::new() },
+            gc_moves: if many { self.gc_moves.clone() } else { Vec::new() },
         };
         let json = serde_json::to_vec(&meta).map_err(io::Error::other)?;
         w.write_all(&(json.len() as u64).to_le_bytes())?;
         w.write_all(&json)?;
         write_table(w, &self.l2p)?;
         write_table(w, &self.p2l)?;
-        write_table(w, &self.owner)
+        write_table(w, &self.owner)?;
+        if many {
+            w.write_all(&self.unit_placement)?;
+        }
+        Ok(())
     }
 
     /// Reads a state written by [`Ftl::write_state`] into an FTL of the same shape (logical and
@@ -176,6 +207,17 @@ impl Ftl {
         shape("units per block", m.units_per_block as u64, self.units_per_block as u64)?;
         shape("planes", m.planes as u64, self.planes.len() as u64)?;
         shape("translation pages", m.map_pages as u64, self.gtd.len() as u64)?;
+        let n = self.params.placements.count();
+        shape("data placements", m.placements.unwrap_or(1) as u64, n as u64)?;
+        let many = n > 1;
+        if many
+            && (m.block_placement.len() != blocks || m.placement_stats.len() != n || m.gc_moves.len() != n * n)
+        {
+            return Err(bad("the placement tables do not match the drive's placements".into()));
+        }
+        if m.block_placement.iter().any(|&h| h != MIXED && h as usize >= n) {
+            return Err(bad(format!("a block holds data of a placement past the drive's {n}")));
+        }
         let per_block = [
             m.block_state.len(),
             m.block_valid.len(),
@@ -210,21 +252,31 @@ impl Ftl {
                 erase_count: m.block_erases[i],
                 last_write_seq: m.block_write_seq[i],
                 map: m.block_map[i],
+                placement: m.block_placement.get(i).copied().unwrap_or(0),
             });
         }
         let mut planes = Vec::with_capacity(m.plane.len());
         for (i, p) in m.plane.into_iter().enumerate() {
-            let opens = [p.user_active, p.gc_active, p.map_active, p.map_gc_active];
-            if !p.free.iter().all(|&b| block_ok(b)) || !opens.iter().flatten().all(|&b| block_ok(b)) {
+            let mut host_open = vec![p.user_active];
+            host_open.extend(p.more_host_open);
+            let placement_gc = if many { p.placement_gc } else { vec![None] };
+            if host_open.len() != n || placement_gc.len() != n {
+                return Err(bad(format!("plane {i}: open blocks for another number of placements than the drive's {n}")));
+            }
+            let opens = [p.gc_active, p.map_active, p.map_gc_active];
+            let all = opens.iter().chain(&host_open).chain(&placement_gc).flatten();
+            if !p.free.iter().all(|&b| block_ok(b)) || !all.clone().all(|&b| block_ok(b)) {
                 return Err(bad(format!("plane {i}: a block number past the drive's {blocks}")));
             }
             planes.push(Plane {
                 free: VecDeque::from(p.free),
-                user_active: p.user_active,
+                host_open,
                 gc_active: p.gc_active,
+                placement_gc,
                 map_active: p.map_active,
                 map_gc_active: p.map_gc_active,
                 erasing: p.erasing,
+                cause: p.cause,
             });
         }
         if !m.buckets[0].iter().chain(&m.buckets[1]).chain(&m.buckets[2]).all(|&b| link_ok(b)) {
@@ -251,6 +303,14 @@ impl Ftl {
             return Err(bad(format!("physical unit {i} names logical unit {} past the drive's", self.p2l[i])));
         }
         read_table(r, &mut self.owner)?;
+        if many {
+            r.read_exact(&mut self.unit_placement)?;
+            if let Some(i) = self.unit_placement.iter().position(|&h| h as usize >= n) {
+                return Err(bad(format!("physical unit {i} holds data of placement {} past the drive's {n}", self.unit_placement[i])));
+            }
+            self.placement_gc = m.placement_stats;
+            self.gc_moves = m.gc_moves;
+        }
         // Everything read and checked: take the rest.
         self.blocks = new_blocks;
         self.planes = planes;

@@ -13,7 +13,7 @@ fn us(x: u64) -> SimTime {
 }
 
 fn req(id: u32, tenant: u16, op: IoOp, cpu: Option<u16>) -> BlockReq {
-    BlockReq { id: ReqId(id), tenant: TenantId(tenant), op, offset: id as u64 * 4096, len: 4096, cpu }
+    BlockReq { id: ReqId(id), tenant: TenantId(tenant), op, offset: id as u64 * 4096, len: 4096, cpu, dspec: 0 }
 }
 
 /// A device with `queues` submission queues of `per_queue` slots each, counting what is in each.
@@ -241,7 +241,7 @@ fn completing_a_request_the_device_never_had_is_caught() {
 }
 
 fn at(id: u32, op: IoOp, kib: u64, len_kib: u64) -> BlockReq {
-    BlockReq { id: ReqId(id), tenant: TenantId(0), op, offset: kib << 10, len: len_kib << 10, cpu: None }
+    BlockReq { id: ReqId(id), tenant: TenantId(0), op, offset: kib << 10, len: len_kib << 10, cpu: None, dspec: 0 }
 }
 
 /// One tag: everything that arrives while a request is at the device waits.

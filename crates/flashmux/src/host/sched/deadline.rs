@@ -267,7 +267,7 @@ mod tests {
     const K: u64 = 1024;
 
     fn r(id: u32, op: IoOp, offset: u64) -> SchedReq {
-        SchedReq { id: ReqId(id), tenant: TenantId(0), op, offset, bytes: 4 * K, update: false }
+        SchedReq { id: ReqId(id), tenant: TenantId(0), op, offset, bytes: 4 * K, update: false, dspec: 0 }
     }
 
     fn ms(x: u64) -> SimTime {

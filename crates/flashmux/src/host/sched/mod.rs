@@ -29,6 +29,10 @@ pub struct SchedReq {
     /// On an open-channel drive: a write that overwrites mapped data, as the host FTL's L2P
     /// table says when the request reaches the scheduler (false otherwise).
     pub update: bool,
+    /// A write's data placement directive (an FDP placement identifier or a stream; 0: none).
+    /// Requests merge only with requests of the same one, as Linux merges only bios of the
+    /// same write hint.
+    pub dspec: u16,
 }
 
 pub use crate::device::HostFtl;

@@ -52,7 +52,7 @@ mod tests {
     use crate::units::{ReqId, TenantId};
 
     fn r(id: u32, t: u16) -> SchedReq {
-        SchedReq { id: ReqId(id), tenant: TenantId(t), op: IoOp::Read, offset: 0, bytes: 4096, update: false }
+        SchedReq { id: ReqId(id), tenant: TenantId(t), op: IoOp::Read, offset: 0, bytes: 4096, update: false, dspec: 0 }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::super::{BlockState, Ftl, FtlParams, VictimPolicy};
 use crate::engine::{rng_for, SimRng};
 use crate::flash::Geometry;
-use crate::units::{Lpn, PlaneId};
+use crate::units::{Lpn, Placement, PlaneId};
 use proptest::prelude::*;
 use rand::Rng;
 
@@ -25,7 +25,7 @@ fn one_plane(blocks: u32, pages: u32) -> Geometry {
 fn ftl(geo: &Geometry, logical_blocks: u32, policy: VictimPolicy, seed: u64, d: Option<u32>) -> Ftl {
     let logical = (logical_blocks * geo.pages_per_block) as u64;
     let params =
-        FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2, map_entries_per_page: None };
+        FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2, map_entries_per_page: None, placements: Default::default() };
     let mut f = Ftl::new(geo, params).unwrap();
     f.set_victim_draws(seed, d);
     f
@@ -33,7 +33,7 @@ fn ftl(geo: &Geometry, logical_blocks: u32, policy: VictimPolicy, seed: u64, d: 
 
 /// Writes `lpn` as preconditioning does (GC's erases end at once), returning the victims.
 fn write(f: &mut Ftl, lpn: u32, victims: &mut Vec<u32>) {
-    f.program_host(PlaneId(0), Lpn(lpn), 0);
+    f.program_host(PlaneId(0), Lpn(lpn), 0, Placement(0));
     while let Some(job) = f.take_gc_job() {
         victims.push(job.victim);
         f.finish_erase(job.victim);

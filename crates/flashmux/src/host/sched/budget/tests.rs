@@ -2,7 +2,7 @@ use super::*;
 use crate::units::{ReqId, TenantId};
 
 fn req(id: u32, t: u16, op: IoOp, bytes: u64) -> SchedReq {
-    SchedReq { id: ReqId(id), tenant: TenantId(t), op, offset: 0, bytes, update: false }
+    SchedReq { id: ReqId(id), tenant: TenantId(t), op, offset: 0, bytes, update: false, dspec: 0 }
 }
 
 fn params(period_ms: u64) -> BudgetParams {
@@ -155,7 +155,7 @@ fn hwabc(oracle: bool) -> Budget {
 }
 
 fn write_at(id: u32, t: u16, offset: u64, bytes: u64) -> SchedReq {
-    SchedReq { id: ReqId(id), tenant: TenantId(t), op: IoOp::Write, offset, bytes, update: true }
+    SchedReq { id: ReqId(id), tenant: TenantId(t), op: IoOp::Write, offset, bytes, update: true, dspec: 0 }
 }
 
 /// Dispatches 16 KiB update writes: tenant 0 scattered, tenant 1 one sequential run.

@@ -3,7 +3,7 @@ use crate::host::sched::mots::MotsParams;
 use crate::units::{ReqId, TenantId};
 
 fn req(id: u32, t: u16, op: IoOp) -> SchedReq {
-    SchedReq { id: ReqId(id), tenant: TenantId(t), op, offset: 0, bytes: 4096, update: false }
+    SchedReq { id: ReqId(id), tenant: TenantId(t), op, offset: 0, bytes: 4096, update: false, dspec: 0 }
 }
 
 fn ms(x: u64) -> SimTime {
