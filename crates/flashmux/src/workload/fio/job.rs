@@ -837,6 +837,12 @@ mod tests {
         assert!(err("io_size=20%").contains("option 'io_size'"));
         assert!(err("iodepth=0").contains("from 1"));
         assert!(err("size=1.5g").contains("expected a size such as 4k, 64KiB or 4096"));
+        // An offset may be 0% (fio's uring-cmd-fdp.fio example starts a job at offset=0%); a
+        // size may not.
+        assert_eq!((job("offset=0%").offset, job("offset_increment=00%").offset_increment), (SizeSpec::Bytes(0), SizeSpec::Bytes(0)));
+        assert_eq!(job("offset=100%").offset, SizeSpec::Percent(100));
+        assert!(err("offset=101%").contains("expected a size such as 4k, 64KiB or 4096, or a percentage from 0% to 100%"));
+        assert!(err("size=0%").contains("a percentage from 1% to 100%"));
     }
 
     #[test]

@@ -13,6 +13,8 @@ pub(super) const NS_PER_USEC: u64 = 1_000;
 pub(super) const EXPECT_SIZE: &str = "a size such as 4k, 64KiB or 4096";
 pub(super) const EXPECT_SIZE_OR_PERCENT: &str =
     "a size such as 4k, 64KiB or 4096, or a percentage from 1% to 100%";
+pub(super) const EXPECT_OFFSET: &str =
+    "a size such as 4k, 64KiB or 4096, or a percentage from 0% to 100%";
 pub(super) const EXPECT_INT: &str = "an integer such as 32";
 pub(super) const EXPECT_PERCENT: &str = "an integer percentage from 0 to 100";
 pub(super) const EXPECT_BOOL: &str = "0 or 1";
@@ -69,8 +71,8 @@ impl FioJob {
             "bssplit" => self.set_bssplit(&o)?,
             "bs_is_seq_rand" => self.bs_is_seq_rand = o.bool()?,
             "size" => self.size = Some(o.quantity()?.into()),
-            "offset" => self.offset = o.quantity()?.into(),
-            "offset_increment" => self.offset_increment = o.quantity()?.into(),
+            "offset" => self.offset = o.offset()?,
+            "offset_increment" => self.offset_increment = o.offset()?,
             "offset_align" => self.offset_align = Some(o.size()?).filter(|&v| v > 0),
             "filesize" => {
                 let (low, high) = o.range(EXPECT_SIZE, |t| {
@@ -612,6 +614,20 @@ impl Opt<'_> {
             units::parse_quantity(t, self.kb)
         })
         .map_err(|e| self.or_too_large(e, EXPECT_SIZE_OR_PERCENT))
+    }
+
+    /// An offset (`offset`, `offset_increment`): a size or a percentage, where 0% is allowed
+    /// and is 0 bytes, as fio reads it (`str_offset_cb`: a start 0% into the file).
+    pub(super) fn offset(&self) -> Result<SizeSpec, FioError> {
+        let zero_percent = |t: &str| t.strip_suffix('%').is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b == b'0'));
+        self.parsed(EXPECT_OFFSET, |t| {
+            if zero_percent(t) {
+                Some(SizeSpec::Bytes(0))
+            } else {
+                units::parse_quantity(t, self.kb).map(SizeSpec::from)
+            }
+        })
+        .map_err(|e| self.or_too_large(e, EXPECT_OFFSET))
     }
 
     /// fio integers accept size suffixes (`number_ios=1k` is 1024).
