@@ -273,6 +273,61 @@ pub enum FileService {
     Skewed(RandomDistribution),
 }
 
+/// The directive a job's writes carry (`dataplacement=`; fio's `FIO_DP_FDP`, `FIO_DP_STREAMS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlacementKind {
+    /// NVMe Flexible Data Placement (`dataplacement=fdp`, or `fdp=1`): a write's directive
+    /// specific value is a placement ID.
+    Fdp,
+    /// The NVMe Streams directive (`dataplacement=streams`): a write's value is a stream ID.
+    Streams,
+}
+
+/// One line of a `dp_scheme` file: writes at offsets in `[start, end)` of the job's file get
+/// placement ID `pli`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchemeEntry {
+    pub start: u64,
+    pub end: u64,
+    pub pli: u16,
+}
+
+/// How a write's placement ID is chosen (`plid_select`/`fdp_pli_select`, fio's `dp_id_select`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlidSelect {
+    /// The job's IDs in turn, one write each (`roundrobin`, the default).
+    RoundRobin,
+    /// One of the job's IDs drawn uniformly for each write (`random`).
+    Random,
+    /// By the write's offset in the job's file (`scheme`, with `dp_scheme=`): the first entry
+    /// whose range holds it gives its `pli`, which is what the write carries (fio does not map
+    /// it through `plids`); an offset no entry holds gets 0. At most
+    /// [`DP_MAX_SCHEME_ENTRIES`] entries, in the file's order.
+    Scheme(Vec<SchemeEntry>),
+}
+
+/// A job's data placement (HOWTO, "dataplacement", "plids", "plid_select", "dp_scheme"). Only
+/// writes carry it; see [`super::IoUnit::dspec`].
+///
+/// fio sends the directive only with the `io_uring_cmd` (`cmd_type=nvme`) and `xnvme` engines.
+/// flashmux applies it whatever `ioengine` says, since the engine is often given on fio's
+/// command line (fio's `examples/xnvme-fdp.fio` leaves it there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataPlacement {
+    pub kind: PlacementKind,
+    /// `plids`/`fdp_pli`, sorted ascending as fio sorts them (duplicates kept). For FDP they are
+    /// indices into the drive's list of placement IDs, for streams stream IDs. `None` when not
+    /// given: with FDP, [`FioJob::resolve_placement`] fills in the drive's whole list.
+    pub ids: Option<Vec<u16>>,
+    pub select: PlidSelect,
+}
+
+/// fio's `FIO_MAX_DP_IDS`: the most placement or stream IDs a job may list, and the most of a
+/// drive's placement IDs a job uses when it lists none.
+pub const FIO_MAX_DP_IDS: usize = 128;
+/// fio's `DP_MAX_SCHEME_ENTRIES`: the `dp_scheme` lines fio applies; it ignores the rest.
+pub const DP_MAX_SCHEME_ENTRIES: usize = 32;
+
 /// One job section of a job file, with the `[global]` sections above it applied.
 ///
 /// Sizes are bytes, durations nanoseconds, rates bytes (or I/Os) per second. Fields hold fio's
@@ -324,6 +379,13 @@ pub struct FioJob {
     /// `ioengine` when it is one of the file and directory operation engines; `None` for every
     /// engine that does block I/O.
     pub engine: Option<FileEngine>,
+    /// Data placement directives on the job's writes (`dataplacement`/`data_placement`, `fdp`,
+    /// `plids`/`fdp_pli`, `plid_select`/`fdp_pli_select`, `dp_scheme`); `None` is fio's
+    /// default, `dataplacement=none`.
+    pub data_placement: Option<DataPlacement>,
+    /// The placement options as given, combined into `data_placement` once the section is
+    /// parsed (they depend on each other and may come from a `[global]` above).
+    pub(crate) placement_options: PlacementOptions,
     /// `io_size`/`io_limit`; `None` means `size`.
     pub io_size: Option<u64>,
     pub number_ios: Option<u64>,
@@ -432,6 +494,8 @@ impl Default for FioJob {
             unlink: false,
             fallocate: true,
             engine: None,
+            data_placement: None,
+            placement_options: PlacementOptions::default(),
             io_size: None,
             number_ios: None,
             iodepth: 1,
@@ -511,6 +575,72 @@ impl FioJob {
     /// The `[global]` options in effect followed by the job's own, as fio would apply them.
     pub fn all_options(&self) -> impl Iterator<Item = &(String, String)> {
         self.inherited_options.iter().chain(self.job_options.iter())
+    }
+
+    /// Resolves the job's placement against the drive, as fio's `dp_init` does against the
+    /// device it opens: `fdp_handles` = Some(n) on an FDP drive (placement IDs 0..n, PID i =
+    /// index i, one reclaim group), `max_streams` = Some(m) on a drive with the Streams
+    /// directive.
+    ///
+    /// - FDP: the `plids` given are indices into the drive's placement ID list and must be
+    ///   below n (fio's "PID index {i} must be smaller than {n}"); as PID i is index i, they are
+    ///   then the PIDs the writes carry. None given is all of them, at most
+    ///   [`FIO_MAX_DP_IDS`] (the first 128). A `dp_scheme` entry's `pli` goes to the drive as it
+    ///   is (fio sends it unchecked); one the drive does not have is an error here.
+    /// - Streams: the `plids` are stream IDs and are required (fio's "stream IDs must be
+    ///   provided for dataplacement=streams"), even with `plid_select=scheme`, as in fio.
+    ///   NVMe stream IDs are the host's names for streams, not indices, so they are not
+    ///   checked against m (which must not be 0).
+    /// - FDP on a drive without FDP, streams on a drive without streams: an error naming the
+    ///   job, the option and what the drive lacks.
+    ///
+    /// A job without placement is left alone. Errors read as [`FioError::Job`]s do.
+    pub fn resolve_placement(&mut self, fdp_handles: Option<u16>, max_streams: Option<u16>) -> Result<(), String> {
+        let Some(placement) = &self.data_placement else {
+            return Ok(());
+        };
+        let fail = |message: String| Err(self.error(message).to_string());
+        let ids = match placement.kind {
+            PlacementKind::Fdp => {
+                let n = match fdp_handles {
+                    Some(n) if n > 0 => n,
+                    Some(_) => return fail("dataplacement=fdp (fdp=1): the drive's FDP configuration has no placement handles".into()),
+                    None => return fail("dataplacement=fdp (fdp=1): the drive has no FDP (Flexible Data Placement)".into()),
+                };
+                if let Some(&i) = placement.ids.iter().flatten().find(|&&i| i >= n) {
+                    return fail(format!("plids: PID index {i} must be smaller than {n}, the drive's placement IDs"));
+                }
+                if let PlidSelect::Scheme(entries) = &placement.select {
+                    if let Some(e) = entries.iter().find(|e| e.pli >= n) {
+                        return fail(format!(
+                            "dp_scheme: the entry {}, {}, {} names placement ID {}; the drive's are 0 to {}",
+                            e.start,
+                            e.end,
+                            e.pli,
+                            e.pli,
+                            n - 1
+                        ));
+                    }
+                }
+                let all = || (0..n).take(FIO_MAX_DP_IDS).collect();
+                Some(placement.ids.clone().unwrap_or_else(all))
+            }
+            PlacementKind::Streams => {
+                match max_streams {
+                    Some(m) if m > 0 => {}
+                    Some(_) => return fail("dataplacement=streams: the drive's Streams directive has no streams".into()),
+                    None => return fail("dataplacement=streams: the drive has no Streams directive".into()),
+                }
+                if placement.ids.is_none() {
+                    return fail("stream IDs must be provided for dataplacement=streams (plids=...)".into());
+                }
+                placement.ids.clone()
+            }
+        };
+        if let Some(placement) = &mut self.data_placement {
+            placement.ids = ids;
+        }
+        Ok(())
     }
 
     pub(crate) fn error(&self, message: impl Into<String>) -> FioError {
@@ -1095,5 +1225,375 @@ mod tests {
         assert!(file.warnings[0]
             .message
             .contains("'latency_target' is not modelled"));
+    }
+
+    fn placement(body: &str) -> Option<DataPlacement> {
+        job(body).data_placement
+    }
+
+    fn ids(body: &str) -> Vec<u16> {
+        placement(body).expect("a placement").ids.expect("plids")
+    }
+
+    #[test]
+    fn data_placement_options_as_fio_reads_them() {
+        let fdp = |ids: Option<Vec<u16>>, select| Some(DataPlacement { kind: PlacementKind::Fdp, ids, select });
+        assert_eq!(placement(""), None, "dataplacement=none is fio's default");
+        assert_eq!(placement("fdp=1"), fdp(None, PlidSelect::RoundRobin));
+        // fdp=1 is dataplacement=fdp, under either name.
+        assert_eq!(placement("dataplacement=fdp"), placement("fdp=1"));
+        assert_eq!(placement("data_placement=fdp"), placement("fdp=1"));
+        assert_eq!(placement("fdp=1\ndataplacement=fdp"), placement("fdp=1"));
+        assert_eq!(placement("fdp=0"), None);
+        assert_eq!(placement("dataplacement=none"), None);
+        assert_eq!(
+            placement("dataplacement=streams\nplids=3,7\nplid_select=random"),
+            Some(DataPlacement { kind: PlacementKind::Streams, ids: Some(vec![3, 7]), select: PlidSelect::Random })
+        );
+        assert_eq!(placement("fdp=1\nfdp_pli_select=roundrobin\nfdp_pli=2"), fdp(Some(vec![2]), PlidSelect::RoundRobin));
+        // Values and ranges, strtoull's bases, sorted as fio sorts them, duplicates kept.
+        assert_eq!(ids("fdp=1\nplids=1,2-4,5"), [1, 2, 3, 4, 5]);
+        assert_eq!(ids("fdp=1\nplids=0x10,0-1"), [0, 1, 16]);
+        assert_eq!(ids("fdp=1\nplids=010,0X0a"), [8, 10]);
+        assert_eq!(ids("fdp=1\nplids=6-8,1,3"), [1, 3, 6, 7, 8]);
+        assert_eq!(ids("fdp=1\nplids=2,2"), [2, 2]);
+        assert_eq!(ids("fdp=1\nplids=1 , 3 - 4"), [1, 3, 4]);
+        assert_eq!(ids("fdp=1\nplids=1,2,"), [1, 2], "a trailing comma means what fio makes of it");
+        assert_eq!(ids("fdp=1\nplids=65408-65535").len(), 128);
+        // Listed under fio's canonical names.
+        let j = job("fdp_pli=1\nfdp_pli_select=random\ndata_placement=fdp\nfdp=1");
+        let names: Vec<&str> = j.job_options.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["plids", "plid_select", "dataplacement", "fdp"]);
+        assert!(j.noted_unmodelled.is_empty());
+        // From a [global] section.
+        let file = parse_job_text("[global]\nfdp=1\nplids=4,5\n[a]\n[b]\nplids=0\n", "t.fio", &|_| None).unwrap();
+        assert_eq!(file.jobs[0].data_placement, fdp(Some(vec![4, 5]), PlidSelect::RoundRobin));
+        assert_eq!(file.jobs[1].data_placement, fdp(Some(vec![0]), PlidSelect::RoundRobin));
+    }
+
+    #[test]
+    fn bad_placement_values_name_the_file_line_and_what_fio_expects() {
+        const LIST: &str = "expected a comma-separated list of IDs or ranges such as 1,2-4,5";
+        for (body, what) in [
+            ("fdp=1\nplids=3-1", format!("option 'plids': invalid value '3-1': {LIST} (the range 3-1 starts after it ends)")),
+            ("fdp=1\nfdp_pli=0-128", format!("option 'plids': invalid value '0-128': {LIST}: only 128 IDs supported")),
+            ("fdp=1\nplids=0-65535", format!("option 'plids': invalid value '0-65535': {LIST}: only 128 IDs supported")),
+            ("fdp=1\nplids=65536", format!("option 'plids': invalid value '65536': {LIST}: Placement IDs cannot exceed 0xFFFF")),
+            ("fdp=1\nplids=0xffff-0x10000", format!("invalid value '0xffff-0x10000': {LIST}: Placement IDs cannot exceed 0xFFFF")),
+            ("fdp=1\nplids=1,,3", format!("invalid value '1,,3': {LIST}, without empty entries (fio stops reading the list at one and would use 1 only)")),
+            ("fdp=1\nplids=", format!("invalid value '': {LIST}, without empty entries (fio stops reading the list at one)")),
+            ("fdp=1\nplids=x", format!("invalid value 'x': {LIST} ('x' is not a number; hex 0x.. and octal 0.. are allowed)")),
+            ("fdp=1\nplids=08", format!("invalid value '08': {LIST} ('08' is not a number")),
+            ("fdp=1\nplids=-3", format!("invalid value '-3': {LIST} ('-3' is not a value or a start-end range)")),
+            ("fdp=1\nplids=1-2-3", format!("invalid value '1-2-3': {LIST} ('1-2-3' is not a value or a start-end range)")),
+            ("fdp=1\nplid_select=sideways", "option 'plid_select': invalid value 'sideways': expected random, roundrobin or scheme".into()),
+            ("fdp_pli_select=rr", "option 'plid_select': invalid value 'rr': expected random, roundrobin or scheme".into()),
+            ("dataplacement=zns", "option 'dataplacement': invalid value 'zns': expected none, fdp or streams".into()),
+            ("fdp=yes", "option 'fdp': invalid value 'yes': expected 0 or 1".into()),
+        ] {
+            // The bad option is the body's last line, after the section header.
+            let e = err(body);
+            assert!(e.starts_with(&format!("t.fio:{}: ", body.lines().count() + 1)), "{body}: {e}");
+            assert!(e.contains(&what), "{body}:\n{e}\n{what}");
+        }
+        // fio's fixup_options: fdp=1 with an explicit dataplacement other than fdp, wherever given.
+        for body in ["fdp=1\ndataplacement=none", "dataplacement=streams\nfdp=1\nplids=1"] {
+            assert_eq!(err(body), "t.fio:1: job 'j': fdp=1 is not compatible with dataplacement={streams, none}");
+        }
+        let e = parse_job_text("[global]\ndataplacement=none\n[j]\nfdp=1\n", "t.fio", &|_| None).unwrap_err();
+        assert!(e.to_string().contains("fdp=1 is not compatible"), "{e}");
+        // fio's tests 302 and 303: scheme selection without a scheme file.
+        for body in ["fdp=1\nfdp_pli=3\nfdp_pli_select=scheme", "dataplacement=fdp\nplids=3\nplid_select=scheme"] {
+            assert!(err(body).contains("plid_select=scheme needs dp_scheme=<file>"), "{body}");
+        }
+    }
+
+    #[test]
+    fn placement_details_without_a_placement_are_said_to_do_nothing() {
+        let file = parse("plids=1,2\nplid_select=random");
+        assert_eq!(file.jobs[0].data_placement, None);
+        assert!(file.warnings[0].message.contains("have no effect without dataplacement=fdp or streams"), "{:?}", file.warnings);
+        assert!(parse("fdp=1\nplids=1").warnings.is_empty());
+    }
+
+    #[test]
+    fn io_uring_cmd_and_xnvme_options() {
+        let j = job("ioengine=io_uring_cmd\ncmd_type=nvme\nfixedbufs\nnonvectored=1\nforce_async=4");
+        assert_eq!(j.noted_unmodelled, ["ioengine", "cmd_type", "fixedbufs", "nonvectored", "force_async"]);
+        let j = job("ioengine=xnvme\nxnvme_async=io_uring_cmd\nxnvme_sync=nvme\nxnvme_dev_nsid=1\nthread=1");
+        assert_eq!(j.noted_unmodelled, ["ioengine", "xnvme_async", "xnvme_sync", "xnvme_dev_nsid", "thread"]);
+        assert!(err("cmd_type=bsg").contains("option 'cmd_type' is not supported by flashmux: SCSI passthrough (bsg)"));
+        assert!(err("cmd_type=scsi").contains("option 'cmd_type': invalid value 'scsi': expected nvme or bsg"));
+    }
+
+    /// A scratch directory, unique per test and process.
+    fn scratch_dir(test: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("flashmux-fio-job-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Parses `[j]\n{body}` as if it were `job.fio` in `dir`.
+    fn parse_in(dir: &std::path::Path, body: &str) -> Result<super::super::JobFile, FioError> {
+        parse_job_text(&format!("[j]\n{body}\n"), &dir.join("job.fio").display().to_string(), &|_| None)
+    }
+
+    #[test]
+    fn dp_scheme_files_are_read_next_to_the_job_file() {
+        let dir = scratch_dir("scheme");
+        // HOWTO's example.
+        std::fs::write(dir.join("lba.scheme"), "0, 10737418240, 0\n10737418240, 21474836480, 1\n21474836480, 32212254720, 2\n")
+            .unwrap();
+        let file = parse_in(&dir, "fdp=1\nplid_select=scheme\ndp_scheme=lba.scheme").unwrap();
+        let entry = |start, end, pli| SchemeEntry { start, end, pli };
+        assert_eq!(
+            file.jobs[0].data_placement.as_ref().unwrap().select,
+            PlidSelect::Scheme(vec![
+                entry(0, 10 << 30, 0),
+                entry(10 << 30, 20 << 30, 1),
+                entry(20 << 30, 30 << 30, 2)
+            ])
+        );
+        assert!(file.warnings.is_empty(), "{:?}", file.warnings);
+        // fio's own test writes them so; blank lines are skipped, as fscanf skips them.
+        std::fs::write(dir.join("t.scheme"), "\n0,8192,3\n\n  4096,16384,  5  \n").unwrap();
+        let file = parse_in(&dir, "fdp=1\nplid_select=scheme\ndp_scheme=t.scheme").unwrap();
+        assert_eq!(file.jobs[0].data_placement.as_ref().unwrap().select, PlidSelect::Scheme(vec![entry(0, 8192, 3), entry(4096, 16384, 5)]));
+        // An absolute path is taken as it is.
+        let abs = dir.join("t.scheme").display().to_string();
+        assert!(parse_job_text(&format!("[j]\nfdp=1\nplid_select=scheme\ndp_scheme={abs}\n"), "elsewhere/x.fio", &|_| None).is_ok());
+        // Only with plid_select=scheme does the scheme choose.
+        let file = parse_in(&dir, "fdp=1\ndp_scheme=t.scheme").unwrap();
+        assert_eq!(file.jobs[0].data_placement.as_ref().unwrap().select, PlidSelect::RoundRobin);
+        assert!(file.warnings[0].message.contains("dp_scheme is only used with plid_select=scheme"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn bad_dp_scheme_files_name_the_scheme_file_and_its_line() {
+        let dir = scratch_dir("bad-scheme");
+        let at = |name: &str| dir.join(name).display().to_string();
+        let expected = "expected a scheme file of 'start, end, pli' lines";
+        for (name, text, what) in [
+            ("space.scheme", "0, 4096, 1\n4096 ,8192, 2\n", "space.scheme:2: '4096 ,8192, 2' is not 'start, end, pli'"),
+            ("two.scheme", "0, 4096\n", "two.scheme:1: '0, 4096' is not 'start, end, pli'"),
+            ("hex.scheme", "0x0, 4096, 1\n", "hex.scheme:1: '0x0, 4096, 1' is not"),
+            ("comment.scheme", "# start, end, pli\n0, 4096, 1\n", "comment.scheme:1: '# start, end, pli' is not"),
+            ("pli.scheme", "0, 4096, 1\n\n0, 4096, 65536\n", "pli.scheme:3: placement ID 65536 is above 65535"),
+        ] {
+            std::fs::write(dir.join(name), text).unwrap();
+            let e = parse_in(&dir, &format!("fdp=1\nplid_select=scheme\n\ndp_scheme={name}")).unwrap_err().to_string();
+            let head = format!("{}:5: option 'dp_scheme': invalid value '{name}': {expected}; {}", at("job.fio"), at(""));
+            assert!(e.starts_with(&head), "{e}");
+            assert!(e.contains(what), "{e}");
+        }
+        let e = parse_in(&dir, "dp_scheme=missing.scheme").unwrap_err().to_string();
+        assert!(e.contains(&format!("{expected}; cannot read '{}': No such file or directory", at("missing.scheme"))), "{e}");
+        let e = parse_in(&dir, &format!("dp_scheme={}", dir.display())).unwrap_err().to_string();
+        assert!(e.contains("it is a directory, not a regular file"), "{e}");
+        // More than fio's 32 entries: the first 32 are applied and the rest said to be ignored.
+        let text: String = (0..40).map(|i| format!("{}, {}, {}\n", i * 4096, (i + 1) * 4096, i % 8)).collect();
+        std::fs::write(dir.join("long.scheme"), text).unwrap();
+        let file = parse_in(&dir, "fdp=1\nplid_select=scheme\ndp_scheme=long.scheme").unwrap();
+        let PlidSelect::Scheme(entries) = &file.jobs[0].data_placement.as_ref().unwrap().select else { panic!("scheme") };
+        assert_eq!((entries.len(), entries[31].start), (32, 31 * 4096));
+        let w = &file.warnings[0];
+        assert_eq!(w.line, 4);
+        assert!(w.message.ends_with("long.scheme: 40 entries; only the first 32 are applied, as in fio (DP_MAX_SCHEME_ENTRIES), from line 33 on they are ignored"), "{}", w.message);
+        // What fio reads without complaint but never matches, or has no entries, is said.
+        std::fs::write(dir.join("odd.scheme"), "8192, 4096, 1\n").unwrap();
+        let file = parse_in(&dir, "fdp=1\nplid_select=scheme\ndp_scheme=odd.scheme").unwrap();
+        assert!(file.warnings[0].message.ends_with("odd.scheme:1: the range 8192..4096 is empty; no write matches it"));
+        std::fs::write(dir.join("empty.scheme"), "\n").unwrap();
+        let file = parse_in(&dir, "fdp=1\nplid_select=scheme\ndp_scheme=empty.scheme").unwrap();
+        assert!(file.warnings[0].message.contains("no entries; every write gets placement ID 0"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn resolve_placement_against_the_drive() {
+        let resolved = |body: &str, fdp: Option<u16>, streams: Option<u16>| {
+            let mut j = job(body);
+            j.resolve_placement(fdp, streams).map(|()| j.data_placement.and_then(|p| p.ids))
+        };
+        // FDP without plids: every placement ID of the drive, at most 128.
+        assert_eq!(resolved("fdp=1", Some(8), None), Ok(Some((0..8).collect())));
+        assert_eq!(resolved("fdp=1", Some(300), None), Ok(Some((0..128).collect())));
+        // plids are indices, which must be below the drive's count.
+        assert_eq!(resolved("fdp=1\nplids=7,0", Some(8), Some(4)), Ok(Some(vec![0, 7])));
+        assert_eq!(
+            resolved("fdp=1\nplids=8", Some(8), None),
+            Err("t.fio:1: job 'j': plids: PID index 8 must be smaller than 8, the drive's placement IDs".into())
+        );
+        assert_eq!(
+            resolved("dataplacement=fdp", None, Some(16)),
+            Err("t.fio:1: job 'j': dataplacement=fdp (fdp=1): the drive has no FDP (Flexible Data Placement)".into())
+        );
+        assert!(resolved("fdp=1", Some(0), None).unwrap_err().contains("no placement handles"));
+        // Streams: the IDs are required, and are stream IDs, not indices.
+        assert_eq!(
+            resolved("dataplacement=streams", None, Some(16)),
+            Err("t.fio:1: job 'j': stream IDs must be provided for dataplacement=streams (plids=...)".into())
+        );
+        assert_eq!(resolved("dataplacement=streams\nplids=1,300", None, Some(16)), Ok(Some(vec![1, 300])));
+        assert_eq!(
+            resolved("dataplacement=streams\nplids=1", Some(8), None),
+            Err("t.fio:1: job 'j': dataplacement=streams: the drive has no Streams directive".into())
+        );
+        // No placement: nothing to resolve, whatever the drive.
+        assert_eq!(resolved("rw=write", None, None), Ok(None));
+        // A scheme's placement IDs go to the drive as they are.
+        let mut j = job("fdp=1");
+        let scheme = |pli| PlidSelect::Scheme(vec![SchemeEntry { start: 0, end: 4096, pli }]);
+        j.data_placement.as_mut().unwrap().select = scheme(7);
+        assert_eq!(j.resolve_placement(Some(8), None), Ok(()));
+        j.data_placement.as_mut().unwrap().select = scheme(8);
+        assert_eq!(
+            j.resolve_placement(Some(8), None),
+            Err("t.fio:1: job 'j': dp_scheme: the entry 0, 4096, 8 names placement ID 8; the drive's are 0 to 7".into())
+        );
+    }
+
+    /// fio's examples/uring-cmd-fdp.fio, as fio ships it.
+    const URING_CMD_FDP: &str = r#"# io_uring_cmd I/O engine for nvme-ns generic character device with FDP enabled
+# This assumes the namespace is already configured with FDP support and has at
+# least 8 available reclaim units.
+#
+# Each job targets different ranges of LBAs with different placement
+# identifiers, and has different write intensity.
+
+[global]
+filename=/dev/ng0n1
+ioengine=io_uring_cmd
+cmd_type=nvme
+iodepth=32
+bs=4K
+fdp=1
+time_based=1
+runtime=1000
+
+[write-heavy]
+rw=randrw
+rwmixwrite=90
+fdp_pli=0,1,2,3
+offset=0%
+size=30%
+
+[write-mid]
+rw=randrw
+rwmixwrite=30
+fdp_pli=4,5
+offset=30%
+size=30%
+
+[write-light]
+rw=randrw
+rwmixwrite=10
+fdp_pli=6
+offset=60%
+size=30%
+"#;
+
+    /// fio's examples/xnvme-fdp.fio, as fio ships it.
+    const XNVME_FDP: &str = r#"; README
+;
+; This job-file is intended to be used either as:
+;
+; # Use the xNVMe io-engine engine io_uring_cmd async. impl.
+; fio examples/xnvme-fdp.fio \
+;   --section=default \
+;   --ioengine=xnvme \
+;   --xnvme_async=io_uring_cmd \
+;   --filename=/dev/ng0n1
+;
+; # Use the xNVMe io-engine engine with nvme sync. impl.
+; fio examples/xnvme-fdp.fio \
+;   --section=default \
+;   --ioengine=xnvme \
+;   --xnvme_sync=nvme \
+;   --filename=/dev/ng0n1
+;
+; # Use the xNVMe io-engine engine with SPDK backend, note that you have to set the Namespace-id
+; fio examples/xnvme-fdp.fio \
+;   --section=default \
+;   --ioengine=xnvme \
+;   --xnvme_dev_nsid=1 \
+;   --filename=0000\\:01\\:00.0
+;
+; NOTE: The URI encoded in the filename above, the ":" must be escaped.
+;
+; On the command-line using two "\\":
+;
+; --filename=0000\\:01\\:00.0
+;
+; Within a fio-script using a single "\":
+;
+; filename=0000\:01\:00.0
+;
+; NOTE: If you want to override the default bs, iodepth, and workload, then
+; invoke it as:
+;
+; FIO_BS="512" FIO_RW="read" FIO_IODEPTH=16 fio examples/xnvme-fdp.fio \
+;   --section=override --ioengine=xnvme --xnvme_sync=nvme --filename=/dev/ng0n1
+;
+[global]
+rw=randwrite
+size=2M
+iodepth=1
+bs=4K
+thread=1
+fdp=1
+fdp_pli=4,5
+
+[default]
+
+[override]
+rw=${FIO_RW}
+iodepth=${FIO_IODEPTH}
+bs=${FIO_BS}
+"#;
+
+    #[test]
+    fn fios_fdp_examples_parse() {
+        let file = parse_job_text(URING_CMD_FDP, "uring-cmd-fdp.fio", &|_| None).unwrap();
+        assert!(file.warnings.is_empty(), "{:?}", file.warnings);
+        let got: Vec<(&str, Vec<u16>, u32)> = file
+            .jobs
+            .iter()
+            .map(|j| {
+                let p = j.data_placement.as_ref().unwrap();
+                assert_eq!((p.kind, &p.select), (PlacementKind::Fdp, &PlidSelect::RoundRobin));
+                (j.name.as_str(), p.ids.clone().unwrap(), j.rwmixread)
+            })
+            .collect();
+        assert_eq!(got, [("write-heavy", vec![0, 1, 2, 3], 10), ("write-mid", vec![4, 5], 70), ("write-light", vec![6], 90)]);
+        assert_eq!(file.jobs[0].noted_unmodelled, ["ioengine", "cmd_type", "filename"]);
+        // "This assumes the namespace ... has at least 8 available reclaim units."
+        for mut j in file.jobs.clone() {
+            assert_eq!(j.resolve_placement(Some(8), None), Ok(()));
+        }
+        let mut light = file.jobs[2].clone();
+        assert!(light.resolve_placement(Some(6), None).unwrap_err().contains("PID index 6 must be smaller than 6"));
+
+        // The [default] section is the one to run (fio --section=default); [override] takes its
+        // values from the environment, here as the file's README sets them.
+        let env = |name: &str| match name {
+            "FIO_BS" => Some("512".to_string()),
+            "FIO_RW" => Some("read".to_string()),
+            "FIO_IODEPTH" => Some("16".to_string()),
+            _ => None,
+        };
+        let file = parse_job_text(XNVME_FDP, "xnvme-fdp.fio", &env).unwrap();
+        assert!(file.warnings.is_empty(), "{:?}", file.warnings);
+        let default = file.jobs.iter().find(|j| j.name == "default").unwrap();
+        assert_eq!((default.rw, default.size, default.bs.write), (RwMode::RandWrite, Some(SizeSpec::Bytes(2 << 20)), 4096));
+        let fdp45 = Some(DataPlacement { kind: PlacementKind::Fdp, ids: Some(vec![4, 5]), select: PlidSelect::RoundRobin });
+        assert_eq!(default.data_placement, fdp45);
+        assert_eq!(default.noted_unmodelled, ["thread"]);
+        let over = file.jobs.iter().find(|j| j.name == "override").unwrap();
+        assert_eq!((over.rw, over.iodepth, over.bs.read, &over.data_placement), (RwMode::Read, 16, 512, &fdp45));
+        // Without the variables, [override] names the first it needs.
+        let e = parse_job_text(XNVME_FDP, "xnvme-fdp.fio", &|_| None).unwrap_err().to_string();
+        assert_eq!(e, "xnvme-fdp.fio:54: environment variable 'FIO_RW' is not set (used as ${FIO_RW})");
     }
 }

@@ -24,8 +24,9 @@ use std::ops::{Index, IndexMut};
 
 pub use gen::{IoUnit, JobGen};
 pub use job::{
-    groups, phases, AbsZone, BsSplit, FileEngine, FileService, FioJob, RandomDistribution, RateProcess, RwMode, RwModifier,
-    RwSequencer, SizeSpec, ThinktimeBlocksType, Zone,
+    groups, phases, AbsZone, BsSplit, DataPlacement, FileEngine, FileService, FioJob, PlacementKind, PlidSelect,
+    RandomDistribution, RateProcess, RwMode, RwModifier, RwSequencer, SchemeEntry, SizeSpec, ThinktimeBlocksType, Zone,
+    DP_MAX_SCHEME_ENTRIES, FIO_MAX_DP_IDS,
 };
 pub use parse::{parse_job_file, parse_job_text, read_job_file, JobFile, MAX_JOBS};
 

@@ -126,7 +126,7 @@ fn read_lines(text: &str, file: &str, depth: usize, out: &mut Vec<Line>) -> Resu
                     format!("includes nested more than {MAX_INCLUDE_DEPTH} deep"),
                 ));
             }
-            let path = resolve_include(target, file);
+            let path = resolve_path(target, file);
             let included = read_job_file(&path).map_err(|e| {
                 syntax(line, format!("include {}: cannot read '{}': {e}", shown(target), shown(&path.display().to_string())))
             })?;
@@ -147,13 +147,14 @@ fn include_target(line: &str) -> Option<&str> {
     rest.starts_with(char::is_whitespace).then(|| rest.trim())
 }
 
-/// fio tries the name as given first, then relative to the including file's directory.
-fn resolve_include(target: &str, including_file: &str) -> PathBuf {
+/// A path a job file names (`include`, `dp_scheme`): fio tries an include's name as given
+/// first, then relative to the including file's directory; other paths are found the same way.
+pub(super) fn resolve_path(target: &str, naming_file: &str) -> PathBuf {
     let direct = PathBuf::from(target);
     if direct.exists() {
         return direct;
     }
-    match Path::new(including_file).parent() {
+    match Path::new(naming_file).parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.join(target),
         _ => direct,
     }

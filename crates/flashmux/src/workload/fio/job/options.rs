@@ -6,6 +6,7 @@
 //! the option table in fio's `options.c`).
 
 use super::*;
+use crate::units::shown;
 
 pub(super) const NS_PER_SEC: u64 = 1_000_000_000;
 pub(super) const NS_PER_USEC: u64 = 1_000;
@@ -164,6 +165,36 @@ impl FioJob {
                     _ => Err(o.invalid("stat, lstat or statx")),
                 }
             }
+            // io_uring_cmd's passthrough command set: NVMe, or SCSI through bsg.
+            "cmd_type" => {
+                return match o.text("nvme or bsg")? {
+                    "nvme" => Ok(Outcome::Noted),
+                    "bsg" => Err(o.unsupported("SCSI passthrough (bsg) is not modelled; the simulated drive is NVMe")),
+                    _ => Err(o.invalid("nvme or bsg")),
+                }
+            }
+            "fdp" => self.placement_options.fdp = o.bool()?,
+            "dataplacement" => {
+                self.placement_options.kind = Some(match o.text("none, fdp or streams")? {
+                    "none" => None,
+                    "fdp" => Some(PlacementKind::Fdp),
+                    "streams" => Some(PlacementKind::Streams),
+                    _ => return Err(o.invalid("none, fdp or streams")),
+                })
+            }
+            "plids" => {
+                let ids = parse_plids(o.text(EXPECT_PLIDS)?).map_err(|e| o.invalid(&e))?;
+                self.placement_options.ids = Some(ids);
+            }
+            "plid_select" => {
+                self.placement_options.select = Some(match o.text("random, roundrobin or scheme")? {
+                    "random" => SelectName::Random,
+                    "roundrobin" => SelectName::RoundRobin,
+                    "scheme" => SelectName::Scheme,
+                    _ => return Err(o.invalid("random, roundrobin or scheme")),
+                })
+            }
+            "dp_scheme" => self.placement_options.scheme = Some(read_scheme(&o, warnings)?),
             "zonemode" => {
                 return match o.text("none")? {
                     "none" => Ok(Outcome::Noted),
@@ -313,8 +344,83 @@ impl FioJob {
         if any(&self.rate) && any(&self.rate_iops) {
             return Err(self.error("rate and rate_iops are mutually exclusive"));
         }
+        self.data_placement = self.settle_placement(warnings)?;
         Ok(())
     }
+
+    /// fio's checks of the data placement options once all are in (`fixup_options`, `dp_init`):
+    /// `fdp=1` is `dataplacement=fdp` and may not meet an explicit `dataplacement=none` or
+    /// `streams`; `plid_select=scheme` needs `dp_scheme`. What fio would silently ignore is
+    /// said: the other options without a placement, `dp_scheme` without `plid_select=scheme`.
+    fn settle_placement(&self, warnings: &mut Vec<Diagnostic>) -> Result<Option<DataPlacement>, FioError> {
+        let p = &self.placement_options;
+        let mut warn = |message: String| {
+            warnings.push(Diagnostic { file: self.file.clone(), line: self.line, message: format!("job '{}': {message}", self.name) })
+        };
+        let kind = match (p.fdp, p.kind) {
+            (true, Some(None | Some(PlacementKind::Streams))) => {
+                return Err(self.error("fdp=1 is not compatible with dataplacement={streams, none}"))
+            }
+            (true, _) => Some(PlacementKind::Fdp),
+            (false, kind) => kind.flatten(),
+        };
+        let Some(kind) = kind else {
+            if p.any_detail() {
+                warn("plids, plid_select and dp_scheme have no effect without dataplacement=fdp or streams (or fdp=1)".into());
+            }
+            return Ok(None);
+        };
+        let select = match p.select.unwrap_or(SelectName::RoundRobin) {
+            SelectName::RoundRobin => PlidSelect::RoundRobin,
+            SelectName::Random => PlidSelect::Random,
+            SelectName::Scheme => PlidSelect::Scheme(p.scheme.clone().ok_or_else(|| {
+                self.error("plid_select=scheme needs dp_scheme=<file> (fio fails to open the scheme file)")
+            })?),
+        };
+        if p.scheme.is_some() && !matches!(select, PlidSelect::Scheme(_)) {
+            warn("dp_scheme is only used with plid_select=scheme".into());
+        }
+        Ok(Some(DataPlacement { kind, ids: p.ids.clone(), select }))
+    }
+}
+
+/// `dp_scheme`: the scheme file, found as an `include` is (as given, then next to the job file
+/// that names it; fio itself opens it relative to its working directory), read and checked
+/// when the option is parsed (fio checks it is a regular file then and reads it when the job
+/// starts). At most [`DP_MAX_SCHEME_ENTRIES`] entries are kept, with a warning about the rest,
+/// as fio logs and ignores them.
+fn read_scheme(o: &Opt<'_>, warnings: &mut Vec<Diagnostic>) -> Result<Vec<SchemeEntry>, FioError> {
+    const EXPECTED: &str = "a scheme file of 'start, end, pli' lines";
+    let found = super::super::parse::resolve_path(o.text(EXPECTED)?, o.raw.file);
+    let path = found.display().to_string();
+    let text = crate::fsutil::read_text(&found, crate::fsutil::MAX_INPUT_FILE_BYTES, "data placement scheme file")
+        .map_err(|e| o.invalid(&format!("{EXPECTED}; cannot read '{}': {e}", shown(&path))))?;
+    let mut entries =
+        parse_scheme(&text).map_err(|(line, what)| o.invalid(&format!("{EXPECTED}; {}:{line}: {what}", shown(&path))))?;
+    let mut warn = |message: String| {
+        warnings.push(Diagnostic {
+            file: o.raw.file.to_string(),
+            line: o.raw.line,
+            message: format!("option 'dp_scheme': {}{message}", shown(&path)),
+        })
+    };
+    if entries.is_empty() {
+        warn(": no entries; every write gets placement ID 0, as fio gives a write no entry holds".into());
+    }
+    for (line, e) in entries.iter().take(DP_MAX_SCHEME_ENTRIES) {
+        if e.start >= e.end {
+            warn(format!(":{line}: the range {}..{} is empty; no write matches it", e.start, e.end));
+        }
+    }
+    if entries.len() > DP_MAX_SCHEME_ENTRIES {
+        warn(format!(
+            ": {} entries; only the first {DP_MAX_SCHEME_ENTRIES} are applied, as in fio (DP_MAX_SCHEME_ENTRIES), from line {} on they are ignored",
+            entries.len(),
+            entries[DP_MAX_SCHEME_ENTRIES].0
+        ));
+        entries.truncate(DP_MAX_SCHEME_ENTRIES);
+    }
+    Ok(entries.into_iter().map(|(_, e)| e).collect())
 }
 
 impl FioJob {
@@ -423,6 +529,9 @@ pub(crate) fn canonical_name(name: &str) -> &str {
         "ss" => "steadystate",
         "ss_dur" => "steadystate_duration",
         "ss_ramp" => "steadystate_ramp_time",
+        "data_placement" => "dataplacement",
+        "fdp_pli" => "plids",
+        "fdp_pli_select" => "plid_select",
         other => other,
     }
 }
@@ -507,7 +616,8 @@ pub(super) const NOTED: &[&str] = &[
     "registerfiles", "sqthread_poll", "sqthread_poll_cpu", "userspace_reap", "nowait",
     "cmdprio_percentage", "cmdprio_class", "cmdprio", "cmdprio_bssplit", "replay_no_stall",
     "replay_redirect", "replay_align", "replay_scale", "replay_time_scale", "replay_skip",
-    "read_iolog_chunked",
+    "read_iolog_chunked", "nonvectored", "force_async", "xnvme_async", "xnvme_sync", "xnvme_admin",
+    "xnvme_dev_nsid", "xnvme_dev_subnqn", "xnvme_mem", "xnvme_iovec",
 ];
 
 /// fio options that change when a job stops or how fast it goes, in ways flashmux does not model.

@@ -273,3 +273,137 @@ pub(super) fn parse_skewed(
         _ => return Ok(None),
     }))
 }
+
+/// A section's data placement options as given. fio keeps them apart while parsing and settles
+/// them once the job's options are all in (`fixup_options`), which is what
+/// [`FioJob::finish`] does with these.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct PlacementOptions {
+    /// `fdp=1`.
+    pub(super) fdp: bool,
+    /// `dataplacement=` when given: `Some(None)` is `none`.
+    pub(super) kind: Option<Option<PlacementKind>>,
+    /// `plids=`, sorted.
+    pub(super) ids: Option<Vec<u16>>,
+    /// `plid_select=` when given.
+    pub(super) select: Option<SelectName>,
+    /// `dp_scheme=`'s entries, at most [`DP_MAX_SCHEME_ENTRIES`].
+    pub(super) scheme: Option<Vec<SchemeEntry>>,
+}
+
+impl PlacementOptions {
+    /// Any of `plids`, `plid_select` and `dp_scheme` was given.
+    pub(super) fn any_detail(&self) -> bool {
+        self.ids.is_some() || self.select.is_some() || self.scheme.is_some()
+    }
+}
+
+/// `plid_select`'s values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SelectName {
+    RoundRobin,
+    Random,
+    Scheme,
+}
+
+pub(super) const EXPECT_PLIDS: &str = "a comma-separated list of IDs or ranges such as 1,2-4,5";
+
+/// `plids` as fio's `str_fdp_pli_cb` reads it: comma-separated values or `start-end` ranges,
+/// each number as C's `strtoull` with base 0 reads it (`0x10` is hex, `010` octal), blanks
+/// around numbers ignored; at most [`FIO_MAX_DP_IDS`] IDs, none above 0xFFFF, sorted ascending
+/// (duplicates kept). `Err` says what was expected.
+///
+/// Where fio reads a malformed list without complaint, it is an error here: fio stops at an
+/// empty entry (`1,,3` is `1`), reads garbage as 0 (`x` is 0) and a range with one end
+/// (`-3`, `3-`) or three (`1-2-3`) in ways nobody would write on purpose. A trailing comma
+/// (`1,2,`) means what fio makes of it and is accepted. Numbers fio would truncate to 32 bits
+/// before checking them are above 0xFFFF here.
+pub(super) fn parse_plids(text: &str) -> Result<Vec<u16>, String> {
+    let entries: Vec<&str> = text.strip_suffix(',').unwrap_or(text).split(',').collect();
+    let mut ids: Vec<u16> = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let entry = entry.trim();
+        if entry.is_empty() {
+            let read: Vec<String> = entries[..i].iter().map(|e| e.trim().to_string()).collect();
+            return Err(format!(
+                "{EXPECT_PLIDS}, without empty entries (fio stops reading the list at one{})",
+                if read.is_empty() { String::new() } else { format!(" and would use {} only", read.join(",")) }
+            ));
+        }
+        let ends: Vec<&str> = entry.split('-').map(str::trim).collect();
+        let number = |t: &str| {
+            parse_c_ulong(t).ok_or_else(|| format!("{EXPECT_PLIDS} ('{t}' is not a number; hex 0x.. and octal 0.. are allowed)"))
+        };
+        let (start, end) = match ends[..] {
+            [one] => (number(one)?, number(one)?),
+            [start, end] if !start.is_empty() && !end.is_empty() => (number(start)?, number(end)?),
+            _ => return Err(format!("{EXPECT_PLIDS} ('{entry}' is not a value or a start-end range)")),
+        };
+        if start > end {
+            return Err(format!("{EXPECT_PLIDS} (the range {entry} starts after it ends)"));
+        }
+        for id in start..=end {
+            if ids.len() >= FIO_MAX_DP_IDS {
+                return Err(format!("{EXPECT_PLIDS}: only {FIO_MAX_DP_IDS} IDs supported"));
+            }
+            let id = u16::try_from(id).map_err(|_| format!("{EXPECT_PLIDS}: Placement IDs cannot exceed 0xFFFF"))?;
+            ids.push(id);
+        }
+    }
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// A number as C's `strtoull(text, NULL, 0)` reads a whole string: an optional `+`, then `0x`
+/// and hex digits, `0` and octal digits, or decimal digits. `None` for anything else,
+/// including trailing characters `strtoull` would stop at, and values beyond 64 bits.
+pub(super) fn parse_c_ulong(text: &str) -> Option<u64> {
+    let t = text.strip_prefix('+').unwrap_or(text);
+    let (digits, radix) = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        (hex, 16)
+    } else if t.len() > 1 && t.starts_with('0') {
+        (&t[1..], 8)
+    } else {
+        (t, 10)
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u64::from_str_radix(digits, radix).ok()
+}
+
+/// A `dp_scheme` file's entries (HOWTO, "dp_scheme"): lines of `start, end, pli`, decimal
+/// byte offsets and a placement ID up to 65535, as fio's `fscanf("%llu,%llu,%hu\n")` reads
+/// them: blanks before a number and blank lines are fine; nothing may come between a number
+/// and its comma. fio stops reading at the first line that does not match and ignores it and
+/// the rest; here such a line is an error (`Err((line, what))`) rather than a silently
+/// shorter scheme. Returns every entry; the caller keeps the first [`DP_MAX_SCHEME_ENTRIES`].
+pub(super) fn parse_scheme(text: &str) -> Result<Vec<(usize, SchemeEntry)>, (usize, String)> {
+    let decimal = |t: &str| -> Option<u64> {
+        let t = t.trim_start();
+        (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())).then(|| t.parse().ok()).flatten()
+    };
+    let mut entries = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').collect();
+        let parsed = match fields[..] {
+            [start, end, pli] => decimal(start).zip(decimal(end)).zip(decimal(pli.trim_end())),
+            _ => None,
+        };
+        let Some(((start, end), pli)) = parsed else {
+            return Err((
+                i + 1,
+                format!(
+                    "'{}' is not 'start, end, pli' (decimal numbers, nothing between a number and its comma; fio stops reading the scheme at such a line)",
+                    crate::units::shown(line)
+                ),
+            ));
+        };
+        let pli = u16::try_from(pli).map_err(|_| (i + 1, format!("placement ID {pli} is above 65535")))?;
+        entries.push((i + 1, SchemeEntry { start, end, pli }));
+    }
+    Ok(entries)
+}
