@@ -9,6 +9,7 @@
 //! job — checks, region, block sizes, the random-offset scheme, limits — is in gen/setup.rs.
 
 mod files;
+mod placement;
 mod setup;
 
 use super::dist::{self, JobRng, RandomMap, SkewSampler, ZoneTable};
@@ -21,6 +22,12 @@ pub struct IoUnit {
     pub dir: Dir,
     pub offset: u64,
     pub len: u64,
+    /// The directive specific value fio puts in a write command (NVMe DSPEC, fio's
+    /// `io_u->dspec`): with `dataplacement=fdp` the write's placement ID, with `streams` its
+    /// stream ID (which directive is the job's [`FioJob::data_placement`](super::FioJob));
+    /// 0 for reads, trims and every I/O of a job without data placement. Chosen by
+    /// `plid_select` (see gen/placement.rs).
+    pub dspec: u16,
 }
 
 const READ: usize = 0;
@@ -130,6 +137,9 @@ pub struct JobGen {
     /// It is one of those files: it ends when its range is used up, and restarts when the job
     /// starts a pass (`restart_in_set`).
     in_set: bool,
+    /// The job's data placement: what each write's `dspec` is. A job's files have none of
+    /// their own; the job places what they issue.
+    placement: Option<Box<placement::Placer>>,
 }
 
 impl JobGen {
@@ -214,6 +224,9 @@ impl JobGen {
     fn begin_pass(&mut self) {
         if self.replay_passes {
             self.rng = self.pass_seed.clone();
+            if let Some(p) = &mut self.placement {
+                p.replay();
+            }
         }
         self.reset_file();
         self.rwmix_issues = 0;
@@ -278,6 +291,23 @@ impl JobGen {
         }
     }
 
+    /// Sets the `dspec` of the I/O just filled (fio's `dp_fill_dspec_data`, called from
+    /// `fill_io_u` once the offset is known): the placement sees the file it went to and its
+    /// offset in that file.
+    #[inline]
+    fn place(&mut self, io: &mut IoUnit) {
+        let (file, file_start) = match &self.files {
+            Some(files) => {
+                let f = files.served();
+                (f, files.range(f).0)
+            }
+            None => (0, self.space_offset),
+        };
+        if let Some(p) = &mut self.placement {
+            io.dspec = p.dspec(io.dir, file, io.offset - file_start);
+        }
+    }
+
     #[inline]
     fn account(&mut self, io: IoUnit) {
         let d = io.dir.index();
@@ -328,6 +358,7 @@ impl JobGen {
             dir: Dir::ALL[d],
             offset: self.space_offset + offset,
             len,
+            dspec: 0,
         })
     }
 
@@ -538,7 +569,10 @@ impl Iterator for JobGen {
                 Some(files) => files.next(),
                 None => self.fill(),
             };
-            if let Some(io) = io {
+            if let Some(mut io) = io {
+                if self.placement.is_some() {
+                    self.place(&mut io);
+                }
                 self.account(io);
                 return Some(io);
             }
@@ -1082,6 +1116,135 @@ mod tests {
         assert!(ios.iter().any(|io| io.len == 4 * K) && ios.iter().any(|io| io.len == 64 * K));
     }
 
+    /// (direction, dspec) of every I/O.
+    fn dspecs(ios: &[IoUnit]) -> Vec<(Dir, u16)> {
+        ios.iter().map(|io| (io.dir, io.dspec)).collect()
+    }
+
+    /// The dspec of every write.
+    fn write_dspecs(ios: &[IoUnit]) -> Vec<u16> {
+        ios.iter().filter(|io| io.dir == Dir::Write).map(|io| io.dspec).collect()
+    }
+
+    #[test]
+    fn without_data_placement_every_io_carries_0() {
+        let ios = all(&mut gen("rw=randrw\nnumber_ios=2000", 64 * M));
+        assert!(ios.iter().all(|io| io.dspec == 0));
+    }
+
+    #[test]
+    fn round_robin_cycles_the_writes_and_reads_do_not_move_it() {
+        // fio sorts plids, so 6,4,5 is 4,5,6.
+        let ios = sample("rw=randrw\nnorandommap\nfdp=1\nplids=6,4,5", 64 * M, 3000);
+        assert!(ios.iter().filter(|io| io.dir == Dir::Read).all(|io| io.dspec == 0));
+        let writes = write_dspecs(&ios);
+        assert!(writes.len() > 1000, "{}", writes.len());
+        assert_eq!(writes, (0..writes.len()).map(|i| [4, 5, 6][i % 3]).collect::<Vec<u16>>());
+        // Reads came between writes: a write, reads, then the next ID.
+        let d = dspecs(&ios);
+        let i = d.windows(2).position(|w| w[0].0 == Dir::Write && w[1].0 == Dir::Read).unwrap();
+        let next_write = d[i + 1..].iter().find(|(dir, _)| *dir == Dir::Write).unwrap().1;
+        assert_eq!(next_write, [5, 6, 4][[4, 5, 6].iter().position(|&p| p == d[i].1).unwrap()]);
+        // trimwrite: the writes carry the IDs, the trims 0; streams take theirs as given.
+        let ios = all(&mut gen("rw=trimwrite\nsize=32k\ndataplacement=streams\nplids=9,3", M));
+        assert_eq!(
+            dspecs(&ios[..6]),
+            [(Dir::Trim, 0), (Dir::Write, 3), (Dir::Trim, 0), (Dir::Write, 9), (Dir::Trim, 0), (Dir::Write, 3)]
+        );
+        // The cycle carries on across loops (fio never resets pli_loc).
+        let ios = all(&mut gen("rw=write\nsize=16k\nloops=2\nfdp=1\nplids=0-2", M));
+        assert_eq!(write_dspecs(&ios), [0, 1, 2, 0, 1, 2, 0, 1]);
+    }
+
+    #[test]
+    fn round_robin_keeps_a_position_per_file() {
+        // Two 16 KiB files served in turn: each file cycles the IDs on its own, as fio keeps
+        // pli_loc per file.
+        let mut g = gen("rw=write\nbs=4k\nsize=32k\nnrfiles=2\nfdp=1\nplids=0-2", M);
+        let ios = all(&mut g);
+        let by_file: Vec<(usize, u16)> = ios.iter().map(|io| (g.file_of(io.offset), io.dspec)).collect();
+        assert_eq!(by_file, [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2), (0, 0), (1, 0)]);
+    }
+
+    #[test]
+    fn random_selection_is_uniform_deterministic_and_leaves_the_other_draws_alone() {
+        let body = "rw=randrw\nrwmixread=20\nbsrange=4k-16k\nnorandommap";
+        let placed = format!("{body}\ndataplacement=streams\nplids=1-8\nplid_select=random");
+        let ios = sample(&placed, 64 * M, 20_000);
+        let writes = write_dspecs(&ios);
+        // About 16,000 writes over 8 IDs: 2,000 each, with a standard deviation of
+        // sqrt(n p (1 - p)) = sqrt(16,000 / 8 * 7 / 8) ~ 42 per count. Five deviations (210)
+        // is a bound a fair draw essentially never passes, and an unfair one (a missing ID, a
+        // bias of 1/8 from an off-by-one) always does.
+        let n = writes.len() as f64;
+        let sigma = (n / 8.0 * 7.0 / 8.0).sqrt();
+        for id in 1..=8u16 {
+            let count = writes.iter().filter(|&&w| w == id).count() as f64;
+            assert!((count - n / 8.0).abs() < 5.0 * sigma, "ID {id}: {count} of {n}");
+        }
+        assert!(writes.iter().all(|w| (1..=8).contains(w)));
+        assert!(ios.iter().filter(|io| io.dir != Dir::Write).all(|io| io.dspec == 0));
+        // Same seed, same sequence; another seed, another.
+        let j = job(&format!("{placed}\nnumber_ios=5000"));
+        let run = |seed| write_dspecs(&all(&mut JobGen::new(&j, 0, 0, 64 * M, 512, seed).unwrap()));
+        assert_eq!(run(11), run(11));
+        assert_ne!(run(11), run(12));
+        // Its own stream: directions, offsets and sizes are those of the job without placement.
+        let plain = sample(body, 64 * M, 20_000);
+        let strip = |ios: &[IoUnit]| ios.iter().map(|io| (io.dir, io.offset, io.len)).collect::<Vec<_>>();
+        assert_eq!(strip(&ios), strip(&plain));
+        let rr = sample(&format!("{body}\nfdp=1\nplids=1-8"), 64 * M, 20_000);
+        assert_eq!(strip(&rr), strip(&plain));
+    }
+
+    #[test]
+    fn random_selection_replays_with_the_loops_under_randrepeat() {
+        let body = "rw=write\nsize=64k\nloops=2\nfdp=1\nplids=0-7\nplid_select=random";
+        let ios = all(&mut gen(body, M));
+        assert_eq!(write_dspecs(&ios[..16]), write_dspecs(&ios[16..]));
+        let ios = all(&mut gen(&format!("{body}\nrandrepeat=0"), M));
+        assert_ne!(write_dspecs(&ios[..16]), write_dspecs(&ios[16..]));
+    }
+
+    #[test]
+    fn scheme_takes_the_first_entry_holding_the_offset_in_the_file() {
+        let dir = std::env::temp_dir().join(format!("flashmux-fio-gen-scheme-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Overlapping entries: 4096 is in both, the first wins; 16 KiB on is in none.
+        std::fs::write(dir.join("lba.scheme"), "0, 8192, 3\n4096, 16384, 5\n").unwrap();
+        let text = "[t]\nrw=rw\nbs=4k\nsize=24k\nfdp=1\nplids=1\nplid_select=scheme\ndp_scheme=lba.scheme\n";
+        let j = parse_job_text(text, &dir.join("t.fio").display().to_string(), &|_| None).unwrap().jobs.remove(0);
+        // The offsets are the job's file's: its space starts 10 MiB into the device.
+        let ios = all(&mut JobGen::new(&j, 0, 10 * M, M, 512, 7).unwrap());
+        let writes: Vec<(u64, u16)> =
+            ios.iter().filter(|io| io.dir == Dir::Write).map(|io| (io.offset - 10 * M, io.dspec)).collect();
+        let expect = |o: u64| match o {
+            0..=8191 => 3,
+            8192..=16383 => 5,
+            _ => 0,
+        };
+        assert!(writes.len() >= 3, "{writes:?}");
+        assert!(writes.iter().all(|&(o, d)| d == expect(o)), "{writes:?}");
+        assert!(ios.iter().filter(|io| io.dir == Dir::Read).all(|io| io.dspec == 0));
+        let j = parse_job_text(&text.replace("rw=rw", "rw=write"), &dir.join("t.fio").display().to_string(), &|_| None)
+            .unwrap()
+            .jobs
+            .remove(0);
+        let ios = all(&mut JobGen::new(&j, 0, 10 * M, M, 512, 7).unwrap());
+        assert_eq!(write_dspecs(&ios), [3, 3, 5, 5, 0, 0]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn fdp_without_plids_needs_the_drives_placement_ids() {
+        let e = new_err("rw=write\nfdp=1", M);
+        assert!(e.contains("resolve_placement was not called"), "{e}");
+        let mut j = job("rw=write\nsize=16k\nfdp=1");
+        j.resolve_placement(Some(3), None).unwrap();
+        let ios = all(&mut JobGen::new(&j, 0, 0, M, 512, 7).unwrap());
+        assert_eq!(write_dspecs(&ios), [0, 1, 2, 0]);
+    }
+
     const OPTIONAL: &[&str] = &[
         "bs=8k",
         "bs=4k,16k",
@@ -1110,6 +1273,7 @@ mod tests {
         "offset_increment=5%",
         "numjobs=3",
         "runtime=1\ntime_based",
+        "fdp=1\nplids=2-5\nplid_select=random",
     ];
     const MODES: &[&str] = &[
         "read",
@@ -1149,6 +1313,8 @@ mod tests {
                     proptest::prop_assert!(io.offset >= space_offset, "{body}: {io:?}");
                     proptest::prop_assert!(io.offset + io.len <= space_offset + space, "{body}: {io:?}");
                     proptest::prop_assert!(job.rw.does(io.dir), "{body}: {io:?}");
+                    let placed = job.data_placement.is_some() && io.dir == Dir::Write;
+                    proptest::prop_assert!(if placed { (2..=5).contains(&io.dspec) } else { io.dspec == 0 }, "{body}: {io:?}");
                 }
                 if job.is_time_based() {
                     proptest::prop_assert!(g.next().is_some(), "{body}: time-based job ended");

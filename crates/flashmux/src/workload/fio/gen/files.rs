@@ -161,6 +161,11 @@ impl FileSet {
         (self.gens[i].space_offset, self.gens[i].space_len)
     }
 
+    /// The file the last I/O came from.
+    pub(super) fn served(&self) -> usize {
+        self.current.unwrap_or(0)
+    }
+
     /// The file whose range holds `offset` (the files are in offset order).
     pub(super) fn file_of(&self, offset: u64) -> usize {
         self.gens.partition_point(|g| g.space_offset <= offset).saturating_sub(1)
@@ -292,6 +297,7 @@ fn one_file(job: &FioJob) -> FioJob {
         number_ios: None,
         loops: 1,
         startdelay: (0, 0),
+        data_placement: None,
         job_options: Vec::new(),
         inherited_options: Vec::new(),
         ..job.clone()

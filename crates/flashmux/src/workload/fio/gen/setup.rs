@@ -6,18 +6,21 @@
 //! (`bs`, `bs_is_seq_rand`, `blockalign`); the region is resolved inside the space (`offset`,
 //! `offset_increment`, `size`, `filesize`); sizes, alignments and the `rw` hole are checked
 //! against the sector; the number of block starts per direction (fio's `last_block`) is counted;
-//! the random offsets are chosen (uniform, the random map, zones, or a skewed sampler); and the
-//! pass and job limits are set (`size`, `io_size`, `number_ios`, `loops`, trimwrite's doubling).
+//! the random offsets are chosen (uniform, the random map, zones, or a skewed sampler); the
+//! pass and job limits are set (`size`, `io_size`, `number_ios`, `loops`, trimwrite's doubling);
+//! and the job's data placement is set up (gen/placement.rs).
 //!
 //! Example: `rw=randwrite bs=4k size=1m` in a 16 MiB space gives region [0, 1 MiB), 256 block
 //! starts, the random map (every block once per pass), and a 1 MiB pass that counts writes.
 //!
 //! Randomness: three independent streams per instance from the seed (`stream_seed`): the
 //! setup's (a `filesize` range, the skewed samplers' offset, the `startdelay` range, drawn in that
-//! order), the I/O stream's, and the skewed samplers'.
+//! order), the I/O stream's, and the skewed samplers'; and two more when the job asks for them,
+//! the files' (gen/files.rs) and `plid_select=random`'s (gen/placement.rs).
 
 use rand::{RngCore, SeedableRng};
 
+use super::placement::Placer;
 use super::{JobGen, Offsets, NONE, READ, WRITE};
 use crate::workload::fio::dist::{self, JobRng, RandomMap, SkewSampler, ZoneTable};
 use crate::workload::fio::job::{FioJob, RandomDistribution, RwModifier, RwSequencer, SizeSpec};
@@ -79,6 +82,7 @@ struct Parts {
     offsets: Offsets,
     limits: Limits,
     start_delay: u64,
+    placement: Option<Box<Placer>>,
 }
 
 impl JobGen {
@@ -86,7 +90,8 @@ impl JobGen {
     /// `[space_offset, space_offset + space_len)` of the device, fio's "file": the job's
     /// `offset`, `size` and `offset_increment` (bytes or `%`) resolve inside it. Offsets and sizes
     /// must be multiples of `min_align` (the sector size). `seed` is the only source of
-    /// randomness; clones get independent streams from it.
+    /// randomness; clones get independent streams from it. A job with FDP placement and no
+    /// `plids` needs the drive's placement IDs: call [`FioJob::resolve_placement`] first.
     pub fn new(
         job: &FioJob,
         clone_index: u32,
@@ -124,6 +129,7 @@ impl JobGen {
             _ => 1,
         };
         let rng = JobRng::seed_from_u64(stream_seed(seed, clone_index, SEED_IO));
+        let placement = Placer::new(job, clone_index, seed)?.map(Box::new);
         let parts = Parts {
             random,
             blocks,
@@ -134,6 +140,7 @@ impl JobGen {
             offsets,
             limits,
             start_delay,
+            placement,
         };
         let mut gen = JobGen::assemble(job, parts, rng);
         debug_assert!(gen.region_end <= gen.space_len, "the region is inside the space");
@@ -225,6 +232,7 @@ impl JobGen {
             done: false,
             files: None,
             in_set: false,
+            placement: p.placement,
         }
     }
 }
