@@ -1,6 +1,6 @@
 //! Built-in device presets. Every number and its source is listed in `docs/MODEL.md`.
 
-use crate::device::{Arbitration, EccRates, NullConfig, NvmeConfig, SsdConfig};
+use crate::device::{Arbitration, EccRates, NullConfig, NvmeConfig, PlacementMode, SsdConfig};
 use crate::flash::{Geometry, Timing};
 use crate::units::Nanos;
 
@@ -14,7 +14,7 @@ pub struct Preset {
     pub nvme: NvmeConfig,
 }
 
-pub const PRESET_NAMES: [&str; 6] = ["paper-c", "x25e", "840pro", "tlc-nvme", "cosmos", "null"];
+pub const PRESET_NAMES: [&str; 7] = ["paper-c", "x25e", "840pro", "tlc-nvme", "tlc-nvme-fdp", "cosmos", "null"];
 
 /// GC threshold used by the presets: 1% of a plane's blocks, at least 2.
 pub fn default_gc_threshold(blocks_per_plane: u32) -> u32 {
@@ -34,6 +34,7 @@ pub fn preset(name: &str) -> Option<Preset> {
         "x25e" => Some(x25e()),
         "840pro" => Some(mlc_840pro()),
         "tlc-nvme" => Some(tlc_nvme()),
+        "tlc-nvme-fdp" => Some(tlc_nvme_fdp()),
         "cosmos" => Some(cosmos()),
         "null" => Some(null()),
         _ => None,
@@ -224,6 +225,21 @@ fn tlc_nvme() -> Preset {
     }
 }
 
+/// `tlc-nvme` with NVMe Flexible Data Placement enabled, as datacenter TLC drives ship it (the
+/// Samsung PM9D3a): one reclaim group, 8 initially isolated reclaim unit handles (the handle
+/// count of WARP's calibrated FDP drive; the PM9D3a's is not published), a handle's reclaim
+/// unit one block in every plane (docs/MODEL.md §1c).
+fn tlc_nvme_fdp() -> Preset {
+    let base = tlc_nvme();
+    let DeviceKind::Ssd(c) = base.kind else { unreachable!("tlc-nvme is a flash drive") };
+    Preset {
+        name: "tlc-nvme-fdp",
+        summary: "tlc-nvme (PM9A3-like datacenter TLC) with NVMe FDP: 1 reclaim group, 8 initially isolated reclaim unit handles, a reclaim unit = a block in every plane",
+        kind: DeviceKind::Ssd(SsdConfig { placement: PlacementMode::Fdp { persistent: vec![false; 8] }, ..c }),
+        nvme: base.nvme,
+    }
+}
+
 /// An OpenSSD Cosmos+ board with open-channel firmware under Linux pblk (paper E): 8 channels ×
 /// 8 ways of MLC NAND with 16 KiB pages and 256-page blocks, NV-DDR channels at 200 MB/s, PCIe
 /// Gen2 x8; the FTL (pblk) runs on the host with 11% over-provisioning, its ring write buffer in
@@ -299,7 +315,7 @@ pub fn gc_contribution_fit(preset: &str) -> (f64, f64) {
         "paper-c" => (-0.0149, 0.4825),
         "x25e" => (-0.0088, 0.4897),
         "840pro" => (0.0058, 0.5068),
-        "tlc-nvme" => (0.2189, 0.7569),
+        "tlc-nvme" | "tlc-nvme-fdp" => (0.2189, 0.7569),
         _ => crate::host::HwabcParams::PAPER,
     }
 }

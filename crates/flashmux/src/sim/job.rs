@@ -458,7 +458,7 @@ impl JobRt {
         if io.dir == Dir::Write {
             self.count_write();
         }
-        Next::Io(IoReq { op: op_of(io.dir), offset: io.offset, len: io.len, tag: 0, call: None, dspec: 0 })
+        Next::Io(IoReq { op: op_of(io.dir), offset: io.offset, len: io.len, tag: 0, call: None, dspec: io.dspec })
     }
 
     /// A file operation engine's I/O, done as issued: in the job's I/Os and bytes (and its

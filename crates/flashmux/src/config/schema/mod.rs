@@ -209,6 +209,16 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
         let modelled: Vec<&str> = ["filename", "directory"].into_iter().filter(|k| !direct_uses(k)).collect();
         collected.notes.retain(|n| !modelled.contains(&n.as_str()));
     }
+    if virt.mode.is_vm() {
+        // virtio-blk carries no placement directive: only the hypervisor's (a tenant's) applies.
+        let placed = tenants.iter().find_map(|t| t.jobs().iter().find(|j| j.data_placement.is_some()).map(|j| (t, j)));
+        if let Some((t, j)) = placed {
+            return Err(ctx.err(format!(
+                "tenant '{}': job '{}' places its writes (dataplacement), but in a VM they reach the drive through virtio-blk, which carries no placement directive: give the tenant a placement ([[tenant]] placement or the drive's per_tenant) instead",
+                t.name, j.name
+            )));
+        }
+    }
     if let Some(cpu) = &host.cpu {
         check_threads(&ctx, cpu, &virt, tenants.len(), &mut collected)?;
     }
@@ -296,6 +306,13 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
     let mut tenants: Vec<TenantSpec> = Vec::new();
     let mut kernel = None;
     let mut jobs = jf.jobs;
+    let mode = match &device.kind {
+        DeviceKind::Ssd(c) => c.placement.clone(),
+        DeviceKind::Null(_) => PlacementMode::None,
+    };
+    for j in &mut jobs {
+        j.resolve_placement(mode.fdp_handles(), mode.max_streams()).map_err(|e| ctx.err(e))?;
+    }
     if jobs.iter().any(|j| j.engine.is_some()) {
         // fio's file operation engines make, stat and delete files in the directory fio runs
         // in: the jobs share one filesystem on the device, as one tenant.

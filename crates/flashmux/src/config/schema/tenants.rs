@@ -86,15 +86,22 @@ pub(super) fn resolve_tenants(
 /// A tenant's default placement directive: its own `placement`, else `per_tenant`'s for tenant
 /// `i`, checked against the drive's placement (`mode`): an FDP placement identifier below the
 /// handles, a stream identifier 1 to 65535 with no more tenants' streams than the drive keeps
-/// open.
+/// open. Its fio jobs' own `dataplacement` options are resolved against the drive here too
+/// (fio's `dp_init`), and a tenant has a default placement or jobs that place their writes,
+/// not both.
 fn resolve_tenant_placement(
     ctx: &Ctx,
     key: &str,
     i: usize,
     own: Option<i64>,
     (mode, per_tenant): DrivePlacement,
-    _workload: &mut Workload,
+    workload: &mut Workload,
 ) -> Result<Option<u16>, ConfigError> {
+    if let Workload::Fio(jobs) = workload {
+        for j in jobs.iter_mut() {
+            j.resolve_placement(mode.fdp_handles(), mode.max_streams()).map_err(|e| ctx.err(format!("{key}: {e}")))?;
+        }
+    }
     let value = match (own, per_tenant) {
         (Some(_), Some(_)) => {
             return Err(ctx.err(format!(
@@ -134,6 +141,12 @@ fn resolve_tenant_placement(
             value as u16
         }
     };
+    if let Some(j) = workload.jobs().iter().find(|j| j.data_placement.is_some()) {
+        return Err(ctx.err(format!(
+            "{field}: job '{}' places its own writes (dataplacement): give the tenant a placement or its jobs one, not both",
+            j.name
+        )));
+    }
     Ok(Some(v))
 }
 
