@@ -78,6 +78,7 @@ fn the_generator_draws_every_mechanism() {
     want("aio", &["native", "threads"]);
     want("host_cpu", &["true"]);
     want("device_mode", &["ssd", "open-channel"]);
+    want("placement", &["none", "fdp", "streams"]);
     want("preset", &["paper-c", "x25e", "840pro", "tlc-nvme", "cosmos", "null"]);
     want("geometry", &["custom", "preset"]);
     want("size_by", &["capacity", "blocks_per_plane"]);

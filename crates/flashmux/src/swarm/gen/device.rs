@@ -109,8 +109,9 @@ pub(super) fn flash_device(g: &mut G, doc: &mut Doc, tenants: usize, budget: boo
     let (geo, custom) = geometry(g, doc, &p.geometry, bounds);
     let s = Shape::of(&geo, bounds.min_bytes);
     let (dftl, entry) = mapping(g, doc, &s, tenants, budget);
-    drive_mode(g, doc, budget, dftl, p.open_channel);
-    let blocks = blocks(g, doc, &s, dftl, entry, max_units);
+    let open = drive_mode(g, doc, budget, dftl, p.open_channel);
+    let placed = placement(g, doc, open, tenants);
+    let blocks = blocks(g, doc, &s, dftl, entry, max_units, placed);
     let op = overprovisioning(g, doc, blocks, p.overprovisioning);
     let logical_units = capacity(g, doc, &p, geo, &s, blocks, op);
     gc(g, doc);
@@ -236,8 +237,47 @@ fn mapping(g: &mut G, doc: &mut Doc, s: &Shape, tenants: usize, budget: bool) ->
     (dftl, entry)
 }
 
+/// Data placement on a drive that runs its own FTL: FDP (1 to 8 handles, some persistently
+/// isolated now and then) or Streams (1 to 8), or none; a handle or stream per tenant when there
+/// are enough of them (and by mistake when there are not). Returns the open blocks per plane the
+/// further placements take.
+fn placement(g: &mut G, doc: &mut Doc, open: bool, tenants: usize) -> u64 {
+    if open || g.chance(0.7) {
+        g.tag("placement", "none");
+        return 0;
+    }
+    let fdp = g.chance(0.6);
+    let n = g.int(1, 8);
+    let mut extra = n - u64::from(fdp);
+    if fdp {
+        g.tag("placement", "fdp");
+        doc.set("device.fdp", "handles", n.to_string());
+        match g.weighted(&[(0u8, 3), (1, 1), (2, 1)]) {
+            0 => {}
+            1 => {
+                doc.set("device.fdp", "handle_type", t::string("persistently-isolated"));
+                extra += n;
+            }
+            _ => {
+                let persistent: Vec<String> = (0..n).filter(|_| g.chance(0.5)).map(|h| h.to_string()).collect();
+                extra += persistent.len() as u64;
+                doc.set("device.fdp", "persistent", format!("[{}]", persistent.join(", ")));
+            }
+        }
+    } else {
+        g.tag("placement", "streams");
+        doc.set("device.streams", "streams", n.to_string());
+    }
+    if (tenants as u64 <= n && g.chance(0.7)) || g.mistake(0.03) {
+        // More tenants than handles or streams is refused.
+        doc.set(if fdp { "device.fdp" } else { "device.streams" }, "per_tenant", "true".into());
+    }
+    extra
+}
+
 /// The drive's mode: a budget scheduler needs open-channel; DFTL needs the drive's own FTL.
-fn drive_mode(g: &mut G, doc: &mut Doc, budget: bool, dftl: bool, preset_open: bool) {
+/// Returns whether it is open-channel.
+fn drive_mode(g: &mut G, doc: &mut Doc, budget: bool, dftl: bool, preset_open: bool) -> bool {
     debug_assert!(!(budget && dftl), "DFTL is never drawn with a budget scheduler");
     let open = if budget {
         true
@@ -250,12 +290,13 @@ fn drive_mode(g: &mut G, doc: &mut Doc, budget: bool, dftl: bool, preset_open: b
     if open != preset_open || g.chance(0.3) {
         doc.set("device", "mode", t::string(if open { "open-channel" } else { "ssd" }));
     }
+    open
 }
 
-/// Blocks per plane B and a GC threshold T; the FTL needs T + 3 (+ 2 with DFTL) blocks per plane
-/// besides the logical data's L (and DFTL's translation pages). L is as many as fit
-/// (over-provisioning at its least) or fewer.
-fn blocks(g: &mut G, doc: &mut Doc, s: &Shape, dftl: bool, entry: u64, max_units: u64) -> Blocks {
+/// Blocks per plane B and a GC threshold T; the FTL needs T + 3 (+ 2 with DFTL, + `placed` for
+/// the further placements' open blocks) blocks per plane besides the logical data's L (and
+/// DFTL's translation pages). L is as many as fit (over-provisioning at its least) or fewer.
+fn blocks(g: &mut G, doc: &mut Doc, s: &Shape, dftl: bool, entry: u64, max_units: u64, placed: u64) -> Blocks {
     let Shape { planes, ppb, upb, page, l_min, .. } = *s;
     let max_b = (max_units / (planes * upb)).max(l_min + SPARE);
     let mut b = g.log(l_min + SPARE, max_b.min(1024).max(l_min + SPARE));
@@ -266,7 +307,7 @@ fn blocks(g: &mut G, doc: &mut Doc, s: &Shape, dftl: bool, entry: u64, max_units
     } else {
         (b / 100).max(2)
     };
-    let needed = threshold.max(2) + 3 + if dftl { 2 } else { 0 };
+    let needed = threshold.max(2) + 3 + if dftl { 2 } else { 0 } + placed;
     let map_blocks = |l: u64| -> u64 {
         if !dftl {
             return 0;
