@@ -49,6 +49,20 @@ pub struct BenchArgs {
     /// of directly (`direct=1`).
     #[arg(long, conflicts_with = "trace")]
     buffered: bool,
+    /// Data placement: `none`, `fdp` (8 reclaim unit handles, or one per tenant beyond 8, a
+    /// handle per tenant) or `streams` (the same with streams).
+    #[arg(long, default_value = "none", value_parser = ["none", "fdp", "streams"])]
+    placement: String,
+}
+
+/// `[device.fdp]` or `[device.streams]` for `--placement`, a handle or stream per tenant.
+fn placement_toml(a: &BenchArgs) -> String {
+    let n = a.tenants.max(8);
+    match a.placement.as_str() {
+        "fdp" => format!("[device.fdp]\nhandles = {n}\nper_tenant = true\n"),
+        "streams" => format!("[device.streams]\nstreams = {n}\nper_tenant = true\n"),
+        _ => String::new(),
+    }
 }
 
 fn scenario_toml(a: &BenchArgs) -> String {
@@ -60,6 +74,7 @@ fn scenario_toml(a: &BenchArgs) -> String {
         ftl.push_str("mapping = \"dftl\"\n");
     }
     let mut op = if ftl.is_empty() { String::new() } else { format!("[device.ftl]\n{ftl}") };
+    op.push_str(&placement_toml(a));
     if let Some(size) = &a.dftl_cmt {
         op.push_str(&format!("[device.ftl.cmt]\nsize = \"{size}\"\n"));
     }
