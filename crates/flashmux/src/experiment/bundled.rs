@@ -32,8 +32,15 @@ pub struct Bundled {
 }
 
 /// Every bundled experiment.
-pub const BUNDLED: &[Bundled] =
-    &[super::paper_a::BUNDLED, super::paper_b::BUNDLED, super::paper_c::BUNDLED, super::paper_d::BUNDLED, super::paper_e::BUNDLED];
+pub const BUNDLED: &[Bundled] = &[
+    super::paper_a::BUNDLED,
+    super::paper_b::BUNDLED,
+    super::paper_c::BUNDLED,
+    super::paper_d::BUNDLED,
+    super::paper_e::BUNDLED,
+    super::fdp::MULTI_TENANT,
+    super::fdp::NOISY_HANDLE,
+];
 
 pub fn bundled(name: &str) -> Option<&'static Bundled> {
     BUNDLED.iter().find(|b| b.name == name)

@@ -44,6 +44,7 @@
 //! directory is not used: where results go is the caller's choice (`flashmux sweep -o`).
 
 pub mod bundled;
+mod fdp;
 pub mod gc_profile;
 mod paper_a;
 mod paper_b;
