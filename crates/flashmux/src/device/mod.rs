@@ -66,7 +66,7 @@ pub struct CmdState {
     pub cmd: Command,
     /// Units of a write already in the buffer.
     pub progress: u32,
-    /// A write's placement, decided when its first unit enters the buffer.
+    /// A write's placement, decided once, when the drive takes the command (`Ssd::execute`).
     pub placement: Placement,
     /// The latest time any part of the command finishes.
     pub done_at: SimTime,

@@ -343,6 +343,23 @@ mod tests {
         Elevator::new(MergeConfig { nomerges, max_bytes: 128 * K })
     }
 
+    /// Writes of different placement directives never merge, adjacent as they are (Linux's
+    /// `blk_rq_merge_ok` compares write hints); those of the same one do, and reads ignore it.
+    #[test]
+    fn writes_of_different_placements_do_not_merge() {
+        let mut e = elevator(0);
+        let (w, r) = (IoOp::Write, IoOp::Read);
+        let placed = |id, op, offset, dspec| SchedReq { dspec, ..req(id, 0, op, offset, 4 * K) };
+        assert_eq!(e.arrive(&placed(0, w, 0, 1)), None);
+        assert_eq!(e.arrive(&placed(1, w, 4 * K, 2)), None, "another handle's write at the back");
+        assert_eq!(e.arrive(&placed(2, w, 8 * K, 1)), None, "the same handle's, but not adjacent to request 0");
+        let m = e.arrive(&placed(3, w, 12 * K, 1)).unwrap();
+        assert_eq!(m, Merged { lead: ReqId(2), kind: MergeKind::Back, offset: 8 * K, len: 8 * K });
+        assert_eq!(e.arrive(&placed(4, r, 64 * K, 0)), None);
+        assert!(e.arrive(&placed(5, r, 68 * K, 0)).is_some());
+        e.check_invariants();
+    }
+
     #[test]
     fn the_worked_example() {
         let mut e = elevator(0);
