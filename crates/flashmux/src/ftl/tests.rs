@@ -244,6 +244,40 @@ proptest! {
     }
 }
 
+/// Reclaim unit switching: each placement writes into its own open block of a plane (its
+/// reclaim unit there); when that block is full the next write of the placement opens a fresh
+/// one, and the other placements' open blocks are untouched. 4 units a block (one unit a page):
+/// placements 0 and 2 interleave writes to plane 0's pages.
+#[test]
+fn each_placement_switches_its_own_reclaim_unit_when_full() {
+    let mut f = placed(1, [false; 3]);
+    let upb = f.units_per_block();
+    assert_eq!(upb, 4);
+    let plane = f.plane_of(Lpn(0));
+    // Logical pages of plane 0: one stripe of 4 planes apart (a unit a page).
+    let pages: Vec<u32> = (0..f.logical_units() as u32).filter(|&l| f.plane_of(Lpn(l)) == plane).take(12).collect();
+    let block = |f: &Ftl, l: u32| match f.lookup(Lpn(l)) {
+        Loc::Flash(p) => p.0 / upb,
+        other => panic!("lpn {l}: {other:?}"),
+    };
+    // Six writes each, alternating: 0, 2, 0, 2, ...
+    for (i, &l) in pages.iter().enumerate() {
+        f.program_host(plane, Lpn(l), 0, Placement(if i % 2 == 0 { 0 } else { 2 }));
+    }
+    let of = |h: usize| -> Vec<u32> { pages.iter().skip(h).step_by(2).map(|&l| block(&f, l)).collect() };
+    let (b0, b2) = (of(0), of(1));
+    // Four units fill a block: each placement's first four pages share one, its next two start another.
+    for b in [&b0, &b2] {
+        assert!(b[..4].iter().all(|&x| x == b[0]) && b[4] == b[5] && b[4] != b[0], "{b:?}");
+    }
+    assert!(b0.iter().all(|x| !b2.contains(x)), "no block holds both placements' data: {b0:?} {b2:?}");
+    assert_eq!(f.placement_gc(Placement(0)).blocks_filled, 1);
+    assert_eq!(f.placement_gc(Placement(2)).blocks_filled, 1);
+    assert_eq!(f.placement_gc(Placement(1)).blocks_filled, 0);
+    assert_eq!((f.next_host_page(plane, Placement(0)), f.next_host_page(plane, Placement(1))), (2, 0));
+    f.check_invariants();
+}
+
 /// A persistent placement's data moved by GC stays in blocks of its own: placements 0 and 1
 /// (persistent) share every plane; placement 0 takes 90% of the overwrites, placement 1 the
 /// rest, so GC cleans blocks of both — much of placement 1's moved by GC that placement 0's
