@@ -249,9 +249,10 @@ pub(crate) fn check_memory(scenarios: &[Scenario]) -> Result<(), BadArg> {
 pub(crate) struct BadArg(pub(crate) String);
 
 fn print_presets() {
+    let width = PRESET_NAMES.iter().map(|n| n.len()).max().unwrap_or(0);
     for name in PRESET_NAMES {
         let p = flashmux::config::preset(name).expect("listed presets exist");
-        println!("{:<10} {}", p.name, p.summary);
+        println!("{:<width$} {}", p.name, p.summary);
     }
 }
 

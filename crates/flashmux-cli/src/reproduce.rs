@@ -31,8 +31,9 @@ pub struct ReproduceArgs {
 
 pub fn run(args: ReproduceArgs) -> anyhow::Result<ExitCode> {
     if args.list {
+        let width = BUNDLED.iter().map(|b| b.name.len()).max().unwrap_or(0);
         for b in BUNDLED {
-            println!("{:<14} {}", b.name, b.summary);
+            println!("{:<width$} {}", b.name, b.summary);
         }
         return Ok(ExitCode::SUCCESS);
     }
