@@ -22,8 +22,8 @@ fn swarm_runs_its_seeds_and_summarises() {
 #[test]
 fn a_printed_configuration_runs_as_a_scenario() {
     let dir = tmpdir("swarm-print");
-    // Seed 3 draws trace files: they are written beside a copy of the scenario. Seed 2 draws none.
-    for seed in ["3", "2"] {
+    // Seed 7 draws trace files: they are written beside a copy of the scenario. Seed 1 draws none.
+    for seed in ["7", "1"] {
         let o = flashmux().args(["swarm", "--seed", seed, "--count", "1", "--print", "-o"]).arg(&dir).output().unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
         let text = String::from_utf8(o.stdout.clone()).unwrap();
