@@ -168,6 +168,17 @@ pub enum DeviceKind {
     Null(NullConfig),
 }
 
+impl DeviceKind {
+    /// The data placement it offers (none without flash).
+    pub fn placement(&self) -> &PlacementMode {
+        const NONE: &PlacementMode = &PlacementMode::None;
+        match self {
+            DeviceKind::Ssd(c) => &c.placement,
+            DeviceKind::Null(_) => NONE,
+        }
+    }
+}
+
 impl Device {
     /// The device `kind` describes behind an NVMe front end of `nvme`, for `tenants` tenants.
     pub fn build(nvme: NvmeConfig, kind: &DeviceKind, tenants: usize) -> Result<Device, SsdError> {

@@ -218,13 +218,7 @@ impl Ssd {
     fn report(&self, now: SimTime, preset: &str, precondition: &PreconditionReport, flushes: u64) -> DeviceResult {
         let c = self.config();
         let ftl = self.ftl().stats().clone();
-        let waf = (ftl.host_units_programmed > 0).then(|| {
-            (ftl.host_units_programmed
-                + ftl.gc_units_programmed
-                + ftl.padding_units_programmed
-                + ftl.map_units_programmed) as f64
-                / ftl.host_units_programmed as f64
-        });
+        let waf = (ftl.host_units_programmed > 0).then(|| ftl.units_programmed() as f64 / ftl.host_units_programmed as f64);
         DeviceResult {
             kind: "ssd".into(),
             preset: preset.to_string(),
@@ -267,7 +261,7 @@ impl Ssd {
         let g = &self.config().geometry;
         let unit = g.unit_bytes as u64;
         let n = f.placements().count();
-        let media = (s.host_units_programmed + s.gc_units_programmed + s.padding_units_programmed + s.map_units_programmed) * unit;
+        let media = s.units_programmed() * unit;
         let placements: Vec<PlacementStat> = (0..n as u16)
             .map(Placement)
             .map(|p| {

@@ -110,6 +110,12 @@ pub(super) fn param_text(v: &toml::Value) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_string)
 }
 
+/// Point `p`'s value of the sweep parameter `label`, as text; `None` if its sweep has no such
+/// axis.
+pub(super) fn param(p: &Point, label: &str) -> Option<String> {
+    p.params.iter().find(|(l, _)| l == label).map(|(_, v)| param_text(v))
+}
+
 /// A finding whose runs are not in the results.
 pub(super) fn missing(claim: &str) -> Check {
     Check { claim: claim.into(), measured: "runs missing".into(), pass: false }

@@ -4,7 +4,7 @@
 //! type. Their findings are the published ones (Micron's, CacheLib's, WARP's), checked on the
 //! runs; docs/EXPERIMENTS.md §9 puts the published figures beside flashmux's.
 
-use super::bundled::{embedded, missing, param_text, Bundled, Check};
+use super::bundled::{embedded, missing, param, Bundled, Check};
 use super::{Experiment, ExperimentError, Point};
 use crate::metrics::RunResults;
 use crate::report::plot::{write_bar_chart, write_line_chart, BarChart, BarSeries, LineChart, PlotError, Series};
@@ -62,10 +62,6 @@ fn multi_tenant_parts(quick: bool) -> Result<Vec<Experiment>, ExperimentError> {
 
 fn noisy_parts(quick: bool) -> Result<Vec<Experiment>, ExperimentError> {
     super::bundled::variant("fdp-noisy-handle", quick, NH_EXPERIMENT, NH_QUICK, NH_BASE)
-}
-
-fn param(p: &Point, label: &str) -> Option<String> {
-    p.params.iter().find(|(l, _)| l == label).map(|(_, v)| param_text(v))
 }
 
 /// A tenant's write amplification from the ownership ledger: (its units written + its units GC

@@ -2,7 +2,7 @@
 //! one 840 Pro-like drive under CFQ and MCFQ (Figs. 6–9), the motivation of Figs. 1–2, and the
 //! bandwidth-window table (Table 1); findings checked, figures drawn.
 
-use super::bundled::{embedded, missing, param_text, Bundled, Check};
+use super::bundled::{embedded, missing, param, Bundled, Check};
 use super::{Experiment, ExperimentError, Point};
 use crate::metrics::RunResults;
 use crate::report::plot::{write_bar_chart, write_line_chart, BarChart, BarSeries, LineChart, PlotError, Series};
@@ -43,11 +43,6 @@ fn parts(quick: bool) -> Result<Vec<Experiment>, ExperimentError> {
         [(MAIN, "experiment.toml"), (MOTIVATION, "motivation.toml"), (WINDOW, "window.toml"), (GUEST, "guest.toml")]
     };
     files.iter().map(|(text, file)| embedded(text, &format!("{DIR}/{file}"), BASE, &format!("{DIR}/base.toml"))).collect()
-}
-
-/// A parameter of a point, as text.
-fn param(p: &Point, label: &str) -> Option<String> {
-    p.params.iter().find(|(l, _)| l == label).map(|(_, v)| param_text(v))
 }
 
 /// Each tenant's bandwidth (bytes/s over its measured runtime).

@@ -5,7 +5,7 @@
 //! containers' kernel in the model (Filebench on ext4 over one shared page cache, the points with
 //! a `kernel` parameter); findings checked, figures drawn.
 
-use super::bundled::{embedded, missing, param_text, Bundled, Check};
+use super::bundled::{embedded, missing, param, Bundled, Check};
 use super::{Experiment, ExperimentError, Point};
 use crate::metrics::RunResults;
 use crate::report::plot::{write_bar_chart, write_line_chart, BarChart, BarSeries, LineChart, PlotError, Series};
@@ -46,10 +46,6 @@ fn parts(quick: bool) -> Result<Vec<Experiment>, ExperimentError> {
         [(MAIN, "experiment.toml"), (REAL, "realworld.toml"), (GUEST, "guest.toml")]
     };
     files.iter().map(|(text, file)| embedded(text, &format!("{DIR}/{file}"), BASE, &format!("{DIR}/base.toml"))).collect()
-}
-
-fn param(p: &Point, label: &str) -> Option<String> {
-    p.params.iter().find(|(l, _)| l == label).map(|(_, v)| param_text(v))
 }
 
 /// The run of a tenant set (the "pair" or "mix" parameter) under a scheduler, without the

@@ -196,6 +196,13 @@ pub struct FtlStats {
     pub gc_map_units_moved: u64,
 }
 
+impl FtlStats {
+    /// Every unit programmed: host data, GC's copies, padding and translation pages.
+    pub fn units_programmed(&self) -> u64 {
+        self.host_units_programmed + self.gc_units_programmed + self.padding_units_programmed + self.map_units_programmed
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum BlockState {
     Free,

@@ -188,11 +188,7 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
         ));
     }
     let ext4 = kernel.as_ref().is_some_and(|k| k.filesystem == crate::kernel::kernels::Filesystem::Ext4);
-    let mode = match &device.kind {
-        DeviceKind::Ssd(c) => c.placement.clone(),
-        DeviceKind::Null(_) => PlacementMode::None,
-    };
-    let placement = (&mode, per_tenant_placement(&f.device));
+    let placement = (device.kind.placement(), per_tenant_placement(&f.device));
     let tenants = resolve_tenants(&ctx, &f.tenants, base, device.capacity_bytes(), ext4, &mut collected, placement)?;
     if kernel.is_none() {
         note_buffered_jobs(&tenants, &mut collected);
@@ -306,10 +302,7 @@ pub(super) fn from_fio_jobs(jf: JobFile, file: &str, device_preset: &str) -> Res
     let mut tenants: Vec<TenantSpec> = Vec::new();
     let mut kernel = None;
     let mut jobs = jf.jobs;
-    let mode = match &device.kind {
-        DeviceKind::Ssd(c) => c.placement.clone(),
-        DeviceKind::Null(_) => PlacementMode::None,
-    };
+    let mode = device.kind.placement();
     for j in &mut jobs {
         j.resolve_placement(mode.fdp_handles(), mode.max_streams()).map_err(|e| ctx.err(e))?;
     }

@@ -197,6 +197,14 @@ impl Flusher {
         }
     }
 
+    /// The dirty unit in `slot` is dropped unprogrammed (trimmed, or superseded by a write
+    /// through another placement): its slot is free, and flushes waiting for it may complete.
+    pub(super) fn drop_dirty(&mut self, now: SimTime, slot: BufferSlot, out: &mut Outbox) {
+        let born = self.buf.born(slot);
+        self.buf.discard(slot);
+        self.data_left(now, born, out);
+    }
+
     /// Frees the buffer slots of `units` units of `die`'s oldest program, which has ended.
     fn release_program(&mut self, now: SimTime, die: DieId, units: u32, out: &mut Outbox) {
         for _ in 0..units {
@@ -258,9 +266,7 @@ impl Ssd {
                 } else {
                     // Dirty through another placement: the new data takes a slot of its own
                     // placement (the old one is superseded, never programmed).
-                    let born = self.flusher.buf.born(s);
-                    self.flusher.buf.discard(s);
-                    self.flusher.data_left(now, born, out);
+                    self.flusher.drop_dirty(now, s, out);
                     loc = Loc::Unmapped;
                 }
             }

@@ -405,9 +405,7 @@ impl Ssd {
         for lpn in first..end {
             let l = Lpn(lpn as u32);
             if let Loc::Buffer(s) = self.ftl.unmap(l) {
-                let born = self.flusher.buf.born(s);
-                self.flusher.buf.discard(s);
-                self.flusher.data_left(now, born, out);
+                self.flusher.drop_dirty(now, s, out);
             }
         }
         self.tenant(cmd.tenant.index()).trim_units += end.saturating_sub(first);

@@ -125,12 +125,11 @@ impl Ftl {
             self.close_if_full(plane, stream, new);
             self.attribute(owner).units_moved += 1;
         }
-        let moved = valid.len() as u64;
-        self.attribute(cause_owner).caused_units_moved += moved;
-        if cause != NO_CAUSE {
-            self.placement_gc[cause as usize].caused_units_moved += moved;
-        }
         let moved = valid.len() as u32;
+        self.attribute(cause_owner).caused_units_moved += moved as u64;
+        if cause != NO_CAUSE {
+            self.placement_gc[cause as usize].caused_units_moved += moved as u64;
+        }
         self.gc_scratch = valid;
         debug_assert_eq!(self.blocks[victim as usize].valid, 0);
         self.stats.gc_runs += 1;
