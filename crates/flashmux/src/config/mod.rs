@@ -502,13 +502,14 @@ fn invalid_weight(key: &str, v: impl std::fmt::Display) -> String {
     format!("{key}.weight: {v} is not a valid weight: expected a whole number from 1 to {MAX_WEIGHT} (default {DEFAULT_WEIGHT})")
 }
 
-/// The budget schedulers throttle where a host FTL takes requests: only an open-channel drive
-/// has one.
+/// The budget schedulers price requests by what they see of GC: only an open-channel drive (its
+/// FTL is pblk, on the host) and an FDP drive (its statistics log page) show them any.
 fn check_host_ftl(host: &HostConfig, device: &DeviceSpec) -> Result<(), String> {
     let open_channel = matches!(&device.kind, DeviceKind::Ssd(c) if c.open_channel);
-    if host.scheduler.needs_host_ftl() && !open_channel {
+    let fdp = device.kind.placement().fdp_handles().is_some();
+    if host.scheduler.needs_host_ftl() && !open_channel && !fdp {
         return Err(format!(
-            "host.scheduler: '{}' needs an open-channel drive (device.mode = \"open-channel\", or preset \"cosmos\"): it throttles where the host FTL takes requests (pblk's ring write buffer) and prices them from what that FTL sees; a drive that runs its own FTL shows the host neither",
+            "host.scheduler: '{}' needs a drive that shows the host its garbage collection: an open-channel drive (device.mode = \"open-channel\", or preset \"cosmos\"), whose FTL runs on the host, or an FDP drive ([device.fdp], or preset \"tlc-nvme-fdp\"), whose statistics log page reports the media bytes it erases; it prices requests by whether GC ran, and this drive keeps that to itself",
             host.scheduler.name()
         ));
     }

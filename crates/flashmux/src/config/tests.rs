@@ -365,13 +365,17 @@ fn open_channel_is_a_device_mode_with_a_host_mapping() {
 }
 
 #[test]
-fn fair_needs_an_open_channel_drive_and_sane_parameters() {
+fn fair_needs_a_drive_that_shows_gc_and_sane_parameters() {
     let fair = |preset: &str, extra: &str| {
         MINIMAL.replace("preset = \"paper-c\"", &format!("preset = \"{preset}\""))
             + &format!("\n[host]\nscheduler = \"fair\"\n{extra}\n")
     };
     let e = err(&fair("paper-c", ""));
-    assert!(e.contains("host.scheduler: 'fair' needs an open-channel drive"), "{e}");
+    assert!(e.contains("host.scheduler: 'fair' needs a drive that shows the host its garbage collection"), "{e}");
+    // An FDP drive shows its erases (its statistics log page); streams show nothing.
+    assert!(load(&fair("tlc-nvme-fdp\"\ncapacity = \"32GiB", "")).is_ok());
+    let e = err(&fair("tlc-nvme\"\ncapacity = \"32GiB\"\n[device.streams]\nstreams = 4\n#\"", ""));
+    assert!(e.contains("'fair' needs a drive that shows the host its garbage collection") && e.contains("[device.fdp]"), "{e}");
     let s = load(&fair("cosmos", "[host.fair]\nperiod = \"50ms\"\nwindow = 1000\nwindows = 10")).unwrap();
     match s.host.scheduler {
         SchedulerKind::Fair(p) => {
@@ -402,7 +406,7 @@ fn hwabc_takes_the_drives_fit_and_checks_its_parameters() {
     };
     for sched in ["hwabc", "hwabc-oracle"] {
         let e = err(&hw(sched, "840pro", ""));
-        assert!(e.contains(&format!("host.scheduler: '{sched}' needs an open-channel drive")), "{e}");
+        assert!(e.contains(&format!("host.scheduler: '{sched}' needs a drive that shows the host its garbage collection")), "{e}");
     }
     match load(&hw("hwabc", "cosmos", "")).unwrap().host.scheduler {
         SchedulerKind::Hwabc(_, h) => {
@@ -522,7 +526,7 @@ fn errors_name_the_line_and_the_key() {
     assert!(e.starts_with("test.toml:7: tenant[0] (a).region"), "{e}");
     // A key the file does not give has no line to point at.
     let e = err(&with("mode = \"open-channel\"").replace("[[tenant]]", "[host]\nscheduler = \"none\"\n[[tenant]]").replace("none", "hwabc").replace("mode = \"open-channel\"\n", ""));
-    assert!(e.starts_with("test.toml:6: host.scheduler: 'hwabc' needs an open-channel drive"), "{e}");
+    assert!(e.starts_with("test.toml:6: host.scheduler: 'hwabc' needs a drive that shows the host its garbage collection"), "{e}");
     // A syntax error keeps the parser's message, which has the line, column and text.
     let e = err(&with("capacity = "));
     assert!(e.starts_with("test.toml: TOML parse error at line 4, column 12\n"), "{e}");

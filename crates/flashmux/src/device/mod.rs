@@ -148,17 +148,33 @@ pub struct Device {
     flushes_completed: u64,
 }
 
-/// What the FTL of an open-channel drive, running on the host (Linux pblk), can tell the host
-/// scheduler. Drives with their own FTL offer none of it.
-pub trait HostFtl {
-    /// Whether a write of `len` bytes at `offset` overwrites mapped data (any unit of it).
+/// What the host scheduler can learn of the drive's FTL. An open-channel drive's FTL runs on the
+/// host (Linux pblk), which knows it all; an FDP drive (`[device.fdp]`) keeps its FTL but reports
+/// its media's work in the FDP statistics log page; any other drive shows the host nothing, and
+/// offers no view ([`Device::ftl_view`]).
+pub trait FtlView {
+    /// Whether a write of `len` bytes at `offset` overwrites mapped data (any unit of it). pblk
+    /// knows from its map; on a drive with its own FTL it is the host's record of what it has
+    /// written and not trimmed (a thin volume's or an image file's allocation map), which equals
+    /// the drive's mapping, every write having come through the host.
     fn is_update(&self, offset: u64, len: u64) -> bool;
-    /// Whether garbage collection is under way (a victim chosen and not yet erased).
-    fn gc_running(&self) -> bool;
-    /// Ground truth beyond pblk: mapping units GC has moved from `tenant`'s data so far.
+    /// What the host sees of garbage collection.
+    fn gc_signal(&self) -> GcSignal;
+    /// Ground truth beyond what either drive reports: mapping units GC has moved from `tenant`'s
+    /// data so far (the ownership ledger; for `hwabc-oracle`).
     fn gc_units_moved(&self, tenant: TenantId) -> u64;
     /// The FTL's mapping unit in bytes.
     fn unit_bytes(&self) -> u64;
+}
+
+/// What the host sees of a drive's garbage collection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcSignal {
+    /// pblk's own state: whether a victim has been chosen and not yet erased.
+    Running(bool),
+    /// The FDP statistics log page's *Media Bytes Erased*, in erase blocks so far: a drive
+    /// erases only to reclaim, so the count advancing between two reads says GC ran in between.
+    BlocksErased(u64),
 }
 
 /// A device as a preset or a scenario describes it: which back end, with its configuration.
@@ -223,12 +239,20 @@ impl Device {
     pub fn nvme(&self) -> &NvmeConfig {
         &self.nvme
     }
-    /// The host-side FTL of an open-channel drive; `None` for a drive with its own FTL.
-    pub fn host_ftl(&self) -> Option<&dyn HostFtl> {
+    /// What the host can learn of the FTL: all of it on an open-channel drive, FDP's log pages
+    /// on an FDP drive; `None` for any other drive.
+    pub fn ftl_view(&self) -> Option<&dyn FtlView> {
         match &self.backend {
-            Backend::Ssd(s) if s.gc_mode() == GcMode::HostIo => Some(s.as_ref()),
+            Backend::Ssd(s) if s.gc_mode() == GcMode::HostIo || s.config().placement.fdp_handles().is_some() => {
+                Some(s.as_ref())
+            }
             _ => None,
         }
+    }
+
+    /// Whether the FTL runs on the host (an open-channel drive under pblk, which is bio-based).
+    pub fn is_open_channel(&self) -> bool {
+        matches!(&self.backend, Backend::Ssd(s) if s.gc_mode() == GcMode::HostIo)
     }
     pub fn capacity_bytes(&self) -> u64 {
         match &self.backend {

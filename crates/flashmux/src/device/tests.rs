@@ -508,17 +508,50 @@ fn null_device_completes_a_flush_after_its_latency() {
 }
 
 #[test]
-fn an_open_channel_drive_answers_the_host_scheduler() {
-    let mut h = Harness::new_ssd(ssd_config(1, 1, 16));
-    assert!(h.dev.host_ftl().is_none(), "a drive with its own FTL keeps it to itself");
-    let mut h2 = Harness::new_ssd(SsdConfig { open_channel: true, ..ssd_config(1, 1, 16) });
-    std::mem::swap(&mut h, &mut h2);
-    let ftl = h.dev.host_ftl().expect("pblk's view");
-    assert_eq!(ftl.unit_bytes(), 4096);
-    assert!(!ftl.is_update(0, 8192) && !ftl.gc_running());
+fn an_fdp_drive_shows_the_host_its_erases() {
+    let fdp = PlacementMode::Fdp { persistent: vec![false; 2] };
+    let mut h = Harness::new_ssd(SsdConfig { placement: fdp, ..ssd_config(1, 1, 16) });
+    assert!(!h.dev.is_open_channel(), "its FTL is its own");
+    let ftl = h.dev.ftl_view().expect("FDP's log pages");
+    assert_eq!(ftl.gc_signal(), GcSignal::BlocksErased(0));
+    assert!(!ftl.is_update(4096, 4096));
     h.submit(IoOp::Write, 4096, 4096, 1);
     h.run_all();
-    let ftl = h.dev.host_ftl().expect("pblk's view");
+    assert!(h.dev.ftl_view().unwrap().is_update(0, 8192), "the host's record of what it wrote");
+    // Overwrite the logical space: the erase count the host reads is the drive's, and rises.
+    let logical = h.ssd().config().logical_units() * 4096;
+    let (mut off, mut last, mut rises) = (0u64, 0u64, 0u32);
+    for i in 0..40_000u64 {
+        off = (off + 7 * 4096 + i % 3 * 4096) % logical;
+        while !h.dev.queue_has_room(QueueId((h.next_req % 2) as u16)) {
+            let t = h.q.peek_time().expect("a full queue has commands in flight");
+            h.run_until(t);
+        }
+        h.submit(IoOp::Write, off, 4096, (i % 2) as u16);
+        h.run_until(h.now + Nanos::from_us(50));
+        let GcSignal::BlocksErased(n) = h.dev.ftl_view().unwrap().gc_signal() else { panic!("an FDP drive reports erases") };
+        assert!(n >= last, "the count only grows");
+        rises += u32::from(n > last);
+        last = n;
+    }
+    h.run_all();
+    assert!(rises > 10, "GC erased blocks while the drive was overwritten ({rises} rises)");
+    assert_eq!(h.dev.ftl_view().unwrap().gc_signal(), GcSignal::BlocksErased(h.ssd().ftl().stats().erases));
+    h.dev.check_invariants();
+}
+
+#[test]
+fn an_open_channel_drive_answers_the_host_scheduler() {
+    let mut h = Harness::new_ssd(ssd_config(1, 1, 16));
+    assert!(h.dev.ftl_view().is_none(), "a drive with its own FTL keeps it to itself");
+    let mut h2 = Harness::new_ssd(SsdConfig { open_channel: true, ..ssd_config(1, 1, 16) });
+    std::mem::swap(&mut h, &mut h2);
+    let ftl = h.dev.ftl_view().expect("pblk's view");
+    assert_eq!(ftl.unit_bytes(), 4096);
+    assert!(!ftl.is_update(0, 8192) && ftl.gc_signal() == GcSignal::Running(false));
+    h.submit(IoOp::Write, 4096, 4096, 1);
+    h.run_all();
+    let ftl = h.dev.ftl_view().expect("pblk's view");
     assert!(ftl.is_update(4096, 4096), "the unit written is mapped");
     assert!(ftl.is_update(0, 8192), "a write covering a mapped unit is an update");
     assert!(!ftl.is_update(0, 4096) && !ftl.is_update(8192, 4096) && !ftl.is_update(4096, 0));
@@ -533,12 +566,12 @@ fn an_open_channel_drive_answers_the_host_scheduler() {
         }
         h.submit(IoOp::Write, off, 4096, (i % 2) as u16);
         h.run_until(h.now + Nanos::from_us(50));
-        seen |= h.dev.host_ftl().is_some_and(|f| f.gc_running());
+        seen |= h.dev.ftl_view().is_some_and(|f| f.gc_signal() == GcSignal::Running(true));
     }
     h.run_all();
-    let ftl = h.dev.host_ftl().expect("pblk's view");
+    let ftl = h.dev.ftl_view().expect("pblk's view");
     assert!(seen, "GC ran while the drive was overwritten");
-    assert!(!ftl.gc_running(), "and is done once idle");
+    assert_eq!(ftl.gc_signal(), GcSignal::Running(false), "and is done once idle");
     assert!(ftl.gc_units_moved(TenantId(0)) + ftl.gc_units_moved(TenantId(1)) > 0);
     assert_eq!(ftl.gc_units_moved(TenantId(1)), h.ssd().ftl().tenant_gc(TenantId(1)).units_moved);
     h.dev.check_invariants();

@@ -52,7 +52,7 @@
 //! L2P table for the open-channel case (docs/MODEL.md §1b).
 
 use super::elevator::{Elevator, MergeConfig, MergeStats};
-use super::sched::{HostFtl, SchedReq, SchedTenantStats, Scheduler, SchedulerKind};
+use super::sched::{FtlView, SchedReq, SchedTenantStats, Scheduler, SchedulerKind};
 use crate::device::{Command, IoOp};
 use crate::units::{QueueId, ReqId, SimTime, TenantId};
 use std::collections::VecDeque;
@@ -170,7 +170,7 @@ impl BlockLayer {
 
     /// Request `r` arrives at `now`. `ftl` is the host-side FTL of an open-channel drive.
     #[inline]
-    pub fn arrive(&mut self, now: SimTime, r: BlockReq, ftl: Option<&dyn HostFtl>) {
+    pub fn arrive(&mut self, now: SimTime, r: BlockReq, ftl: Option<&dyn FtlView>) {
         let i = r.id.index();
         if self.slots.len() <= i {
             let req = SchedReq { update: false, ..sched_req(&r) };
@@ -206,7 +206,7 @@ impl BlockLayer {
 
     /// The scheduler sees the host-side FTL's state (before a dispatch round).
     #[inline]
-    pub fn observe(&mut self, now: SimTime, ftl: Option<&dyn HostFtl>) {
+    pub fn observe(&mut self, now: SimTime, ftl: Option<&dyn FtlView>) {
         if let Some(f) = ftl {
             self.sched.observe(now, f);
         }
@@ -263,7 +263,7 @@ impl BlockLayer {
     /// (flushes were never the scheduler's). The requests merged into it complete with it: they
     /// are appended to `members`, in the order they merged.
     #[inline]
-    pub fn complete(&mut self, now: SimTime, r: ReqId, ftl: Option<&dyn HostFtl>, members: &mut Vec<ReqId>) {
+    pub fn complete(&mut self, now: SimTime, r: ReqId, ftl: Option<&dyn FtlView>, members: &mut Vec<ReqId>) {
         let slot = &mut self.slots[r.index()];
         let Stage::Dispatched(at) = slot.stage else {
             panic!("request {} completed but was not dispatched", r.0);

@@ -10,7 +10,7 @@ pub use elevator::{MergeConfig, MergeStats};
 use crate::units::Nanos;
 use serde::Serialize;
 
-pub use sched::{BudgetParams, CfqParams, DeadlineParams, HwabcParams, HostFtl, MotsParams, SchedTenantStats, Scheduler, SchedulerKind, SchedReq};
+pub use sched::{BudgetParams, CfqParams, DeadlineParams, HwabcParams, FtlView, GcSignal, MotsParams, SchedTenantStats, Scheduler, SchedulerKind, SchedReq};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HostConfig {

@@ -215,7 +215,7 @@ impl Simulator {
                 scenario.host.queue_depth,
                 device.nvme().queues,
                 scenario.host.merge,
-                device.host_ftl().is_some(),
+                device.is_open_channel(),
             ),
             merged: Vec::new(),
             runs_scratch: Vec::new(),
@@ -901,7 +901,7 @@ impl Simulator {
             self.device.prefetch_hint(req.offset, false);
         }
         let b = BlockReq { id: r, tenant: req.tenant, op: req.op, offset: req.offset, len: req.len, cpu: req.host_cpu, dspec: req.dspec };
-        self.block.arrive(self.now, b, self.device.host_ftl());
+        self.block.arrive(self.now, b, self.device.ftl_view());
         self.host_dispatch();
     }
 
@@ -944,7 +944,7 @@ impl Simulator {
         while let Some(cmd) = self.block.next_flush(self.now, |q| self.device.queue_has_room(q)) {
             self.send(cmd);
         }
-        self.block.observe(self.now, self.device.host_ftl());
+        self.block.observe(self.now, self.device.ftl_view());
         while let Some(cmd) = self.block.next_request(self.now, |q| self.device.queue_has_room(q)) {
             self.send(cmd);
         }
@@ -974,7 +974,7 @@ impl Simulator {
         let mut merged = std::mem::take(&mut self.merged);
         for &r in &done {
             // The command's lead, then the requests the elevator merged into it.
-            self.block.complete(self.now, r, self.device.host_ftl(), &mut merged);
+            self.block.complete(self.now, r, self.device.ftl_view(), &mut merged);
             for x in std::iter::once(r).chain(merged.drain(..)) {
                 match &mut self.machine {
                     Some(m) => m.host_complete(self.now, x, &mut self.vout),

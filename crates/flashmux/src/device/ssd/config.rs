@@ -41,7 +41,7 @@ pub struct SsdConfig {
     pub volatile_write_cache: bool,
     /// An open-channel drive whose FTL runs on the host, like Linux pblk (docs/MODEL.md §1b):
     /// the write buffer is pblk's ring write buffer in host memory, the "controller" is pblk's
-    /// submission path on host cores, and the host scheduler may ask the FTL ([`crate::device::HostFtl`]).
+    /// submission path on host cores, and the host scheduler may ask the FTL ([`crate::device::FtlView`]).
     /// Hashes as absent when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub open_channel: bool,

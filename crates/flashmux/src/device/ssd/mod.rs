@@ -61,7 +61,7 @@ pub use gc::GcMode;
 use super::{CmdState, Command, DeviceEvent, IoOp, Outbox};
 use crate::flash::Geometry;
 use crate::ftl::{CmtPolicy, Ftl, Loc, MapStats};
-use super::HostFtl;
+use super::{FtlView, GcSignal};
 use crate::units::{Lpn, Placement, SimTime, TenantId};
 use array::{ArrayOptions, FlashArray};
 use flusher::Flusher;
@@ -424,8 +424,8 @@ impl Ssd {
     }
 }
 
-/// What pblk knows, for an open-channel drive's host scheduler.
-impl HostFtl for Ssd {
+/// What pblk knows of an open-channel drive, or FDP's log pages tell of an FDP drive.
+impl FtlView for Ssd {
     fn is_update(&self, offset: u64, len: u64) -> bool {
         if len == 0 {
             return false;
@@ -435,8 +435,11 @@ impl HostFtl for Ssd {
         (first..=last).any(|l| !matches!(self.ftl.lookup(Lpn(l as u32)), Loc::Unmapped))
     }
 
-    fn gc_running(&self) -> bool {
-        self.gc.jobs > 0
+    fn gc_signal(&self) -> GcSignal {
+        match self.gc_mode() {
+            GcMode::HostIo => GcSignal::Running(self.gc.jobs > 0),
+            GcMode::Background => GcSignal::BlocksErased(self.ftl.stats().erases),
+        }
     }
 
     fn gc_units_moved(&self, tenant: TenantId) -> u64 {

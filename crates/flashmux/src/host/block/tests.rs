@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::host::elevator::{MergeConfig, MergeStats};
-use crate::host::sched::CfqParams;
+use crate::host::sched::{CfqParams, GcSignal};
 use crate::units::Nanos;
 use std::collections::VecDeque;
 
@@ -197,12 +197,12 @@ fn a_wake_up_is_armed_once_and_only_when_sooner() {
 }
 
 struct Mapped;
-impl HostFtl for Mapped {
+impl FtlView for Mapped {
     fn is_update(&self, offset: u64, _: u64) -> bool {
         offset == 0
     }
-    fn gc_running(&self) -> bool {
-        false
+    fn gc_signal(&self) -> GcSignal {
+        GcSignal::Running(false)
     }
     fn gc_units_moved(&self, _: TenantId) -> u64 {
         0

@@ -4,7 +4,8 @@
 //! Each tenant has a budget of device time. Every `period` each tenant receives its quota,
 //! `period × w / Σw`; a tenant whose budget is spent (≤ 0) is not dispatched until the next
 //! refill. A request's price is deducted when it is dispatched, which on an open-channel drive is
-//! where paper E throttles: a write's insertion into pblk's ring write buffer, a read's lookup.
+//! where paper E throttles: a write's insertion into pblk's ring write buffer, a read's lookup;
+//! on an FDP drive, which keeps its FTL, it is the host's dispatch to the drive's queues.
 //! A tenant may overdraw by its last request, never more: budgets stay above minus the largest
 //! price charged.
 //!
@@ -31,11 +32,22 @@
 //! each one's data; with neither known, by what each was charged in the window. A tenant's share
 //! is a debt paid out of its refills, so budgets keep their one-request overdraft bound; when
 //! every active tenant is spent, rounds follow at once until one can run.
+//!
+//! # Where GC is seen
+//! A regression window is a GC window when GC ran during it. pblk knows (a victim chosen and
+//! not yet erased, [`GcSignal::Running`]). An FDP drive runs its own GC but reports the media
+//! bytes it has erased in the FDP statistics log page ([`GcSignal::BlocksErased`]); it erases
+//! only to reclaim, so the host, reading the page whenever it schedules, counts a window as a GC
+//! window when the count advanced in it. Worked example: a 16 KiB-page, 256-page block is 4 MiB
+//! erased; 2,500 completions of 16 KiB writes (one window, 40 MiB) under steady GC at WAF 1.5
+//! erase about 15 blocks, so the count advances in every such window, and a GC job still under
+//! way when a window closes marks the next one. Reading the page costs an admin command, not
+//! modelled. Any other drive shows the host no GC, and the loader refuses these schedulers there.
 
 use super::budget_cost::{
     gc_charges, gc_shares, normalised, units_4k, CostParams, CostRegression, Costs, SeqTracker, UNIT_BYTES,
 };
-use super::{HostFtl, SchedReq, SchedTenantStats, Scheduler};
+use super::{FtlView, GcSignal, SchedReq, SchedTenantStats, Scheduler};
 use crate::device::IoOp;
 use crate::units::{Lpn, Nanos, SimTime, TenantId};
 use serde::Serialize;
@@ -135,6 +147,8 @@ pub struct Budget {
     next_refill: SimTime,
     reg: CostRegression,
     gc_running: bool,
+    /// An FDP drive's erase count as last read (its statistics log page).
+    erased_seen: Option<u64>,
     /// The largest price charged so far: the deepest a budget may go below zero.
     max_price: f64,
     refills: u64,
@@ -176,6 +190,7 @@ impl Budget {
             next_refill: SimTime::ZERO + p.period,
             reg: CostRegression::new(p.cost),
             gc_running: false,
+            erased_seen: None,
             max_price: 0.0,
             refills: 0,
             hw,
@@ -295,8 +310,12 @@ impl Scheduler for Budget {
         self.hw.map_or("fair", |h| h.name())
     }
 
-    fn observe(&mut self, _now: SimTime, ftl: &dyn HostFtl) {
-        self.gc_running = ftl.gc_running();
+    fn observe(&mut self, _now: SimTime, ftl: &dyn FtlView) {
+        self.gc_running = match ftl.gc_signal() {
+            GcSignal::Running(running) => running,
+            // An FDP drive's erase count, read again: GC ran if it advanced since the last read.
+            GcSignal::BlocksErased(n) => self.erased_seen.replace(n).is_some_and(|seen| n > seen),
+        };
         if self.gc_running {
             self.reg.note_gc();
         }

@@ -26,8 +26,8 @@ pub struct SchedReq {
     /// Byte offset in the device's logical space.
     pub offset: u64,
     pub bytes: u64,
-    /// On an open-channel drive: a write that overwrites mapped data, as the host FTL's L2P
-    /// table says when the request reaches the scheduler (false otherwise).
+    /// On a drive with an [`FtlView`] (open-channel or FDP): a write that overwrites mapped
+    /// data, as the view says when the request reaches the scheduler (false otherwise).
     pub update: bool,
     /// A write's data placement directive (an FDP placement identifier or a stream; 0: none).
     /// Requests merge only with requests of the same one, as Linux merges only bios of the
@@ -35,7 +35,7 @@ pub struct SchedReq {
     pub dspec: u16,
 }
 
-pub use crate::device::HostFtl;
+pub use crate::device::{FtlView, GcSignal};
 
 /// What a scheduler did for one tenant.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -91,9 +91,9 @@ pub trait Scheduler: Send {
     fn warnings(&self) -> Vec<String> {
         Vec::new()
     }
-    /// On an open-channel drive, called before each round of `dispatch` calls and before every
-    /// `complete`: what the host FTL says now.
-    fn observe(&mut self, _now: SimTime, _ftl: &dyn HostFtl) {}
+    /// On a drive with an [`FtlView`] (open-channel or FDP), called before each round of
+    /// `dispatch` calls and before every `complete`: what the host sees of the FTL now.
+    fn observe(&mut self, _now: SimTime, _ftl: &dyn FtlView) {}
 }
 
 /// The scheduler policies a config can name, with their parameters.
@@ -108,10 +108,10 @@ pub enum SchedulerKind {
     Cfq(CfqParams),
     /// CFQ with paper D's Manager of Time Slice.
     Mcfq(CfqParams, MotsParams),
-    /// Budgets priced by BCQ's regression (paper E's Fair); open-channel drives only.
+    /// Budgets priced by BCQ's regression (paper E's Fair); open-channel and FDP drives only.
     Fair(BudgetParams),
     /// Fair's budgets at no-GC prices, with GC cost charged by contribution (paper E's hWA-BC;
-    /// `hwabc-oracle` with the ledger's true contributions); open-channel drives only.
+    /// `hwabc-oracle` with the ledger's true contributions); open-channel and FDP drives only.
     Hwabc(BudgetParams, HwabcParams),
 }
 
@@ -169,7 +169,7 @@ impl SchedulerKind {
         }
     }
 
-    /// Whether the policy must see the FTL: it runs only on an open-channel drive.
+    /// Whether the policy must see the FTL: it runs only on a drive with an [`FtlView`].
     pub fn needs_host_ftl(&self) -> bool {
         matches!(self, SchedulerKind::Fair(_) | SchedulerKind::Hwabc(..))
     }

@@ -108,9 +108,12 @@ pub(super) fn flash_device(g: &mut G, doc: &mut Doc, tenants: usize, budget: boo
     let bounds = Bounds { max_units, min_bytes: (tenants as u64 * (64 << 10)).max(256 << 10) };
     let (geo, custom) = geometry(g, doc, &p.geometry, bounds);
     let s = Shape::of(&geo, bounds.min_bytes);
-    let (dftl, entry) = mapping(g, doc, &s, tenants, budget);
-    let open = drive_mode(g, doc, budget, dftl, p.open_channel);
-    let placed = placement(g, doc, open, tenants);
+    // A budget scheduler sees GC on an open-channel drive or, one time in four, through an FDP
+    // drive's statistics log page.
+    let budget_fdp = budget && g.chance(0.25);
+    let (dftl, entry) = mapping(g, doc, &s, tenants, budget && !budget_fdp);
+    let open = drive_mode(g, doc, budget && !budget_fdp, dftl || budget_fdp, p.open_channel);
+    let placed = placement(g, doc, open, tenants, budget_fdp);
     let blocks = blocks(g, doc, &s, dftl, entry, max_units, placed);
     let op = overprovisioning(g, doc, blocks, p.overprovisioning);
     let logical_units = capacity(g, doc, &p, geo, &s, blocks, op);
@@ -203,7 +206,7 @@ fn geometry(g: &mut G, doc: &mut Doc, preset: &Geometry, bounds: Bounds) -> (Geo
     (drawn, true)
 }
 
-/// The mapping: DFTL (not on an open-channel drive, so never with a budget scheduler), else full;
+/// The mapping: DFTL (not on an open-channel drive, so never with a budget scheduler there), else full;
 /// explicit or by default. Returns whether it is DFTL and the translation entry's size in bytes.
 fn mapping(g: &mut G, doc: &mut Doc, s: &Shape, tenants: usize, budget: bool) -> (bool, u64) {
     let page = s.page;
@@ -239,14 +242,14 @@ fn mapping(g: &mut G, doc: &mut Doc, s: &Shape, tenants: usize, budget: bool) ->
 
 /// Data placement on a drive that runs its own FTL: FDP (1 to 8 handles, some persistently
 /// isolated now and then) or Streams (1 to 8), or none; a handle or stream per tenant when there
-/// are enough of them (and by mistake when there are not). Returns the open blocks per plane the
-/// further placements take.
-fn placement(g: &mut G, doc: &mut Doc, open: bool, tenants: usize) -> u64 {
-    if open || g.chance(0.7) {
+/// are enough of them (and by mistake when there are not); FDP always for a budget scheduler
+/// (`fdp`). Returns the open blocks per plane the further placements take.
+fn placement(g: &mut G, doc: &mut Doc, open: bool, tenants: usize, fdp: bool) -> u64 {
+    if !fdp && (open || g.chance(0.7)) {
         g.tag("placement", "none");
         return 0;
     }
-    let fdp = g.chance(0.6);
+    let fdp = fdp || g.chance(0.6);
     let n = g.int(1, 8);
     let mut extra = n - u64::from(fdp);
     if fdp {
@@ -275,13 +278,14 @@ fn placement(g: &mut G, doc: &mut Doc, open: bool, tenants: usize) -> u64 {
     extra
 }
 
-/// The drive's mode: a budget scheduler needs open-channel; DFTL needs the drive's own FTL.
-/// Returns whether it is open-channel.
-fn drive_mode(g: &mut G, doc: &mut Doc, budget: bool, dftl: bool, preset_open: bool) -> bool {
-    debug_assert!(!(budget && dftl), "DFTL is never drawn with a budget scheduler");
-    let open = if budget {
+/// The drive's mode: `open` (a budget scheduler not drawn onto an FDP drive) needs
+/// open-channel; `own_ftl` (DFTL, or FDP for a budget scheduler) the drive's own FTL. Returns
+/// whether it is open-channel.
+fn drive_mode(g: &mut G, doc: &mut Doc, open: bool, own_ftl: bool, preset_open: bool) -> bool {
+    debug_assert!(!(open && own_ftl), "DFTL and FDP are never drawn for an open-channel budget scheduler");
+    let open = if open {
         true
-    } else if dftl {
+    } else if own_ftl {
         false
     } else {
         g.chance(0.2)

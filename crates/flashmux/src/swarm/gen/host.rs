@@ -3,7 +3,7 @@
 //! `[host.mq-deadline]`, `[host.cfq]` for cfq and mcfq,
 //! `[host.mcfq]` for MoTS, `[host.fair]` or `[host.hwabc]` for the budget schedulers. The
 //! scheduler itself is drawn earlier, in `generate`, since the drive depends on it (a budget
-//! scheduler needs an open-channel drive).
+//! scheduler needs an open-channel drive or an FDP one).
 
 use super::G;
 use crate::swarm::toml::{self as t, Doc};

@@ -172,12 +172,12 @@ struct Ledger {
     moved: Vec<u64>,
 }
 
-impl HostFtl for Ledger {
+impl FtlView for Ledger {
     fn is_update(&self, _: u64, _: u64) -> bool {
         true
     }
-    fn gc_running(&self) -> bool {
-        self.gc
+    fn gc_signal(&self) -> GcSignal {
+        GcSignal::Running(self.gc)
     }
     fn gc_units_moved(&self, t: TenantId) -> u64 {
         self.moved[t.index()]
@@ -264,5 +264,46 @@ fn hwabc_debt_never_starves_a_tenant_alone() {
     assert!(s.dispatch(SimTime::ZERO).is_some(), "served after paying its debt in rounds");
     assert_eq!(s.tenants[0].debt, 0.0);
     assert!(s.refills() >= 200, "{} rounds", s.refills());
+    s.check_invariants();
+}
+
+/// An FDP drive's statistics log page, as far as the budgets read it: blocks erased so far.
+struct Erases(u64);
+
+impl FtlView for Erases {
+    fn is_update(&self, _: u64, _: u64) -> bool {
+        false
+    }
+    fn gc_signal(&self) -> GcSignal {
+        GcSignal::BlocksErased(self.0)
+    }
+    fn gc_units_moved(&self, _: TenantId) -> u64 {
+        0
+    }
+    fn unit_bytes(&self) -> u64 {
+        4096
+    }
+}
+
+#[test]
+fn an_fdp_drives_erase_count_marks_the_windows_gc_ran_in() {
+    // Windows of 2 completions. The host reads the erase count before each completion (as the
+    // block layer calls `observe`); a window is a GC window when the count rose within it.
+    let p = BudgetParams { period: Nanos::from_ms(100), cost: CostParams { window_requests: 2, ..CostParams::default() } };
+    let mut s = Budget::new(p, None, &[1]);
+    // The counts read before completions 0 (starts the clock), 1-2 (window 1), 3-4 (window 2),
+    // 5-6 (window 3): blocks erased before the run do not count; the rise at completion 4
+    // marks window 2 only; the rise at 5 marks window 3.
+    let reads = [7, 7, 7, 7, 9, 10, 10];
+    let mut gc_seen = Vec::new();
+    for (i, &n) in reads.iter().enumerate() {
+        s.enqueue(SimTime(i as u64 * 1000), req(i as u32, 0, IoOp::Write, 4096));
+        let r = s.dispatch(SimTime(i as u64 * 1000)).expect("one request, budget to spare");
+        s.observe(SimTime(i as u64 * 1000 + 500), &Erases(n));
+        gc_seen.push(s.gc_running);
+        s.complete(SimTime(i as u64 * 1000 + 500), &r, Nanos(500));
+    }
+    assert_eq!(gc_seen, [false, false, false, false, true, true, false]);
+    assert_eq!((s.windows, s.gc_windows), (3, 2), "windows 2 and 3 had GC, window 1 none");
     s.check_invariants();
 }
