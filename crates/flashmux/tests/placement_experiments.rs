@@ -1,6 +1,6 @@
-//! The data placement experiments' quick variants (`fdp-multi-tenant`, `fdp-noisy-handle`): the
-//! published findings they check hold on flashmux's results, and the checks fail when the
-//! results say otherwise.
+//! The data placement experiments' quick variants (`fdp-multi-tenant`, `fdp-noisy-handle`,
+//! `placement-vs-budgets`): the published findings they check hold on flashmux's results, and
+//! the checks fail when the results say otherwise.
 
 use flashmux::experiment::bundled::{self, bundled};
 use flashmux::experiment::run_points;
@@ -49,4 +49,33 @@ fn noisy_handle_findings_hold_and_the_checks_can_fail() {
     let swapped = vec![results[1].clone(), results[0].clone()];
     let checks = (b.evaluate)(&points, &swapped);
     assert!(!checks[1].pass && !checks[3].pass, "{checks:#?}");
+}
+
+#[test]
+fn placement_vs_budgets_findings_hold_and_the_checks_can_fail() {
+    let b = bundled("placement-vs-budgets").unwrap();
+    let (points, results) = run("placement-vs-budgets");
+    all_pass(b.name, &(b.evaluate)(&points, &results), 6);
+    let label = |i: usize, l: &str| points[i].params.iter().find(|(k, _)| k == l).unwrap().1.as_str().unwrap().to_string();
+    // One handle and a handle per tenant swapped: placement now raises WAF and lets GC move the
+    // reader's data.
+    let mut swapped = results.clone();
+    for i in (0..points.len()).filter(|&i| label(i, "placement") == "shared") {
+        let j = (0..points.len())
+            .find(|&j| label(j, "placement") == "per-tenant" && label(j, "pair") == label(i, "pair") && label(j, "scheduler") == label(i, "scheduler"))
+            .unwrap();
+        swapped.swap(i, j);
+    }
+    let checks = (b.evaluate)(&points, &swapped);
+    assert!(!checks[0].pass && !checks[1].pass, "{checks:#?}");
+    // Fair and hWA-BC swapped: the judged shares are gone, the sequential writer gets less.
+    let mut swapped = results.clone();
+    for i in (0..points.len()).filter(|&i| label(i, "scheduler") == "fair") {
+        let j = (0..points.len())
+            .find(|&j| label(j, "scheduler") == "hwabc" && label(j, "pair") == label(i, "pair") && label(j, "placement") == label(i, "placement"))
+            .unwrap();
+        swapped.swap(i, j);
+    }
+    let checks = (b.evaluate)(&points, &swapped);
+    assert!(!checks[2].pass && !checks[3].pass && !checks[4].pass, "{checks:#?}");
 }

@@ -40,6 +40,7 @@ pub const BUNDLED: &[Bundled] = &[
     super::paper_e::BUNDLED,
     super::fdp::MULTI_TENANT,
     super::fdp::NOISY_HANDLE,
+    super::placement_budgets::BUNDLED,
 ];
 
 pub fn bundled(name: &str) -> Option<&'static Bundled> {

@@ -51,6 +51,7 @@ mod paper_b;
 mod paper_c;
 mod paper_d;
 mod paper_e;
+mod placement_budgets;
 mod path;
 mod results;
 pub mod validate;
