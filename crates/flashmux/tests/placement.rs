@@ -110,6 +110,46 @@ fn persistently_isolated_handles_keep_gc_copies_apart() {
     }
 }
 
+/// The host's Reclaim Unit Handle Updates (`ru_update_every`): each handle's reclaim unit — a
+/// block in each of `paper-c`'s 16 planes, 4 MiB — is switched after every 1 MiB written
+/// through it, a quarter full, so updates are logged as *Reclaim Unit Not Fully Written*,
+/// and the drive erases about four times the blocks for the same writes. GC reclaims the
+/// early-closed blocks (the invariants check them, every 20,000 events), copying sequential
+/// data it never copies without updates.
+#[test]
+fn reclaim_unit_updates_close_units_early() {
+    let fdp = "[device.fdp]\nhandles = 4\nper_tenant = true";
+    let plain = run_checked(&four_writers(fdp, "20s"), 20_000);
+    let updated = run_checked(&four_writers(&format!("{fdp}\nru_update_every = \"1MiB\""), "20s"), 20_000);
+    let (a, b) = (plain.device.placement.as_ref().unwrap(), updated.device.placement.as_ref().unwrap());
+    assert_eq!((a.events.ruh_updates, a.events.ru_not_fully_written), (0, 0));
+    assert!(a.placements.iter().all(|p| p.blocks_closed_early == 0));
+    // One update per MiB written through each handle (its count runs on from the aging, which
+    // writes nothing through commands: at most one more per handle).
+    let due: u64 = b.placements.iter().map(|p| p.host_bytes >> 20).sum();
+    assert!(b.events.ruh_updates.abs_diff(due) <= 4, "{} updates for {due} MiB", b.events.ruh_updates);
+    // Nearly every update switches a unit about a quarter full; one that comes before any of
+    // the last MiB has left the write buffer finds nothing written, and logs nothing.
+    let (early, updates) = (b.events.ru_not_fully_written, b.events.ruh_updates);
+    assert!(early <= updates && early as f64 >= 0.97 * updates as f64, "{early} of {updates}");
+    for p in &b.placements[..4] {
+        let updates = p.host_bytes >> 20;
+        // A block in each of the 16 planes at most; most planes' blocks are partly written
+        // (those just filled, or not yet reached by the buffer, are not).
+        let closed = p.blocks_closed_early;
+        assert!(closed <= 16 * (updates + 1) && closed as f64 >= 0.8 * 16.0 * updates as f64, "handle {}: {closed} blocks for {updates} updates", p.placement);
+    }
+    // A block now holds a quarter of what it held: four times the erases per byte written.
+    let erased_per_byte = |p: &flashmux::device::PlacementReport| p.media_bytes_erased as f64 / p.host_bytes_written as f64;
+    assert!(erased_per_byte(b) > 3.0 * erased_per_byte(a), "{} vs {}", erased_per_byte(b), erased_per_byte(a));
+    // And it costs copies: without updates the sequential writers' data dies whole and GC
+    // copies nothing; with them, the three unwritten quarters of each closed block are spare
+    // space lost until GC erases the block, and GC, short of free blocks, takes blocks whose
+    // data is not yet all stale.
+    assert_eq!(plain.device.ftl.gc_units_programmed, 0);
+    assert!(updated.device.ftl.gc_units_programmed > 0 && waf(&updated) > waf(&plain), "WAF {} vs {}", waf(&updated), waf(&plain));
+}
+
 /// What a drive cannot place is refused, naming the key and what was expected.
 #[test]
 fn placement_errors_are_clear() {
@@ -132,6 +172,8 @@ fn placement_errors_are_clear() {
         (drive("[device.fdp]\nper_tenant = true", &one.replace("name = \"t\"", "name = \"t\"\nplacement = 0")), "the drive's per_tenant already gives each tenant its placement: give one"),
         (format!("[device]\npreset = \"null\"\n[device.fdp]\n{one}"), "device.fdp: preset 'null' has no flash; remove this section"),
         (format!("[device]\npreset = \"cosmos\"\n[device.fdp]\n{one}"), "an open-channel drive's FTL runs on the host (pblk)"),
+        (drive("[device.fdp]\nru_update_every = \"0\"", one), "device.fdp.ru_update_every: '0': expected a size above zero"),
+        (drive("[device.streams]\nru_update_every = \"1MiB\"", one), "ru_update_every"),
     ];
     for (text, want) in cases {
         let e = load_err(&text);

@@ -98,6 +98,8 @@ pub struct PlacementStat {
     pub gc_units_caused: u64,
     /// Blocks (reclaim units in a plane) it filled.
     pub blocks_filled: u64,
+    /// Open blocks closed before they were full by the host's reclaim unit updates.
+    pub blocks_closed_early: u64,
     /// (host units + units GC moved) ÷ host units; `None` before any host unit.
     pub waf: Option<f64>,
 }
@@ -274,6 +276,7 @@ impl Ssd {
                     gc_units_moved: pg.units_moved,
                     gc_units_caused: pg.caused_units_moved,
                     blocks_filled: pg.blocks_filled,
+                    blocks_closed_early: pg.blocks_closed_early,
                     waf: (pg.host_units > 0).then(|| (pg.host_units + pg.units_moved) as f64 / pg.host_units as f64),
                 }
             })

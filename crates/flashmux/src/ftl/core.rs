@@ -179,6 +179,10 @@ pub struct PlacementGc {
     pub caused_units_moved: u64,
     /// Open blocks (reclaim units) this placement filled and closed.
     pub blocks_filled: u64,
+    /// Open blocks closed before they were full ([`Ftl::close_host_block`]: an FDP Reclaim
+    /// Unit Handle Update).
+    #[serde(default)]
+    pub blocks_closed_early: u64,
 }
 
 /// Drive-wide FTL counters.

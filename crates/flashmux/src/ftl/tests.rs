@@ -3,7 +3,7 @@
 use super::*;
 use crate::ftl::Placements;
 use crate::flash::Geometry;
-use crate::units::{Lpn, MapPage, Placement, TenantId};
+use crate::units::{Lpn, MapPage, Placement, PlaneId, TenantId};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -169,11 +169,21 @@ fn placed(units_per_page: u32, persistent: [bool; 3]) -> Ftl {
     Ftl::new(&g, params).unwrap()
 }
 
+#[derive(Clone, Copy, Debug)]
+enum PlacedOp {
+    /// Logical page, owner, placement.
+    Write(u32, u16, u16),
+    Trim(u32),
+    /// Plane, placement: [`Ftl::close_host_block`].
+    CloseEarly(u32, u16),
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     /// With placements (FDP handles, streams): every logical page resolves to its latest write
-    /// through any mix of writes across placements, trims and GC; the unit it lives in carries
+    /// through any mix of writes across placements, trims, reclaim unit updates (open blocks
+    /// closed early) and GC; the unit it lives in carries
     /// the placement it was written through; a persistent placement's data never shares a block
     /// with another's (checked unit by unit by `check_invariants`); each placement's valid units
     /// are the pages last written through it; and the ledger adds up: every unit GC moved is
@@ -186,8 +196,9 @@ proptest! {
         persistent in any::<[bool; 3]>(),
         ops in proptest::collection::vec(
             prop_oneof![
-                8 => (0..4u32 * 6 * 4 * 2, 0u16..3, 0u16..3).prop_map(|(l, t, h)| (l, Some((t, h)))),
-                1 => (0..4u32 * 6 * 4 * 2).prop_map(|l| (l, None)),
+                16 => (0..4u32 * 6 * 4 * 2, 0u16..3, 0u16..3).prop_map(|(l, t, h)| PlacedOp::Write(l, t, h)),
+                2 => (0..4u32 * 6 * 4 * 2).prop_map(PlacedOp::Trim),
+                1 => (0..4u32, 0u16..3).prop_map(|(plane, h)| PlacedOp::CloseEarly(plane, h)),
             ],
             1..3000,
         ),
@@ -195,20 +206,25 @@ proptest! {
         let mut f = Lagged { ftl: placed(upp, persistent), queued: Default::default(), lag };
         let logical = f.ftl.logical_units() as u32;
         let mut reference: BTreeMap<u32, (u16, u16)> = BTreeMap::new();
-        for &(l, op) in &ops {
-            if l >= logical {
-                continue;
-            }
+        let mut closed = [0u64; 3];
+        for &op in &ops {
             match op {
-                Some((t, h)) => {
+                PlacedOp::Write(l, t, h) if l < logical => {
                     f.write_placed(Lpn(l), t, Placement(h));
                     reference.insert(l, (t, h));
                 }
-                None => {
+                PlacedOp::Trim(l) if l < logical => {
                     f.ftl.unmap(Lpn(l));
                     reference.remove(&l);
                 }
+                // A reclaim unit handle update: the placement's open block in the plane closes
+                // before it is full (when written at all), and GC must reclaim it later.
+                PlacedOp::CloseEarly(plane, h) => closed[h as usize] += u64::from(f.ftl.close_host_block(PlaneId(plane), Placement(h))),
+                _ => {}
             }
+        }
+        for h in 0..3u16 {
+            prop_assert_eq!(f.ftl.placement_gc(Placement(h)).blocks_closed_early, closed[h as usize]);
         }
         f.ftl.check_invariants();
         let mut valid = [0u64; 3];
@@ -275,6 +291,36 @@ fn each_placement_switches_its_own_reclaim_unit_when_full() {
     assert_eq!(f.placement_gc(Placement(2)).blocks_filled, 1);
     assert_eq!(f.placement_gc(Placement(1)).blocks_filled, 0);
     assert_eq!((f.next_host_page(plane, Placement(0)), f.next_host_page(plane, Placement(1))), (2, 0));
+    f.check_invariants();
+}
+
+/// A reclaim unit handle update closes the placement's open block before it is full: its data
+/// stays, the next write opens a fresh block, and nothing is closed where nothing is open.
+/// (GC reclaiming early-closed blocks: the reference-map property test above.)
+#[test]
+fn a_reclaim_unit_update_closes_the_open_block_early() {
+    let mut f = placed(1, [false; 3]);
+    let plane = f.plane_of(Lpn(0));
+    let pages: Vec<u32> = (0..f.logical_units() as u32).filter(|&l| f.plane_of(Lpn(l)) == plane).take(3).collect();
+    let block = |f: &Ftl, l: u32| match f.lookup(Lpn(l)) {
+        Loc::Flash(p) => p.0 / f.units_per_block(),
+        other => panic!("lpn {l}: {other:?}"),
+    };
+    assert!(!f.close_host_block(plane, Placement(1)), "nothing open, nothing closed");
+    f.program_host(plane, Lpn(pages[0]), 0, Placement(1));
+    f.program_host(plane, Lpn(pages[1]), 0, Placement(1));
+    let first = block(&f, pages[0]);
+    assert!(f.close_host_block(plane, Placement(1)));
+    assert_eq!(block(&f, pages[1]), first, "its data stays where it is");
+    assert_eq!(f.next_host_page(plane, Placement(1)), 0, "the next write opens a fresh block");
+    f.program_host(plane, Lpn(pages[2]), 0, Placement(1));
+    assert_ne!(block(&f, pages[2]), first);
+    assert_eq!(f.placement_gc(Placement(1)).blocks_closed_early, 1);
+    assert_eq!(f.placement_gc(Placement(1)).blocks_filled, 0);
+    // Checks the early-closed block as full, with two units written and both valid.
+    f.check_invariants();
+    f.program_host(plane, Lpn(pages[0]), 0, Placement(1));
+    assert!(!f.close_host_block(plane, Placement(1)) || f.next_host_page(plane, Placement(1)) == 0);
     f.check_invariants();
 }
 

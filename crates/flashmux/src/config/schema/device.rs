@@ -75,6 +75,9 @@ pub(super) struct FdpSection {
     pub(super) persistent: Option<Vec<u32>>,
     /// Tenant i writes through placement handle i unless it names its own (`placement`).
     pub(super) per_tenant: Option<bool>,
+    /// The host updates a handle's reclaim unit (Reclaim Unit Handle Update) after every this
+    /// many bytes written through it.
+    pub(super) ru_update_every: Option<Size>,
 }
 
 #[derive(Deserialize, Default)]
@@ -415,6 +418,15 @@ fn resolve_ssd(ctx: &Ctx, d: &DeviceSection, name: &str, mut c: SsdConfig) -> Re
     c.gc_rga_candidates = f.gc_rga_candidates.or(c.gc_rga_candidates);
     c.gc_copyback = f.gc_copyback.unwrap_or(c.gc_copyback);
     c.placement = resolve_placement(ctx, d, &c.placement)?;
+    if let Some(every) = d.fdp.as_ref().and_then(|f| f.ru_update_every.as_ref()) {
+        if every.bytes == 0 {
+            return Err(ctx.err(format!(
+                "device.fdp.ru_update_every: '{}': expected a size above zero, e.g. \"64MiB\" (bytes written through a handle between its reclaim unit updates)",
+                every.text
+            )));
+        }
+        c.ru_update_every = Some(every.bytes);
+    }
     c.geometry.validate().map_err(|e| ctx.err(format!("device.geometry: {e}")))?;
     let capacity = match &d.capacity {
         Some(_) if d.geometry.blocks_per_plane.is_some() => {

@@ -80,6 +80,11 @@ pub struct SsdConfig {
     /// and then hashes as absent.
     #[serde(skip_serializing_if = "PlacementMode::is_none")]
     pub placement: PlacementMode,
+    /// FDP: the host updates a handle's reclaim unit (I/O Management Send, Reclaim Unit Handle
+    /// Update) after every this many bytes written through it (`[device.fdp] ru_update_every`);
+    /// `None`: never, and then hashes as absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ru_update_every: Option<u64>,
     /// The scenario's seed, from which the drive derives its own random streams (GC's victim
     /// draws under `rga` and `random`): the simulator sets it when it builds the drive
     /// (`sim/mod.rs`, so a seed given on the command line reaches it). Not hashed here: the
@@ -174,6 +179,7 @@ impl SsdConfig {
             dram: DramTiming::FREE,
             data_out_first: false,
             placement: PlacementMode::None,
+            ru_update_every: None,
             seed: crate::config::DEFAULT_SEED,
         }
     }

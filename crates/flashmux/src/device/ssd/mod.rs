@@ -329,13 +329,32 @@ impl Ssd {
                 let mapped = self.translate(now, cmd.tenant, first, last, true, out);
                 let st = &mut cmds[slot as usize];
                 st.done_at = st.done_at.max(mapped);
-                st.placement = self.placer.place(cmd.dspec, cmd.len);
+                let placement = self.placer.place(cmd.dspec, cmd.len);
+                st.placement = placement;
+                if let Some(every) = self.cfg.ru_update_every {
+                    if self.placer.due_ru_update(placement, cmd.len, every) {
+                        self.update_reclaim_unit(placement);
+                    }
+                }
                 if self.flusher.has_waiting() || !self.admit(now, slot, cmds, out) {
                     self.flusher.stall(slot);
                 }
             }
         }
         self.flush(now, out);
+    }
+
+    /// The host's Reclaim Unit Handle Update for `placement` (issued after the write that made
+    /// it due): the handle's reclaim unit — its open host block in every plane — is closed and
+    /// the next write opens a fresh one; if any was written but not full, *Reclaim Unit Not
+    /// Fully Written* is logged. Writes still in the write buffer go to the new reclaim unit
+    /// (the specification leaves in-flight data to the controller).
+    fn update_reclaim_unit(&mut self, placement: Placement) {
+        let mut early = false;
+        for plane in self.geo.all_planes() {
+            early |= self.ftl.close_host_block(plane, placement);
+        }
+        self.placer.events.ru_not_fully_written += u64::from(early);
     }
 
     fn unit_range(&self, cmd: &Command) -> (u32, u32) {

@@ -118,6 +118,11 @@ pub struct PlacementEvents {
     pub streams_opened: u64,
     /// Streams: open streams released to open another.
     pub streams_released: u64,
+    /// FDP: Reclaim Unit Handle Updates the host issued (`ru_update_every`).
+    pub ruh_updates: u64,
+    /// FDP: *Reclaim Unit Not Fully Written* (00h): updates that switched a handle away from a
+    /// reclaim unit before it was full.
+    pub ru_not_fully_written: u64,
 }
 
 /// Decides each write's placement from its directive.
@@ -128,6 +133,9 @@ pub(super) struct Placer {
     writes: u64,
     /// Bytes the host wrote through each placement.
     host_bytes: Vec<u64>,
+    /// FDP with `ru_update_every`: bytes written through each placement since its last
+    /// reclaim unit update.
+    since_update: Vec<u64>,
     pub(super) events: PlacementEvents,
 }
 
@@ -139,6 +147,7 @@ impl Placer {
             open: vec![(0, 0); streams],
             writes: 0,
             host_bytes: vec![0; mode.placements().count()],
+            since_update: vec![0; mode.placements().count()],
             events: PlacementEvents::default(),
         }
     }
@@ -188,6 +197,20 @@ impl Placer {
         Placement(i as u16 + 1)
     }
 
+    /// A write of `bytes` went through `p` under `ru_update_every = every`: whether the host
+    /// now updates `p`'s reclaim unit (once `every` bytes have been written through it since
+    /// the last update; the count starts afresh, whatever one write carried beyond it).
+    pub(super) fn due_ru_update(&mut self, p: Placement, bytes: u64, every: u64) -> bool {
+        let Some(n) = self.since_update.get_mut(p.index()) else { return false };
+        *n += bytes;
+        if *n < every {
+            return false;
+        }
+        *n = 0;
+        self.events.ruh_updates += 1;
+        true
+    }
+
     /// Bytes the host wrote through placement `p`.
     pub(super) fn host_bytes(&self, p: Placement) -> u64 {
         self.host_bytes.get(p.index()).copied().unwrap_or(0)
@@ -214,7 +237,7 @@ mod tests {
         let mut p = Placer::new(&PlacementMode::Streams { streams: 2 });
         let got: Vec<u16> = [7, 9, 7, 4].iter().map(|&s| p.place(s, 4096).0).collect();
         assert_eq!(got, vec![1, 2, 1, 2]);
-        assert_eq!(p.events, PlacementEvents { invalid_placement_ids: 0, streams_opened: 3, streams_released: 1 });
+        assert_eq!(p.events, PlacementEvents { invalid_placement_ids: 0, streams_opened: 3, streams_released: 1, ..Default::default() });
         // 9 was released: writing it again takes the resource of 7 (written before 4).
         assert_eq!(p.place(9, 4096), Placement(1));
         assert_eq!(p.place(0, 4096), Placement(0), "no stream");

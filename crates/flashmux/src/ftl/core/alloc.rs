@@ -125,6 +125,28 @@ impl Ftl {
         }
     }
 
+    /// Closes `placement`'s open host block of `plane` before it is full, as an FDP Reclaim
+    /// Unit Handle Update switches the handle to a fresh reclaim unit: the block's current page
+    /// is padded, its unwritten pages stay unwritten until it is erased, and it enters GC's
+    /// victim pool with what it holds. The next write of the placement opens a free block.
+    /// Returns whether a block was closed before it was full (a block with nothing written
+    /// stays open: switching from it wastes nothing).
+    pub fn close_host_block(&mut self, plane: PlaneId, placement: Placement) -> bool {
+        self.pad_host_page(plane, placement);
+        let slot = &mut self.planes[plane.index()].host_open[placement.index()];
+        let Some(b) = *slot else { return false };
+        let blk = &mut self.blocks[b as usize];
+        if blk.written == 0 {
+            return false;
+        }
+        *slot = None;
+        blk.state = BlockState::Full;
+        let valid = blk.valid;
+        self.buckets.insert(b, valid);
+        self.placement_gc[placement.index()].blocks_closed_early += 1;
+        true
+    }
+
     pub(super) fn place(&mut self, ppa: Ppa, lpn: Lpn, owner: u16) {
         self.l2p[lpn.index()] = ppa.0;
         self.place_raw(ppa, lpn.0, owner);
