@@ -78,7 +78,7 @@ pub struct TraceSpec {
 impl TraceSpec {
     /// How the reader is opened.
     pub fn read_options(&self) -> ReadOptions {
-        ReadOptions { format: Some(self.format), tenant_by: self.tenant_by, strict: self.strict, blktrace_event: self.event }
+        ReadOptions { format: Some(self.format), tenant_by: self.tenant_by, place_by: TenantBy::None, strict: self.strict, blktrace_event: self.event }
     }
 
     /// The iodepth the replaying job runs with.
@@ -241,7 +241,7 @@ pub(super) fn resolve_trace(
             )));
         }
     }
-    let opts = ReadOptions { format, tenant_by, strict: s.strict.unwrap_or(false), blktrace_event: event };
+    let opts = ReadOptions { format, tenant_by, place_by: TenantBy::None, strict: s.strict.unwrap_or(false), blktrace_event: event };
     let reader = TraceReader::open(&paths, &opts).map_err(|e| err(format!("{key}: {e}")))?;
     Ok(TraceSpec {
         paths,
