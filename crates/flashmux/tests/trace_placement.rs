@@ -30,8 +30,11 @@ impl Drop for TempFile {
     }
 }
 
-/// An MSR trace of `(host, disk, write, offset, size)` requests, 10 µs apart.
-fn msr(requests: &[(&str, u32, bool, u64, u64)]) -> String {
+/// An MSR request: host, disk number, whether a write, offset and size in bytes.
+type Request = (&'static str, u32, bool, u64, u64);
+
+/// An MSR trace of `requests`, 10 µs apart.
+fn msr(requests: &[Request]) -> String {
     let t0 = 128_166_385_295_514_663u64;
     requests
         .iter()
@@ -44,12 +47,12 @@ fn msr(requests: &[(&str, u32, bool, u64, u64)]) -> String {
 }
 
 /// `n` sequential writes of `size` bytes by disk `disk` of host `hm`, from byte `first`.
-fn writes(disk: u32, first: u64, size: u64, n: u64) -> Vec<(&'static str, u32, bool, u64, u64)> {
+fn writes(disk: u32, first: u64, size: u64, n: u64) -> Vec<Request> {
     (0..n).map(|i| ("hm", disk, true, first + i * size, size)).collect()
 }
 
 /// Round robin over the lists: the disks' writes interleaved.
-fn interleave(lists: Vec<Vec<(&'static str, u32, bool, u64, u64)>>) -> Vec<(&'static str, u32, bool, u64, u64)> {
+fn interleave(lists: Vec<Vec<Request>>) -> Vec<Request> {
     let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
     (0..longest).flat_map(|i| lists.iter().filter_map(move |l| l.get(i).copied())).collect()
 }

@@ -692,7 +692,9 @@ fn place_by_numbers_each_format_s_values_in_first_appearance_order() {
 128166385295534663,hm,0,Read,8192,4096,1
 128166385295544663,hm,1,Write,0,4096,1
 ";
-    let cases: [(Format, &str, TenantBy, &[u32], &[&str]); 11] = [
+    // (format, trace, field, the placement of each request, the values they name)
+    type Case<'a> = (Format, &'a str, TenantBy, &'a [u32], &'a [&'a str]);
+    let cases: [Case; 11] = [
         (Format::Blkparse, blkparse, Device, &[0, 1, 0, 2], &["dev8,0", "dev8,16", "dev8,32"]),
         (Format::Blkparse, blkparse, Pid, &[0, 1, 2, 1], &["pid100", "pid200", "pid300"]),
         (Format::FioIolog, fio, Device, &[0, 1, 0], &["/dev/b", "/dev/a"]),
