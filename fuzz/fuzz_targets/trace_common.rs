@@ -6,8 +6,8 @@ use flashmux::workload::trace::{
     write_trace, BlkEvent, Format, ReadOptions, TenantBy, TraceInfo, TraceOp, TraceReader,
 };
 
-/// Reads `data` as `format` (`None`: detect it). The first byte chooses the stream field, strict
-/// mode and the blktrace event, so one input explores all of them.
+/// Reads `data` as `format` (`None`: detect it). The first byte chooses the stream field, the
+/// placement field, strict mode and the blktrace event, so one input explores all of them.
 pub fn read(data: &[u8], format: Option<Format>) {
     let Some((&choice, data)) = data.split_first() else {
         return;
@@ -16,6 +16,7 @@ pub fn read(data: &[u8], format: Option<Format>) {
     let opts = ReadOptions {
         format,
         tenant_by: fields[usize::from(choice & 0x7) % fields.len()],
+        place_by: fields[usize::from(choice >> 5) % fields.len()],
         strict: choice & 0x8 != 0,
         blktrace_event: [BlkEvent::Issue, BlkEvent::Complete, BlkEvent::Queue]
             [usize::from(choice >> 4) % 3],
@@ -29,6 +30,7 @@ pub fn read(data: &[u8], format: Option<Format>) {
     let mut info = TraceInfo::new();
     let mut records = Vec::new();
     let mut streams = 0;
+    let mut places = 0;
     while let Ok(Some(r)) = reader.next_record() {
         if r.op == TraceOp::Flush {
             assert_eq!((r.offset, r.len), (0, 0), "{r:?}");
@@ -38,6 +40,8 @@ pub fn read(data: &[u8], format: Option<Format>) {
         }
         assert!(r.stream <= streams, "stream ids are dense: {r:?}");
         streams = streams.max(r.stream + 1);
+        assert!(r.place <= places, "placement indices are dense: {r:?}");
+        places = places.max(r.place + 1);
         info.add(&r);
         if records.len() < 64 {
             records.push(r);

@@ -53,7 +53,7 @@ impl ReadArgs {
         })?;
         let blktrace_event = BlkEvent::from_name(&self.event)
             .ok_or_else(|| BadArg(format!("--event: unknown event '{}': expected D, C or Q", self.event)))?;
-        Ok(ReadOptions { format, tenant_by, strict: self.strict, blktrace_event })
+        Ok(ReadOptions { format, tenant_by, place_by: TenantBy::None, strict: self.strict, blktrace_event })
     }
 
     fn open(&self) -> anyhow::Result<TraceReader> {

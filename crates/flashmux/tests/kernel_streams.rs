@@ -136,7 +136,7 @@ fn model_stream(text: &str) -> Vec<TraceRecord> {
                 IoOp::Trim => TraceOp::Trim,
                 IoOp::Flush => TraceOp::Flush,
             };
-            self.0.lock().unwrap().push(TraceRecord { time_ns: at.ns(), op, offset, len, stream: 0 });
+            self.0.lock().unwrap().push(TraceRecord { time_ns: at.ns(), op, offset, len, stream: 0, place: 0 });
         }
     }
     let sent = Sent::default();

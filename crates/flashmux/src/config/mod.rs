@@ -12,7 +12,7 @@ mod schema;
 mod trace;
 
 pub use presets::{default_gc_threshold, preset, DeviceKind, Preset, PRESET_NAMES};
-pub use trace::{LbaFit, TraceSpec, TraceTiming, DEFAULT_MAX_OUTSTANDING, MAX_TIME_SCALE, MIN_TIME_SCALE};
+pub use trace::{LbaFit, PlaceTarget, TraceSpec, TraceTiming, DEFAULT_MAX_OUTSTANDING, MAX_TIME_SCALE, MIN_TIME_SCALE};
 
 use crate::device::precondition::PreconditionSpec;
 use crate::device::NvmeConfig;
@@ -354,6 +354,19 @@ impl Scenario {
                     "tenant[{i}] ({}).region: {off}+{len} bytes: expected a non-zero multiple of 512 bytes within the device's {capacity} bytes",
                     t.name
                 ));
+            }
+            if let Workload::Trace { spec, .. } = &t.workload {
+                let resolved = match spec.place_by {
+                    crate::workload::trace::TenantBy::None => spec.place.is_none(),
+                    _ => spec.place.is_some() && spec.place == PlaceTarget::of(self.device.kind.placement()),
+                };
+                if !resolved {
+                    return Err(format!(
+                        "tenant[{i}] ({}).trace.place_by: \"{}\": expected a drive with FDP or Streams, the trace's values resolved against it",
+                        t.name,
+                        spec.place_by.name()
+                    ));
+                }
             }
         }
         Ok(())

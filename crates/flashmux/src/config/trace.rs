@@ -5,8 +5,9 @@
 //! than once, it must be a regular file: a named pipe or a device is refused.
 
 use super::ConfigError;
+use crate::device::PlacementMode;
 use crate::units::Nanos;
-use crate::workload::trace::{BlkEvent, Format, ReadOptions, TenantBy, TraceReader};
+use crate::workload::trace::{BlkEvent, Format, ReadOptions, TenantBy, TraceError, TraceReader};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -55,6 +56,38 @@ pub enum TraceTiming {
     ClosedLoop { iodepth: u32 },
 }
 
+/// Where the values of a trace's `place_by` field go on the drive, resolved against its data
+/// placement when the scenario is loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlaceTarget {
+    /// The k-th value (from 0) is FDP placement identifier k, the drive's handle k below
+    /// `handles`; past them, the drive places through handle 0 and logs an Invalid Placement
+    /// Identifier event.
+    Fdp { handles: u16 },
+    /// The k-th value is stream identifier k + 1.
+    Streams,
+}
+
+impl PlaceTarget {
+    /// Where values go on a drive with `mode`; `None` when it offers no data placement.
+    pub fn of(mode: &PlacementMode) -> Option<PlaceTarget> {
+        match mode {
+            PlacementMode::None => None,
+            PlacementMode::Fdp { persistent } => Some(PlaceTarget::Fdp { handles: persistent.len() as u16 }),
+            PlacementMode::Streams { .. } => Some(PlaceTarget::Streams),
+        }
+    }
+
+    /// The directive (DSPEC) a write of the k-th value carries.
+    pub fn dspec(self, k: u32) -> u16 {
+        // The reader numbers at most 65,535 values (0 to 65,534), so both fit in 16 bits.
+        match self {
+            PlaceTarget::Fdp { .. } => k as u16,
+            PlaceTarget::Streams => (k + 1) as u16,
+        }
+    }
+}
+
 /// A resolved trace workload.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceSpec {
@@ -62,6 +95,11 @@ pub struct TraceSpec {
     /// As named or as detected when the scenario was loaded.
     pub format: Format,
     pub tenant_by: TenantBy,
+    /// The field whose values place the replayed writes (`none`: the tenant's placement).
+    pub place_by: TenantBy,
+    /// Where `place_by`'s values go: set when the tenant is resolved against the drive, `None`
+    /// until then and without `place_by`.
+    pub place: Option<PlaceTarget>,
     /// Only this stream (a name as `flashmux trace info` lists them); all when `None`.
     pub select: Option<String>,
     pub timing: TraceTiming,
@@ -78,7 +116,13 @@ pub struct TraceSpec {
 impl TraceSpec {
     /// How the reader is opened.
     pub fn read_options(&self) -> ReadOptions {
-        ReadOptions { format: Some(self.format), tenant_by: self.tenant_by, strict: self.strict, blktrace_event: self.event }
+        ReadOptions {
+            format: Some(self.format),
+            tenant_by: self.tenant_by,
+            place_by: self.place_by,
+            strict: self.strict,
+            blktrace_event: self.event,
+        }
     }
 
     /// The iodepth the replaying job runs with.
@@ -97,6 +141,9 @@ impl TraceSpec {
         ];
         if let Some(s) = &self.select {
             o.push(("trace_stream".into(), format!("{}={s}", self.tenant_by.name())));
+        }
+        if self.place_by != TenantBy::None {
+            o.push(("trace_place_by".into(), self.place_by.name().into()));
         }
         match self.timing {
             TraceTiming::OpenLoop { time_scale, max_outstanding } => {
@@ -131,6 +178,7 @@ struct TraceSection {
     path: Option<Paths>,
     format: Option<String>,
     tenant_by: Option<String>,
+    place_by: Option<String>,
     select: Option<String>,
     time_scale: Option<f64>,
     closed_loop: Option<i64>,
@@ -183,6 +231,11 @@ pub(super) fn resolve_trace(
         None => TenantBy::None,
         Some(t) => TenantBy::from_name(t)
             .ok_or_else(|| err(format!("{key}.tenant_by: unknown field '{t}': expected one of {}", names(&TenantBy::ALL, TenantBy::name))))?,
+    };
+    let place_by = match s.place_by.as_deref() {
+        None => TenantBy::None,
+        Some(t) => TenantBy::from_name(t)
+            .ok_or_else(|| err(format!("{key}.place_by: unknown field '{t}': expected one of {}", names(&TenantBy::ALL, TenantBy::name))))?,
     };
     if s.select.is_some() && tenant_by == TenantBy::None {
         return Err(err(format!("{key}.select: a stream is selected by a field: set tenant_by as well")));
@@ -241,12 +294,17 @@ pub(super) fn resolve_trace(
             )));
         }
     }
-    let opts = ReadOptions { format, tenant_by, strict: s.strict.unwrap_or(false), blktrace_event: event };
-    let reader = TraceReader::open(&paths, &opts).map_err(|e| err(format!("{key}: {e}")))?;
+    let opts = ReadOptions { format, tenant_by, place_by, strict: s.strict.unwrap_or(false), blktrace_event: event };
+    let reader = TraceReader::open(&paths, &opts).map_err(|e| match e {
+        e @ TraceError::NoPlaceField { .. } => err(format!("{key}.place_by: {e}")),
+        e => err(format!("{key}: {e}")),
+    })?;
     Ok(TraceSpec {
         paths,
         format: reader.format(),
         tenant_by,
+        place_by,
+        place: None,
         select: s.select.clone(),
         timing,
         start,

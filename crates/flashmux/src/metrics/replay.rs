@@ -31,12 +31,31 @@ pub struct ReplayStats {
     pub late: u64,
     /// A read error that ended the replay early.
     pub error: Option<String>,
+    /// With `place_by`: what the trace's values did with its writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<ReplayPlacement>,
     /// Why no request was replayed, when none was and the trace could be read (the window is
     /// past the trace's end, or empty; the selected stream is not in the trace).
     #[serde(skip)]
     pub nothing_replayed: Option<String>,
     #[serde(skip)]
     behind_sum_ns: u128,
+}
+
+/// How a replay placed its writes by a trace field (`place_by`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ReplayPlacement {
+    /// The field.
+    pub field: String,
+    /// Its distinct values seen in the replayed stream, numbered 0 to `values` − 1 in order of
+    /// first appearance (value k: FDP placement identifier k, or stream k + 1).
+    pub values: u32,
+    /// An FDP drive's placement handles; `None` on a streams drive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fdp_handles: Option<u16>,
+    /// FDP: writes issued whose value's index is not below `fdp_handles`: the drive placed each
+    /// through handle 0 and logged an Invalid Placement Identifier event.
+    pub invalid_placement_writes: u64,
 }
 
 impl ReplayStats {
@@ -62,8 +81,8 @@ impl ReplayStats {
 }
 
 /// What a user must be told about a tenant's replay: lines skipped, requests refused or
-/// shortened, a read error, nothing replayed (and why), times out of order, and a trace too fast
-/// for the device.
+/// shortened, a read error, nothing replayed (and why), times out of order, more placement
+/// values than the drive has FDP handles, and a trace too fast for the device.
 pub fn replay_warnings(tenant: &str, r: &ReplayStats) -> Vec<String> {
     let mut w = Vec::new();
     if r.bad_lines > 0 {
@@ -97,6 +116,14 @@ pub fn replay_warnings(tenant: &str, r: &ReplayStats) -> Vec<String> {
             "tenant '{tenant}': {} request(s) of the trace are out of time order (earlier than the request before them): replay keeps the file's order, issuing each as soon as the one before it",
             r.out_of_order
         ));
+    }
+    if let Some(p) = &r.placement {
+        if let Some(handles) = p.fdp_handles.filter(|&h| p.values > u32::from(h)) {
+            w.push(format!(
+                "tenant '{tenant}': place_by = \"{}\" found {} distinct values in the trace, but the drive's FDP has {handles} placement handles (device.fdp.handles): {} write(s) of values {handles} and on carried placement identifiers past them, which the drive placed through handle 0 (Invalid Placement Identifier events)",
+                p.field, p.values, p.invalid_placement_writes
+            ));
+        }
     }
     if r.late > 0 {
         w.push(format!(

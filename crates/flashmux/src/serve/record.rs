@@ -47,7 +47,7 @@ impl RecordSink {
         let op = TraceOp::from(op);
         let stream = u32::try_from(export).unwrap_or(u32::MAX);
         // The writer ends only when every sink is gone, or on a write error it reports then.
-        let _ = self.0.send(TraceRecord { time_ns, op, offset, len, stream });
+        let _ = self.0.send(TraceRecord { time_ns, op, offset, len, stream, place: 0 });
     }
 }
 

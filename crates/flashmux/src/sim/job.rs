@@ -53,8 +53,8 @@ pub struct IoReq {
     pub tag: u64,
     /// A Filebench thread's system call on a file (`offset` and `len` are the file's).
     pub call: Option<FileCall>,
-    /// A write's data placement directive (fio's `dataplacement`); 0: none (the tenant's
-    /// default placement, if any, applies).
+    /// A write's data placement directive (fio's `dataplacement`, a trace's `place_by`); 0:
+    /// none (the tenant's default placement, if any, applies).
     pub dspec: u16,
 }
 
@@ -493,8 +493,9 @@ impl JobRt {
             }
             src.stats.record_issue(now.since(due));
         }
+        src.issued(&io);
         self.count_issue();
-        Next::Io(IoReq { op: io.op, offset: io.offset, len: io.len, tag: 0, call: None, dspec: 0 })
+        Next::Io(IoReq { op: io.op, offset: io.offset, len: io.len, tag: 0, call: None, dspec: io.dspec })
     }
 
     /// One more I/O in flight, counted in fio's iodepth distribution.

@@ -5,12 +5,17 @@
 //! `max_outstanding` in flight; a request that could not go when due — the device, or the bound,
 //! held it back — is late by the difference, and the lateness is reported (`ReplayStats`), so a
 //! trace too fast for the modelled device shows as such. Closed-loop replay ignores the times.
+//!
+//! With `place_by`, each write carries the directive of its value of that field: the values are
+//! numbered 0, 1, 2, … in order of first appearance in the replayed stream (the `select`ed one,
+//! else the whole trace), and value k is FDP placement identifier k or stream k + 1. Reads,
+//! trims and flushes carry none.
 
-use crate::config::{LbaFit, TenantSpec, TraceSpec, TraceTiming};
+use crate::config::{LbaFit, PlaceTarget, TenantSpec, TraceSpec, TraceTiming};
 use crate::device::IoOp;
 use crate::units::Nanos;
 use crate::workload::trace::{BadLine, TraceReader, TraceRecord};
-pub use crate::metrics::{ReplayStats, LATE};
+pub use crate::metrics::{ReplayPlacement, ReplayStats, LATE};
 
 /// The latest simulated time a replayed request may be due (2^62 ns, about 146 years): later
 /// times, from a trace slowed down a great deal, end the replay with an error instead of
@@ -25,6 +30,34 @@ pub struct TraceIo {
     pub len: u64,
     /// Since the job's start; zero in closed loop.
     pub due: Nanos,
+    /// A write's placement directive from its `place_by` value (0: none, or FDP placement
+    /// identifier 0).
+    pub dspec: u16,
+}
+
+/// `place_by`'s values in the replayed stream.
+struct Placing {
+    target: PlaceTarget,
+    /// Per placement index of the reader (first appearance in the whole trace): its index in the
+    /// replayed stream, `u32::MAX` until seen there. At most 65,535 entries.
+    local: Vec<u32>,
+    /// Distinct values seen in the replayed stream.
+    values: u32,
+}
+
+impl Placing {
+    /// The index in the replayed stream of the reader's placement `place`.
+    fn local(&mut self, place: u32) -> u32 {
+        let i = place as usize;
+        if self.local.len() <= i {
+            self.local.resize(i + 1, u32::MAX);
+        }
+        if self.local[i] == u32::MAX {
+            self.local[i] = self.values;
+            self.values += 1;
+        }
+        self.local[i]
+    }
 }
 
 pub struct TraceSource {
@@ -32,6 +65,8 @@ pub struct TraceSource {
     spec: TraceSpec,
     /// Per stream id: whether it is the selected stream (looked up once per stream).
     selected: Vec<Option<bool>>,
+    /// With `place_by`.
+    place: Option<Placing>,
     region: (u64, u64),
     sector: u64,
     /// `lba_fit = "scale"`: the end of the furthest request replayed.
@@ -53,6 +88,7 @@ impl TraceSource {
                 reader,
                 spec: spec.clone(),
                 selected: Vec::new(),
+                place: spec.place.map(|target| Placing { target, local: Vec::new(), values: 0 }),
                 region: t.region,
                 sector: sector.max(1),
                 extent: 0,
@@ -63,6 +99,14 @@ impl TraceSource {
             })
         };
         let mut src = open()?;
+        src.stats.placement = spec.place.map(|target| ReplayPlacement {
+            field: spec.place_by.name().into(),
+            fdp_handles: match target {
+                PlaceTarget::Fdp { handles } => Some(handles),
+                PlaceTarget::Streams => None,
+            },
+            ..Default::default()
+        });
         if spec.lba_fit == LbaFit::Scale {
             let mut pass = open()?;
             let mut extent = 0u64;
@@ -85,7 +129,7 @@ impl TraceSource {
                 self.done = true;
                 return Ok(None);
             }
-            let r = match self.reader.next_record() {
+            let mut r = match self.reader.next_record() {
                 Ok(Some(r)) => r,
                 Ok(None) => {
                     self.done = true;
@@ -99,6 +143,11 @@ impl TraceSource {
             if !self.is_selected(r.stream) {
                 self.stats.skipped += 1;
                 continue;
+            }
+            // Numbered in the replayed stream as it is read, whether in the window or not, so a
+            // value's placement does not depend on the window.
+            if let Some(p) = &mut self.place {
+                r.place = p.local(r.place);
             }
             if r.time_ns < self.spec.start.0 {
                 self.before_start = Some(self.before_start.map_or(r.time_ns, |t| t.max(r.time_ns)));
@@ -157,10 +206,14 @@ impl TraceSource {
                 TraceTiming::ClosedLoop { .. } => Nanos::ZERO,
             };
             if op == IoOp::Flush {
-                return Some(TraceIo { op, offset: 0, len: 0, due });
+                return Some(TraceIo { op, offset: 0, len: 0, due, dspec: 0 });
             }
+            let dspec = match &self.place {
+                Some(p) if op == IoOp::Write => p.target.dspec(r.place),
+                _ => 0,
+            };
             match self.fit(r.offset, r.len) {
-                Some((offset, len)) => return Some(TraceIo { op, offset, len, due }),
+                Some((offset, len)) => return Some(TraceIo { op, offset, len, due, dspec }),
                 None => {
                     self.stats.requests -= 1;
                     self.stats.out_of_range += 1;
@@ -197,12 +250,26 @@ impl TraceSource {
         self.spec.timing
     }
 
+    /// `io` is issued: a write whose placement identifier names no FDP handle is counted.
+    pub fn issued(&mut self, io: &TraceIo) {
+        if let (Some(p), Some(Placing { target: PlaceTarget::Fdp { handles }, .. })) =
+            (&mut self.stats.placement, &self.place)
+        {
+            if io.op == IoOp::Write && io.dspec >= *handles {
+                p.invalid_placement_writes += 1;
+            }
+        }
+    }
+
     /// The reader's counts, once the replay is over.
     pub fn finish(&mut self) -> ReplayStats {
         let bad = self.reader.bad_lines();
         self.stats.bad_lines = bad.count;
         self.stats.first_bad_lines = bad.first.iter().map(|b: &BadLine| (b.line, b.reason.clone())).collect();
         self.stats.out_of_order = self.reader.out_of_order();
+        if let (Some(p), Some(placing)) = (&mut self.stats.placement, &self.place) {
+            p.values = placing.values;
+        }
         self.stats.finish_mean();
         if self.stats.requests == 0 && self.stats.out_of_range == 0 && self.stats.error.is_none() {
             self.stats.nothing_replayed = Some(self.why_nothing());

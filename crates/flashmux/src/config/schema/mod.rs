@@ -214,6 +214,13 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
                 t.name, j.name
             )));
         }
+        let placed = tenants.iter().find(|t| matches!(&t.workload, Workload::Trace { spec, .. } if spec.place.is_some()));
+        if let Some(t) = placed {
+            return Err(ctx.err(format!(
+                "tenant '{}': its trace places its writes (trace.place_by), but in a VM they reach the drive through virtio-blk, which carries no placement directive: give the tenant a placement ([[tenant]] placement or the drive's per_tenant) instead",
+                t.name
+            )));
+        }
     }
     if let Some(cpu) = &host.cpu {
         check_threads(&ctx, cpu, &virt, tenants.len(), &mut collected)?;

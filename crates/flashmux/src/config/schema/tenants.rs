@@ -2,6 +2,8 @@
 //! trace, or none: an export), its region of the device and its weight.
 
 use super::*;
+use crate::config::PlaceTarget;
+use crate::workload::trace::TenantBy;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -87,7 +89,8 @@ pub(super) fn resolve_tenants(
 /// `i`, checked against the drive's placement (`mode`): an FDP placement identifier below the
 /// handles, a stream identifier 1 to 65535 with no more tenants' streams than the drive keeps
 /// open. Its fio jobs' own `dataplacement` options are resolved against the drive here too
-/// (fio's `dp_init`), and a tenant has a default placement or jobs that place their writes,
+/// (fio's `dp_init`), as is its trace's `place_by` (the k-th value FDP placement identifier k or
+/// stream k + 1), and a tenant has a default placement or a workload that places its writes,
 /// not both.
 fn resolve_tenant_placement(
     ctx: &Ctx,
@@ -102,6 +105,17 @@ fn resolve_tenant_placement(
             j.resolve_placement(mode.fdp_handles(), mode.max_streams()).map_err(|e| ctx.err(format!("{key}: {e}")))?;
         }
     }
+    let trace_places = match workload {
+        Workload::Trace { spec, .. } if spec.place_by != TenantBy::None => {
+            spec.place = Some(PlaceTarget::of(mode).ok_or_else(|| {
+                ctx.err(format!(
+                    "{key}.trace.place_by: the drive offers no data placement: add [device.fdp] or [device.streams]"
+                ))
+            })?);
+            true
+        }
+        _ => false,
+    };
     let value = match (own, per_tenant) {
         (Some(_), Some(_)) => {
             return Err(ctx.err(format!(
@@ -141,6 +155,11 @@ fn resolve_tenant_placement(
             value as u16
         }
     };
+    if trace_places {
+        return Err(ctx.err(format!(
+            "{field}: its trace places its own writes (place_by): give the tenant a placement or its trace one, not both"
+        )));
+    }
     if let Some(j) = workload.jobs().iter().find(|j| j.data_placement.is_some()) {
         return Err(ctx.err(format!(
             "{field}: job '{}' places its own writes (dataplacement): give the tenant a placement or its jobs one, not both",

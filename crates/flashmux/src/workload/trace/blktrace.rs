@@ -21,7 +21,7 @@
 
 use std::io::{self, BufRead};
 
-use super::text::{max_len, Bad, BadKind, Cx, Found, Raw};
+use super::text::{max_len, Bad, BadKind, Cx, Found, Raw, Side};
 use super::{BlkEvent, Diag, TenantBy, TraceError, TraceOp};
 
 pub(super) const MAGIC: u32 = 0x6561_7400;
@@ -161,31 +161,43 @@ impl Blktrace {
             let Some(p) = self.files[i].head.take() else {
                 return Ok(None);
             };
-            // Stream ids follow the merged order, so they are assigned here rather than per file.
-            let stream = match cx.tenant {
-                TenantBy::Device => cx.streams.by_num(u64::from(p.device), || {
-                    format!("dev{},{}", p.device >> 20, p.device & 0xf_ffff)
-                }),
-                TenantBy::Pid => cx
-                    .streams
-                    .by_num(u64::from(p.pid), || format!("pid{}", p.pid)),
-                _ => Some(0),
+            // Stream ids and placements follow the merged order, so they are assigned here
+            // rather than per file.
+            let mut full = None;
+            let (tenant, place_by) = (cx.tenant, cx.place);
+            let mut id = |side: Side, by: TenantBy| {
+                let table = cx.table(side);
+                let id = match by {
+                    TenantBy::Device => table.by_num(u64::from(p.device), || {
+                        format!("dev{},{}", p.device >> 20, p.device & 0xf_ffff)
+                    }),
+                    TenantBy::Pid => table.by_num(u64::from(p.pid), || format!("pid{}", p.pid)),
+                    _ => Some(0),
+                };
+                if id.is_none() {
+                    full.get_or_insert(side);
+                }
+                id.unwrap_or(0)
             };
-            match stream {
-                Some(stream) => {
+            let stream = id(Side::Stream, tenant);
+            let place = id(Side::Place, place_by);
+            match full {
+                None => {
                     return Ok(Some(Raw {
                         time_ns: p.time_ns,
                         op: p.op,
                         offset: p.offset,
                         len: p.len,
                         stream,
+                        place,
                     }))
                 }
-                None => {
+                Some(side) => {
                     let f = &self.files[i];
+                    let (field, expected) = side.too_many();
                     let bad = Bad {
-                        field: "stream",
-                        expected: "at most 65536 distinct streams (choose another --tenant-by)",
+                        field,
+                        expected,
                         found: Found::Text(format!("device {:#x}, pid {}", p.device, p.pid)),
                         kind: BadKind::Value,
                     };

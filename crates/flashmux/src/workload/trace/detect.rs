@@ -68,7 +68,7 @@ pub(super) fn detect(head: &[u8], whole: bool) -> Result<Format, Failure> {
         let Some(mut parser) = TextParser::new(format, BlkEvent::Issue) else {
             continue;
         };
-        let mut cx = Cx::new(TenantBy::None);
+        let mut cx = Cx::new(TenantBy::None, TenantBy::None);
         let mut evidence = 0;
         let mut malformed = 0;
         let mut first_rejected = None;

@@ -2,7 +2,7 @@
 //! and a one-pass summary.
 //!
 //! A [`TraceReader`] turns a trace into [`TraceRecord`]s (time, operation, byte offset, byte
-//! length, stream) in constant memory: text is parsed line by line from the reader's own buffer,
+//! length, stream, placement) in constant memory: text is parsed line by line from the reader's own buffer,
 //! binary blktrace record by record, and gzip-compressed input is decompressed as it is read. The
 //! format is told from the content (see `detect.rs`) unless it is named. Times are normalised so
 //! that the first request is at 0 ns; units are converted with integer arithmetic only.
@@ -111,7 +111,7 @@ impl Format {
         Format::ALL.iter().copied().find(|f| f.name() == s)
     }
 
-    /// The fields a trace of this format can be split into streams by.
+    /// The fields a trace of this format can be split into streams (or its writes placed) by.
     pub fn fields(self) -> &'static [TenantBy] {
         use TenantBy::*;
         match self {
@@ -177,7 +177,8 @@ impl From<crate::device::IoOp> for TraceOp {
     }
 }
 
-/// Which field of a trace splits it into streams (tenants).
+/// Which field of a trace splits it into streams (tenants), or places its writes
+/// ([`ReadOptions::place_by`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum TenantBy {
     /// One stream, named `trace`.
@@ -281,6 +282,9 @@ pub struct TraceRecord {
     pub len: u64,
     /// Dense stream id, in order of first appearance; 0 with [`TenantBy::None`].
     pub stream: u32,
+    /// Dense placement index: the value of the [`ReadOptions::place_by`] field, numbered 0, 1,
+    /// 2, … in order of first appearance; 0 with [`TenantBy::None`].
+    pub place: u32,
 }
 
 /// How to read a trace.
@@ -289,6 +293,10 @@ pub struct ReadOptions {
     /// `None`: tell the format from the content.
     pub format: Option<Format>,
     pub tenant_by: TenantBy,
+    /// The field whose values are the requests' placements ([`TraceRecord::place`]): any of
+    /// [`Format::fields`], independent of `tenant_by`. At most 65,535 distinct values; requests
+    /// of further ones are bad lines.
+    pub place_by: TenantBy,
     /// Stop at the first bad line instead of skipping it.
     pub strict: bool,
     /// blktrace and blkparse: which event is the request.
@@ -346,6 +354,13 @@ pub enum TraceError {
     /// A `--tenant-by` field the format does not have.
     #[error("a {format} trace has no {field} field to split streams by; it has: {available}")]
     NoSuchField {
+        format: &'static str,
+        field: &'static str,
+        available: String,
+    },
+    /// A `place_by` field the format does not have.
+    #[error("a {format} trace has no {field} field to place writes by; it has: {available}")]
+    NoPlaceField {
         format: &'static str,
         field: &'static str,
         available: String,
@@ -514,7 +529,7 @@ impl TraceReader {
             name,
             paths: Vec::new(),
             source,
-            cx: Cx::new(opts.tenant_by),
+            cx: Cx::new(opts.tenant_by, opts.place_by),
             diag: Diag {
                 strict: opts.strict,
                 bad: BadLines::default(),
@@ -580,6 +595,7 @@ impl TraceReader {
             offset: raw.offset,
             len: raw.len,
             stream: raw.stream,
+            place: raw.place,
         }))
     }
 
@@ -593,6 +609,12 @@ impl TraceReader {
             Some(n) => n.to_string(),
             None => format!("stream{stream}"),
         }
+    }
+
+    /// A placement's value of the `place_by` field (`hm_0`, `dev8,0`, …); `None` for an index
+    /// not (yet) seen, and for every index with [`TenantBy::None`].
+    pub fn place_name(&self, place: u32) -> Option<&str> {
+        self.cx.places.name(place)
     }
 
     /// Lines skipped as bad so far.
@@ -638,7 +660,7 @@ impl fmt::Debug for TraceReader {
 }
 
 /// The format to read `head` as: the named one, or the detected one; and a check that the
-/// `--tenant-by` field exists in it.
+/// `--tenant-by` and `place_by` fields exist in it.
 fn resolve(name: &str, head: &[u8], whole: bool, opts: &ReadOptions) -> Result<Format, TraceError> {
     let format = match opts.format {
         Some(f) => f,
@@ -656,16 +678,26 @@ fn resolve(name: &str, head: &[u8], whole: bool, opts: &ReadOptions) -> Result<F
             },
         })?,
     };
+    let available = || {
+        format
+            .fields()
+            .iter()
+            .map(|t| t.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     if !format.fields().contains(&opts.tenant_by) {
         return Err(TraceError::NoSuchField {
             format: format.name(),
             field: opts.tenant_by.name(),
-            available: format
-                .fields()
-                .iter()
-                .map(|t| t.name())
-                .collect::<Vec<_>>()
-                .join(", "),
+            available: available(),
+        });
+    }
+    if !format.fields().contains(&opts.place_by) {
+        return Err(TraceError::NoPlaceField {
+            format: format.name(),
+            field: opts.place_by.name(),
+            available: available(),
         });
     }
     Ok(format)

@@ -27,6 +27,7 @@ pub(super) fn rec(time_ns: u64, op: TraceOp, offset: u64, len: u64, stream: u32)
         offset,
         len,
         stream,
+        place: 0,
     }
 }
 
@@ -653,6 +654,174 @@ fn without_a_tenant_field_there_is_one_stream_named_trace() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Placement by a field (`place_by`).
+
+/// The placement indices and the values they name, reading `data` with `place_by` (and
+/// `tenant_by`), and the records' streams.
+fn placed(
+    format: Format,
+    data: impl Into<Vec<u8>>,
+    tenant_by: TenantBy,
+    place_by: TenantBy,
+) -> (Vec<u32>, Vec<String>, Vec<u32>) {
+    let o = ReadOptions { format: Some(format), tenant_by, place_by, ..ReadOptions::default() };
+    let (r, recs) = read(format.name(), data, &o);
+    assert_eq!(r.bad_lines().count, 0, "{format}: {:?}", r.bad_lines());
+    let places: Vec<u32> = recs.iter().map(|x| x.place).collect();
+    let n = if place_by == TenantBy::None { 0 } else { places.iter().max().map_or(0, |&m| m + 1) };
+    let names = (0..n).map(|p| r.place_name(p).expect("a value's name").to_string()).collect();
+    assert_eq!(r.place_name(n), None);
+    (places, names, recs.iter().map(|x| x.stream).collect())
+}
+
+/// Every format numbers the values of each field it has 0, 1, 2, … as they first appear.
+#[test]
+fn place_by_numbers_each_format_s_values_in_first_appearance_order() {
+    use TenantBy::*;
+    let blkparse = "\
+  8,0    1        1     0.000000000   100  D   W 0 + 8 [a]
+  8,16   1        2     0.000001000   200  D   W 8 + 8 [b]
+  8,0    1        3     0.000002000   300  D   R 16 + 8 [c]
+  8,32   1        4     0.000003000   200  D   W 24 + 8 [d]
+";
+    let fio = "fio version 3 iolog\n0 /dev/b add\n0 /dev/a add\n10 /dev/b write 0 4096\n\
+               20 /dev/a write 4096 4096\n30 /dev/b read 0 4096\n";
+    let msr = "\
+128166385295514663,hm,1,Write,0,4096,1
+128166385295524663,prn,0,Write,4096,4096,1
+128166385295534663,hm,0,Read,8192,4096,1
+128166385295544663,hm,1,Write,0,4096,1
+";
+    // (format, trace, field, the placement of each request, the values they name)
+    type Case<'a> = (Format, &'a str, TenantBy, &'a [u32], &'a [&'a str]);
+    let cases: [Case; 11] = [
+        (Format::Blkparse, blkparse, Device, &[0, 1, 0, 2], &["dev8,0", "dev8,16", "dev8,32"]),
+        (Format::Blkparse, blkparse, Pid, &[0, 1, 2, 1], &["pid100", "pid200", "pid300"]),
+        (Format::FioIolog, fio, Device, &[0, 1, 0], &["/dev/b", "/dev/a"]),
+        (Format::Msr, msr, Host, &[0, 1, 0, 0], &["hm", "prn"]),
+        (Format::Msr, msr, Disk, &[0, 1, 2, 0], &["hm_1", "prn_0", "hm_0"]),
+        (Format::Spc, "3,0,4096,w,0.0\n1,8,4096,w,0.1\n3,16,4096,r,0.2\n", Asu, &[0, 1, 0], &["asu3", "asu1"]),
+        (Format::Mqsim, "1000 4 0 8 0\n2000 2 8 8 0\n3000 4 16 8 1\n", Device, &[0, 1, 0], &["dev4", "dev2"]),
+        (Format::Alibaba, "7,W,0,4096,1000\n3,W,4096,4096,2000\n7,R,0,4096,3000\n", Device, &[0, 1, 0], &["dev7", "dev3"]),
+        (
+            Format::Tencent,
+            "1538323200,0,8,1,55\n1538323201,8,8,1,12\n1538323202,16,8,0,55\n1538323203,24,8,1,9\n",
+            Volume,
+            &[0, 1, 0, 2],
+            &["vol55", "vol12", "vol9"],
+        ),
+        (
+            Format::Systor,
+            "1456135200.0,0.001,W,4,0,4096\n1456135200.1,0.001,W,2,4096,4096\n1456135200.2,0.001,R,4,0,4096\n",
+            Device,
+            &[0, 1, 0],
+            &["lun4", "lun2"],
+        ),
+        (Format::Blkparse, blkparse, None, &[0, 0, 0, 0], &[]),
+    ];
+    for (format, data, field, want, want_names) in cases {
+        let (places, names, streams) = placed(format, data, TenantBy::None, field);
+        assert_eq!(places, want, "{format} by {}", field.name());
+        assert_eq!(names, want_names, "{format} by {}", field.name());
+        assert!(streams.iter().all(|&s| s == 0), "{format}: placement does not split streams");
+        // By the same field, placements and streams are the same numbering.
+        let (places, _, streams) = placed(format, data, field, field);
+        assert_eq!(places, streams, "{format} by {}", field.name());
+    }
+    // blktrace's binary records: device 8,0 pid 10, device 8,16 pid 20, device 8,0 pid 30.
+    let w = act(7, TC_ISSUE | TC_FS | TC_WRITE);
+    let mut recs = vec![blk(100, 0, 4096, w), blk(200, 8, 4096, w), blk(300, 16, 4096, w)];
+    recs[1].device = (8 << 20) | 16;
+    recs[1].pid = 20;
+    recs[2].pid = 30;
+    let data = encode(&recs, false, 7);
+    let (places, names, _) = placed(Format::Blktrace, data.clone(), None, Device);
+    assert_eq!((places, names), (vec![0, 1, 0], vec!["dev8,0".to_string(), "dev8,16".into()]));
+    let (places, names, streams) = placed(Format::Blktrace, data, Device, Pid);
+    assert_eq!((places, names), (vec![0, 1, 2], vec!["pid10".to_string(), "pid20".into(), "pid30".into()]));
+    assert_eq!(streams, [0, 1, 0], "split by device, placed by pid");
+}
+
+/// `place_by` is independent of `tenant_by`: MSR split by host and placed by disk.
+#[test]
+fn place_by_is_independent_of_tenant_by() {
+    let msr = "\
+128166385295514663,hm,1,Write,0,4096,1
+128166385295524663,prn,0,Write,4096,4096,1
+128166385295534663,hm,0,Write,8192,4096,1
+128166385295544663,prn,0,Write,0,4096,1
+128166385295554663,hm,1,Write,0,4096,1
+";
+    let (places, names, streams) = placed(Format::Msr, msr, TenantBy::Host, TenantBy::Disk);
+    assert_eq!(streams, [0, 1, 0, 1, 0]);
+    assert_eq!(places, [0, 1, 2, 1, 0]);
+    assert_eq!(names, ["hm_1", "prn_0", "hm_0"]);
+    // And the other way round: split by disk, placed by host.
+    let (places, names, streams) = placed(Format::Msr, msr, TenantBy::Disk, TenantBy::Host);
+    assert_eq!(streams, [0, 1, 2, 1, 0]);
+    assert_eq!(places, [0, 1, 0, 1, 0]);
+    assert_eq!(names, ["hm", "prn"]);
+}
+
+/// Every format takes every field it lists for placement as it does for streams, on the
+/// fixtures above (blktrace's too).
+#[test]
+fn every_format_places_by_every_field_it_has() {
+    let (cpu0, _) = blktrace_cpus();
+    let fixtures: [(Format, Vec<u8>); 10] = [
+        (Format::Blktrace, cpu0),
+        (Format::Blkparse, BLKPARSE.into()),
+        (Format::FioIolog, FIO_V2.into()),
+        (Format::FioIolog, FIO_V3.into()),
+        (Format::Msr, MSR.into()),
+        (Format::Spc, SPC.into()),
+        (Format::Mqsim, MQSIM.into()),
+        (Format::Alibaba, ALIBABA.into()),
+        (Format::Tencent, TENCENT.into()),
+        (Format::Systor, SYSTOR.into()),
+    ];
+    for (format, data) in fixtures {
+        for &field in format.fields() {
+            let o = ReadOptions { format: Some(format), tenant_by: field, place_by: field, ..ReadOptions::default() };
+            let (r, recs) = read(format.name(), data.clone(), &o);
+            assert!(!recs.is_empty());
+            for x in &recs {
+                assert_eq!(x.place, x.stream, "{format} by {}", field.name());
+                if field != TenantBy::None {
+                    assert_eq!(r.place_name(x.place), Some(r.stream_name(x.stream).as_str()));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_place_by_field_the_format_lacks_is_refused_with_the_fields_it_has() {
+    let o = ReadOptions { place_by: TenantBy::Asu, ..opts(None, TenantBy::Host) };
+    let err = TraceReader::from_bytes("t.csv", MSR.into(), &o).unwrap_err();
+    assert!(matches!(err, TraceError::NoPlaceField { .. }), "{err}");
+    assert_eq!(err.to_string(), "a msr trace has no asu field to place writes by; it has: none, host, disk");
+}
+
+/// At most 65,535 values are placements (each fits a 16-bit stream identifier k + 1): the
+/// request of one more is a bad line, naming the key to change.
+#[test]
+fn more_placement_values_than_fit_a_stream_identifier_are_bad_lines() {
+    let mut text = String::new();
+    for dev in 0..=65_535u32 {
+        text += &format!("{dev} {dev} 0 8 0\n");
+    }
+    let o = ReadOptions { format: Some(Format::Mqsim), place_by: TenantBy::Device, ..ReadOptions::default() };
+    let (r, recs) = read("many", text, &o);
+    assert_eq!(recs.len(), 65_535);
+    assert_eq!(recs.last().map(|x| x.place), Some(65_534));
+    assert_eq!(r.bad_lines().count, 1);
+    let why = &r.bad_lines().first[0];
+    assert_eq!(why.line, 65_536);
+    assert!(why.reason.contains("'placement': expected at most 65535 distinct placements (choose another place_by)"), "{}", why.reason);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Bad lines, times, empty traces.
 
 #[test]
@@ -1045,8 +1214,10 @@ proptest! {
     fn trace_like_text_never_panics(data in tracey(), strict in any::<bool>(), gz in any::<bool>()) {
         let data = if gz { gzip(&data) } else { data };
         for format in std::iter::once(None).chain(Format::ALL.iter().copied().map(Some)) {
-            for &tenant_by in format.map_or(&[TenantBy::None][..], Format::fields) {
-                read_anything(data.clone(), &ReadOptions { format, tenant_by, strict, ..ReadOptions::default() });
+            let fields = format.map_or(&[TenantBy::None][..], Format::fields);
+            for &tenant_by in fields {
+                let place_by = fields[fields.len() - 1];
+                read_anything(data.clone(), &ReadOptions { format, tenant_by, place_by, strict, ..ReadOptions::default() });
             }
         }
     }

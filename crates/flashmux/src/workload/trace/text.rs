@@ -41,6 +41,9 @@ pub(super) fn max_len(op: TraceOp) -> u64 {
 /// At most this many distinct streams; a trace with more is splitting on a field that does not
 /// name tenants, and the stream table would otherwise grow without bound.
 pub(super) const MAX_STREAMS: usize = 1 << 16;
+/// At most this many distinct placements (`place_by` values): placement k is FDP placement
+/// identifier k or stream identifier k + 1, and both are 16-bit, stream identifiers 1 to 65535.
+pub(super) const MAX_PLACES: usize = (1 << 16) - 1;
 
 const SECTOR: u64 = 512;
 
@@ -52,6 +55,7 @@ pub(super) struct Raw {
     pub offset: u64,
     pub len: u64,
     pub stream: u32,
+    pub place: u32,
 }
 
 /// What a line is.
@@ -109,20 +113,35 @@ impl Bad {
     }
 }
 
-/// Dense stream ids, in order of first appearance, for the values of the `--tenant-by` field.
-/// Lookups go through ordered maps (no hashing), and the last key is cached because consecutive
-/// requests usually come from the same stream.
-#[derive(Debug, Default)]
+/// Dense stream ids, in order of first appearance, for the values of the `--tenant-by` field
+/// (and placement indices for those of `place_by`). Lookups go through ordered maps (no
+/// hashing), and the last key is cached because consecutive requests usually come from the same
+/// stream.
+#[derive(Debug)]
 pub(super) struct Streams {
     nums: BTreeMap<u64, u32>,
     strs: BTreeMap<Box<[u8]>, u32>,
     names: Vec<String>,
     last_num: Option<(u64, u32)>,
     last_str: Option<u32>,
+    /// At most this many ids.
+    limit: usize,
 }
 
 impl Streams {
-    /// The id of a numeric key, naming a new stream with `name()`; `None` past [`MAX_STREAMS`].
+    /// An empty table of at most `limit` ids.
+    pub fn new(limit: usize) -> Streams {
+        Streams {
+            nums: BTreeMap::new(),
+            strs: BTreeMap::new(),
+            names: Vec::new(),
+            last_num: None,
+            last_str: None,
+            limit,
+        }
+    }
+
+    /// The id of a numeric key, naming a new stream with `name()`; `None` past the limit.
     pub fn by_num(&mut self, key: u64, name: impl FnOnce() -> String) -> Option<u32> {
         if let Some((k, id)) = self.last_num {
             if k == key {
@@ -141,7 +160,7 @@ impl Streams {
         Some(id)
     }
 
-    /// The id of a key that is its own name; `None` past [`MAX_STREAMS`].
+    /// The id of a key that is its own name; `None` past the limit.
     pub fn by_str(&mut self, key: &[u8]) -> Option<u32> {
         if let Some(id) = self.last_str {
             if self.names[id as usize].as_bytes() == key {
@@ -161,7 +180,7 @@ impl Streams {
     }
 
     fn push(&mut self, name: String) -> Option<u32> {
-        if self.names.len() >= MAX_STREAMS {
+        if self.names.len() >= self.limit {
             return None;
         }
         self.names.push(name);
@@ -173,35 +192,78 @@ impl Streams {
     }
 }
 
-/// What every parser needs besides its line: which field splits streams, and the stream table.
+/// Which table a field's value is looked up in: the streams of `--tenant-by`, or the placements
+/// of `place_by`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Side {
+    Stream,
+    Place,
+}
+
+impl Side {
+    /// The field and the expectation of a bad line whose value would be one too many.
+    pub fn too_many(self) -> (&'static str, &'static str) {
+        match self {
+            Side::Stream => ("stream", "at most 65536 distinct streams (choose another --tenant-by)"),
+            Side::Place => ("placement", "at most 65535 distinct placements (choose another place_by)"),
+        }
+    }
+}
+
+/// What every parser needs besides its line: which fields split streams and place writes, and
+/// their tables.
 pub(super) struct Cx {
     pub tenant: TenantBy,
     pub streams: Streams,
+    /// The field whose values are placements (`place_by`).
+    pub place: TenantBy,
+    pub places: Streams,
 }
 
 impl Cx {
-    pub fn new(tenant: TenantBy) -> Self {
+    pub fn new(tenant: TenantBy, place: TenantBy) -> Self {
         Cx {
             tenant,
-            streams: Streams::default(),
+            streams: Streams::new(MAX_STREAMS),
+            place,
+            places: Streams::new(MAX_PLACES),
         }
     }
 
-    fn num(&mut self, key: u64, at: Span, name: impl FnOnce() -> String) -> Result<u32, Bad> {
-        self.streams.by_num(key, name).ok_or_else(|| too_many(at))
+    /// A request's stream id and placement index: `id(cx, side, field)` looks the line's value
+    /// of `field` up in `side`'s table (with [`Cx::num`] or [`Cx::text`]), or is 0 for a field
+    /// the format does not split by (`none` among them).
+    #[inline(always)]
+    pub fn ids(
+        &mut self,
+        mut id: impl FnMut(&mut Cx, Side, TenantBy) -> Result<u32, Bad>,
+    ) -> Result<(u32, u32), Bad> {
+        let (tenant, place) = (self.tenant, self.place);
+        let stream = id(self, Side::Stream, tenant)?;
+        let place = id(self, Side::Place, place)?;
+        Ok((stream, place))
     }
 
-    fn text(&mut self, key: &[u8], at: Span) -> Result<u32, Bad> {
-        self.streams.by_str(key).ok_or_else(|| too_many(at))
+    /// `side`'s table.
+    pub fn table(&mut self, side: Side) -> &mut Streams {
+        match side {
+            Side::Stream => &mut self.streams,
+            Side::Place => &mut self.places,
+        }
+    }
+
+    fn num(&mut self, side: Side, key: u64, at: Span, name: impl FnOnce() -> String) -> Result<u32, Bad> {
+        self.table(side).by_num(key, name).ok_or_else(|| too_many(side, at))
+    }
+
+    fn text(&mut self, side: Side, key: &[u8], at: Span) -> Result<u32, Bad> {
+        self.table(side).by_str(key).ok_or_else(|| too_many(side, at))
     }
 }
 
-fn too_many(at: Span) -> Bad {
-    Bad::value(
-        "stream",
-        "at most 65536 distinct streams (choose another --tenant-by)",
-        at,
-    )
+fn too_many(side: Side, at: Span) -> Bad {
+    let (field, expected) = side.too_many();
+    Bad::value(field, expected, at)
 }
 
 /// The unit a format gives sizes and offsets in, for the wording of value errors.

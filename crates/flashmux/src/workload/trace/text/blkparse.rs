@@ -6,7 +6,8 @@
 //! Lines of the chosen action (`D`, `C` or `Q`) are requests; other actions, events without an
 //! extent and blkparse's closing statistics (from `CPU0 (name):` or `Total (name):` on) are
 //! not bad lines. A common line is read in one pass (`fast`); anything unusual goes field by field
-//! (`general`), which names the field at fault. Fields for streams: `device`, `pid`.
+//! (`general`), which names the field at fault. Fields for streams and placements: `device`,
+//! `pid`.
 //!
 //! Source: blktrace's `blkparse_fmt.c` (`process_default`) and the kernel's `fill_rwbs`
 //! (docs/TRACES.md, "blkparse").
@@ -188,12 +189,12 @@ impl Blkparse {
         }
         let (major, minor, dev_at) = f.dev;
         let (pid, pid_at) = f.pid;
-        let stream = match cx.tenant {
-            TenantBy::Device => cx.num((major << 32) | minor, dev_at, || format!("dev{major},{minor}"))?,
-            TenantBy::Pid => cx.num(pid, pid_at, || format!("pid{pid}"))?,
-            _ => 0,
-        };
-        Ok(Line::Request(Raw { time_ns: f.time_ns, op, offset, len, stream }))
+        let (stream, place) = cx.ids(|cx, side, by| match by {
+            TenantBy::Device => cx.num(side, (major << 32) | minor, dev_at, || format!("dev{major},{minor}")),
+            TenantBy::Pid => cx.num(side, pid, pid_at, || format!("pid{pid}")),
+            _ => Ok(0),
+        })?;
+        Ok(Line::Request(Raw { time_ns: f.time_ns, op, offset, len, stream, place }))
     }
 }
 
@@ -266,9 +267,9 @@ mod tests {
                     }
                     let p = Blkparse { event: b"D", in_summary: false };
                     let mut general = Blkparse { event: b"D", in_summary: false };
-                    let expected = outcome(general.general(&line, &mut Cx::new(tenant)));
+                    let expected = outcome(general.general(&line, &mut Cx::new(tenant, TenantBy::None)));
                     let got = match p.fast(&line) {
-                        Some(Some(fields)) => outcome(p.request(fields, &mut Cx::new(tenant))),
+                        Some(Some(fields)) => outcome(p.request(fields, &mut Cx::new(tenant, TenantBy::None))),
                         Some(None) => "skip".into(),
                         None => continue,
                     };

@@ -4,7 +4,7 @@
 //!
 //! Each parser reads its columns in order, converts times to nanoseconds and sectors to bytes
 //! with integer arithmetic, checks the extent, and names its stream from the format's tenant
-//! field, if asked. A header line (`Timestamp,...`, `device_id,...`) is skipped. E.g. the MSR
+//! field and its placement from its placement field, if asked. A header line (`Timestamp,...`, `device_id,...`) is skipped. E.g. the MSR
 //! line `128166385295514663,hm,0,Write,9056014336,2048,2833` is a 2 KiB write at byte
 //! 9,056,014,336, at 12,816,638,529,551,466,300 ns (FILETIME ticks of 100 ns), of stream `hm`
 //! (by host) or `hm_0` (by disk).
@@ -60,19 +60,20 @@ impl Msr {
         no_more(&mut f, "7 fields")?;
         let time_ns = scaled(ticks, 100, ts_at)?;
         extent(offset, len, off_at, len_at, Unit::Bytes)?;
-        let stream = match cx.tenant {
-            TenantBy::Host => cx.text(host_at.of(line), host_at)?,
+        let key = &mut self.key;
+        let (stream, place) = cx.ids(|cx, side, by| match by {
+            TenantBy::Host => cx.text(side, host_at.of(line), host_at),
             TenantBy::Disk => {
-                self.key.clear();
-                self.key.extend_from_slice(host_at.of(line));
-                self.key.push(b'_');
+                key.clear();
+                key.extend_from_slice(host_at.of(line));
+                key.push(b'_');
                 // Writing to a Vec cannot fail.
-                let _ = write!(self.key, "{disk}");
-                cx.text(&self.key, disk_at)?
+                let _ = write!(key, "{disk}");
+                cx.text(side, key, disk_at)
             }
-            _ => 0,
-        };
-        Ok(Line::Request(Raw { time_ns, op, offset, len, stream }))
+            _ => Ok(0),
+        })?;
+        Ok(Line::Request(Raw { time_ns, op, offset, len, stream, place }))
     }
 }
 
@@ -96,11 +97,11 @@ pub(super) fn spc(line: &[u8], cx: &mut Cx) -> Result<Line, Bad> {
     let time_ns = seconds_ns(ts_at.of(line)).ok_or_else(|| Bad::syntax("timestamp", "seconds (s.d)", ts_at))?;
     let offset = sectors(lba, "lba", lba_at)?;
     extent(offset, len, lba_at, len_at, Unit::Bytes)?;
-    let stream = match cx.tenant {
-        TenantBy::Asu => cx.num(asu, asu_at, || format!("asu{asu}"))?,
-        _ => 0,
-    };
-    Ok(Line::Request(Raw { time_ns, op, offset, len, stream }))
+    let (stream, place) = cx.ids(|cx, side, by| match by {
+        TenantBy::Asu => cx.num(side, asu, asu_at, || format!("asu{asu}")),
+        _ => Ok(0),
+    })?;
+    Ok(Line::Request(Raw { time_ns, op, offset, len, stream, place }))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -123,11 +124,11 @@ pub(super) fn mqsim(line: &[u8], cx: &mut Cx) -> Result<Line, Bad> {
     let offset = sectors(lba, "sector", lba_at)?;
     let len = sectors(n, "size", n_at)?;
     extent(offset, len, lba_at, n_at, Unit::Sectors)?;
-    let stream = match cx.tenant {
-        TenantBy::Device => cx.num(dev, dev_at, || format!("dev{dev}"))?,
-        _ => 0,
-    };
-    Ok(Line::Request(Raw { time_ns, op, offset, len, stream }))
+    let (stream, place) = cx.ids(|cx, side, by| match by {
+        TenantBy::Device => cx.num(side, dev, dev_at, || format!("dev{dev}")),
+        _ => Ok(0),
+    })?;
+    Ok(Line::Request(Raw { time_ns, op, offset, len, stream, place }))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -155,11 +156,11 @@ pub(super) fn alibaba(line: &[u8], cx: &mut Cx) -> Result<Line, Bad> {
     no_more(&mut f, "5 fields")?;
     let time_ns = scaled(us, 1_000, ts_at)?;
     extent(offset, len, off_at, len_at, Unit::Bytes)?;
-    let stream = match cx.tenant {
-        TenantBy::Device => cx.num(dev, dev_at, || format!("dev{dev}"))?,
-        _ => 0,
-    };
-    Ok(Line::Request(Raw { time_ns, op, offset, len, stream }))
+    let (stream, place) = cx.ids(|cx, side, by| match by {
+        TenantBy::Device => cx.num(side, dev, dev_at, || format!("dev{dev}")),
+        _ => Ok(0),
+    })?;
+    Ok(Line::Request(Raw { time_ns, op, offset, len, stream, place }))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -189,11 +190,11 @@ pub(super) fn tencent(line: &[u8], cx: &mut Cx) -> Result<Line, Bad> {
     let offset = sectors(lba, "offset", off_at)?;
     let len = sectors(n, "size", len_at)?;
     extent(offset, len, off_at, len_at, Unit::Sectors)?;
-    let stream = match cx.tenant {
-        TenantBy::Volume => cx.num(vol, vol_at, || format!("vol{vol}"))?,
-        _ => 0,
-    };
-    Ok(Line::Request(Raw { time_ns, op, offset, len, stream }))
+    let (stream, place) = cx.ids(|cx, side, by| match by {
+        TenantBy::Volume => cx.num(side, vol, vol_at, || format!("vol{vol}")),
+        _ => Ok(0),
+    })?;
+    Ok(Line::Request(Raw { time_ns, op, offset, len, stream, place }))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -230,9 +231,9 @@ pub(super) fn systor(line: &[u8], cx: &mut Cx) -> Result<Line, Bad> {
         return Ok(Line::Skip);
     };
     extent(offset, len, off_at, len_at, Unit::Bytes)?;
-    let stream = match cx.tenant {
-        TenantBy::Device => cx.num(lun, lun_at, || format!("lun{lun}"))?,
-        _ => 0,
-    };
-    Ok(Line::Request(Raw { time_ns, op, offset, len, stream }))
+    let (stream, place) = cx.ids(|cx, side, by| match by {
+        TenantBy::Device => cx.num(side, lun, lun_at, || format!("lun{lun}")),
+        _ => Ok(0),
+    })?;
+    Ok(Line::Request(Raw { time_ns, op, offset, len, stream, place }))
 }

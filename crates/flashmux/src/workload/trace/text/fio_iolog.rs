@@ -4,7 +4,7 @@
 //! request is at the sum of the `wait` lines before it (`/dev/sda wait 100` adds 100 us).
 //! Version 3 (`fio version 3 iolog`) starts every line with microseconds since the start and has
 //! no `wait`. File actions (`add`, `open`, `close`) carry no request; `sync` and `datasync` are
-//! flushes. Field for streams: `device` (the file name).
+//! flushes. Field for streams and placements: `device` (the file name).
 //!
 //! Source: fio's HOWTO ("Trace file format") and `iolog.c` (docs/TRACES.md, "fio iolog").
 
@@ -58,11 +58,11 @@ impl FioIolog {
             _ => return Err(Bad::syntax("action", FIO_ACTIONS, act_at)),
         };
         let (offset, len) = io_extent(line, op, offset, length)?;
-        let stream = match cx.tenant {
-            TenantBy::Device => cx.text(file_at.of(line), file_at)?,
-            _ => 0,
-        };
-        Ok(Line::Request(Raw { time_ns: time.unwrap_or(self.wait_ns), op, offset, len, stream }))
+        let (stream, place) = cx.ids(|cx, side, by| match by {
+            TenantBy::Device => cx.text(side, file_at.of(line), file_at),
+            _ => Ok(0),
+        })?;
+        Ok(Line::Request(Raw { time_ns: time.unwrap_or(self.wait_ns), op, offset, len, stream, place }))
     }
 
     /// The first line: which version. Another first line is bad, and the rest is read as
