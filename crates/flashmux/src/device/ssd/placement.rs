@@ -17,9 +17,11 @@
 //!   Handles are *initially isolated* (GC may move their data into blocks shared with other
 //!   initially isolated handles' data: the shared GC block; each such move is the controller
 //!   event *Media Reallocated*, 80h, counted in units) or *persistently isolated* (GC moves
-//!   their data only into blocks of their own) — the FTL's persistent placements. Not modelled:
-//!   the host's *Reclaim Unit Handle Update* (nothing in fio or the traces issues it), reclaim
-//!   unit time limits, more than one reclaim group.
+//!   their data only into blocks of their own) — the FTL's persistent placements. The host's
+//!   *Reclaim Unit Handle Update* (`ru_update_every`: after every so many bytes through a
+//!   handle) closes the handle's reclaim unit where it is, logging *Reclaim Unit Not Fully
+//!   Written* (00h) if it was written but not full (`Ssd::update_reclaim_unit`). Not modelled:
+//!   reclaim unit time limits, more than one reclaim group.
 //! - **Streams** (`[device.streams]`). Stream identifiers 1–65535 name streams; the drive keeps
 //!   up to `streams` of them open, each with its own open block in every plane (placements 1 to
 //!   `streams`; placement 0 is data without a stream). A write to a stream that is not open opens
@@ -36,8 +38,8 @@
 //!
 //! # Parameters
 //! `[device.fdp] handles` (1–256), `handle_type` (`initially-isolated`, `persistently-isolated`)
-//! or `persistent` (the handles that are persistently isolated); `[device.streams] streams`
-//! (1–255).
+//! or `persistent` (the handles that are persistently isolated), `ru_update_every` (bytes);
+//! `[device.streams] streams` (1–255).
 //!
 //! Source: NVM Express TP4146 (Flexible Data Placement), in the NVM Express Base Specification
 //! 2.1 and later (§8.1.11: placement identifiers, a write's placement, reclaim unit handle
