@@ -51,31 +51,32 @@ fn noisy_handle_findings_hold_and_the_checks_can_fail() {
     assert!(!checks[1].pass && !checks[3].pass, "{checks:#?}");
 }
 
+/// The results with the runs whose `axis` is `a` and those where it is `b` (all else equal)
+/// swapped.
+fn swapped_on(points: &[flashmux::experiment::Point], results: &[RunResults], axis: &str, a: &str, b: &str) -> Vec<RunResults> {
+    let label = |i: usize, l: &str| points[i].params.iter().find(|(k, _)| k == l).unwrap().1.as_str().unwrap().to_string();
+    let others = |i: usize| -> Vec<String> {
+        points[i].params.iter().filter(|(k, _)| k != axis).map(|(_, v)| v.to_string()).collect()
+    };
+    let mut swapped = results.to_vec();
+    for i in (0..points.len()).filter(|&i| label(i, axis) == a) {
+        let j = (0..points.len()).find(|&j| label(j, axis) == b && others(j) == others(i)).unwrap();
+        swapped.swap(i, j);
+    }
+    swapped
+}
+
 #[test]
 fn placement_vs_budgets_findings_hold_and_the_checks_can_fail() {
     let b = bundled("placement-vs-budgets").unwrap();
     let (points, results) = run("placement-vs-budgets");
     all_pass(b.name, &(b.evaluate)(&points, &results), 6);
-    let label = |i: usize, l: &str| points[i].params.iter().find(|(k, _)| k == l).unwrap().1.as_str().unwrap().to_string();
     // One handle and a handle per tenant swapped: placement now raises WAF and lets GC move the
     // reader's data.
-    let mut swapped = results.clone();
-    for i in (0..points.len()).filter(|&i| label(i, "placement") == "shared") {
-        let j = (0..points.len())
-            .find(|&j| label(j, "placement") == "per-tenant" && label(j, "pair") == label(i, "pair") && label(j, "scheduler") == label(i, "scheduler"))
-            .unwrap();
-        swapped.swap(i, j);
-    }
-    let checks = (b.evaluate)(&points, &swapped);
+    let checks = (b.evaluate)(&points, &swapped_on(&points, &results, "placement", "shared", "per-tenant"));
     assert!(!checks[0].pass && !checks[1].pass, "{checks:#?}");
     // Fair and hWA-BC swapped: the judged shares are gone, the sequential writer gets less.
-    let mut swapped = results.clone();
-    for i in (0..points.len()).filter(|&i| label(i, "scheduler") == "fair") {
-        let j = (0..points.len())
-            .find(|&j| label(j, "scheduler") == "hwabc" && label(j, "pair") == label(i, "pair") && label(j, "placement") == label(i, "placement"))
-            .unwrap();
-        swapped.swap(i, j);
-    }
+    let swapped = swapped_on(&points, &results, "scheduler", "fair", "hwabc");
     let checks = (b.evaluate)(&points, &swapped);
     assert!(!checks[2].pass && !checks[3].pass && !checks[4].pass, "{checks:#?}");
 }

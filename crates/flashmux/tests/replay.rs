@@ -3,34 +3,17 @@
 //! loop ignores them; a trace too fast for the device is reported; addresses are fitted into the
 //! tenant's region; streams are selected; bad input is a scenario error naming the key.
 
+mod common;
+
+use common::TempFile;
 use flashmux::config::Scenario;
 use flashmux::metrics::RunResults;
 use flashmux::report::fio_json;
 use flashmux::sim::Simulator;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn data(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/traces").join(name).display().to_string()
-}
-
-/// A file in a fresh temporary directory, removed when the test ends.
-struct TempFile(PathBuf);
-impl TempFile {
-    fn new(name: &str, text: &str) -> TempFile {
-        let dir = std::env::temp_dir().join(format!("flashmux-replay-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join(name);
-        std::fs::write(&p, text).unwrap();
-        TempFile(p)
-    }
-    fn path(&self) -> String {
-        self.0.display().to_string()
-    }
-}
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(self.0.parent().unwrap());
-    }
 }
 
 fn scenario(tenants: &str) -> Result<Scenario, flashmux::config::ConfigError> {

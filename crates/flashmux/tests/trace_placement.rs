@@ -5,30 +5,10 @@
 
 mod common;
 
-use common::{load_err, run_checked};
+use common::{load_err, run_checked, TempFile};
 use flashmux::config::{Scenario, Workload};
 use flashmux::metrics::RunResults;
-use std::path::{Path, PathBuf};
-
-/// A file in a fresh temporary directory, removed when the test ends.
-struct TempFile(PathBuf);
-impl TempFile {
-    fn new(name: &str, text: &str) -> TempFile {
-        let dir = std::env::temp_dir().join(format!("flashmux-trace-placement-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join(name);
-        std::fs::write(&p, text).unwrap();
-        TempFile(p)
-    }
-    fn path(&self) -> String {
-        self.0.display().to_string()
-    }
-}
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(self.0.parent().unwrap());
-    }
-}
+use std::path::Path;
 
 /// An MSR request: host, disk number, whether a write, offset and size in bytes.
 type Request = (&'static str, u32, bool, u64, u64);

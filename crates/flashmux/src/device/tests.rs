@@ -507,6 +507,25 @@ fn null_device_completes_a_flush_after_its_latency() {
     assert_eq!(h.dev.flushes_completed(), 1);
 }
 
+/// 40,000 writes of 4 KiB striding over the logical space, from tenants 0 and 1 in turn, 50 µs
+/// apart (waiting for queue room), until GC runs: `each` looks at the drive after every one;
+/// then everything completes.
+fn overwrite_by_two_tenants(h: &mut Harness, mut each: impl FnMut(&Harness)) {
+    let logical = h.ssd().config().logical_units() * 4096;
+    let mut off = 0u64;
+    for i in 0..40_000u64 {
+        off = (off + 7 * 4096 + i % 3 * 4096) % logical;
+        while !h.dev.queue_has_room(QueueId((h.next_req % 2) as u16)) {
+            let t = h.q.peek_time().expect("a full queue has commands in flight");
+            h.run_until(t);
+        }
+        h.submit(IoOp::Write, off, 4096, (i % 2) as u16);
+        h.run_until(h.now + Nanos::from_us(50));
+        each(h);
+    }
+    h.run_all();
+}
+
 #[test]
 fn an_fdp_drive_shows_the_host_its_erases() {
     let fdp = PlacementMode::Fdp { persistent: vec![false; 2] };
@@ -519,22 +538,13 @@ fn an_fdp_drive_shows_the_host_its_erases() {
     h.run_all();
     assert!(h.dev.ftl_view().unwrap().is_update(0, 8192), "the host's record of what it wrote");
     // Overwrite the logical space: the erase count the host reads is the drive's, and rises.
-    let logical = h.ssd().config().logical_units() * 4096;
-    let (mut off, mut last, mut rises) = (0u64, 0u64, 0u32);
-    for i in 0..40_000u64 {
-        off = (off + 7 * 4096 + i % 3 * 4096) % logical;
-        while !h.dev.queue_has_room(QueueId((h.next_req % 2) as u16)) {
-            let t = h.q.peek_time().expect("a full queue has commands in flight");
-            h.run_until(t);
-        }
-        h.submit(IoOp::Write, off, 4096, (i % 2) as u16);
-        h.run_until(h.now + Nanos::from_us(50));
+    let (mut last, mut rises) = (0u64, 0u32);
+    overwrite_by_two_tenants(&mut h, |h| {
         let GcSignal::BlocksErased(n) = h.dev.ftl_view().unwrap().gc_signal() else { panic!("an FDP drive reports erases") };
         assert!(n >= last, "the count only grows");
         rises += u32::from(n > last);
         last = n;
-    }
-    h.run_all();
+    });
     assert!(rises > 10, "GC erased blocks while the drive was overwritten ({rises} rises)");
     assert_eq!(h.dev.ftl_view().unwrap().gc_signal(), GcSignal::BlocksErased(h.ssd().ftl().stats().erases));
     h.dev.check_invariants();
@@ -556,19 +566,8 @@ fn an_open_channel_drive_answers_the_host_scheduler() {
     assert!(ftl.is_update(0, 8192), "a write covering a mapped unit is an update");
     assert!(!ftl.is_update(0, 4096) && !ftl.is_update(8192, 4096) && !ftl.is_update(4096, 0));
     // Overwrite the logical space until GC runs; GC moves tenant 1's data, and it is seen running.
-    let logical = h.ssd().config().logical_units() * 4096;
-    let (mut seen, mut off) = (false, 0u64);
-    for i in 0..40_000u64 {
-        off = (off + 7 * 4096 + i % 3 * 4096) % logical;
-        while !h.dev.queue_has_room(QueueId((h.next_req % 2) as u16)) {
-            let t = h.q.peek_time().expect("a full queue has commands in flight");
-            h.run_until(t);
-        }
-        h.submit(IoOp::Write, off, 4096, (i % 2) as u16);
-        h.run_until(h.now + Nanos::from_us(50));
-        seen |= h.dev.ftl_view().is_some_and(|f| f.gc_signal() == GcSignal::Running(true));
-    }
-    h.run_all();
+    let mut seen = false;
+    overwrite_by_two_tenants(&mut h, |h| seen |= h.dev.ftl_view().is_some_and(|f| f.gc_signal() == GcSignal::Running(true)));
     let ftl = h.dev.ftl_view().expect("pblk's view");
     assert!(seen, "GC ran while the drive was overwritten");
     assert_eq!(ftl.gc_signal(), GcSignal::Running(false), "and is done once idle");

@@ -62,3 +62,26 @@ pub fn run_recorded(text: &str) -> (RunResults, Vec<(IoOp, u64, u64)>) {
     let sent = sent.lock().unwrap().clone();
     (r, sent)
 }
+
+/// A file in a fresh temporary directory of its own (named after the test binary, the process
+/// and the file), removed when the test ends.
+pub struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    pub fn new(name: &str, text: &str) -> TempFile {
+        let dir = std::env::temp_dir().join(format!("flashmux-{}-{}-{name}", env!("CARGO_CRATE_NAME"), std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        TempFile(p)
+    }
+    pub fn path(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.0.parent().unwrap());
+    }
+}
