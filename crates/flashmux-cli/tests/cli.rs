@@ -389,7 +389,7 @@ fn hwabc_and_its_profile_reject_bad_input_with_exit_code_2() {
     let e = rejected("hwabc-alpha", &hw("[host.hwabc]\nalpha = 1.5"));
     assert!(e.contains("host.hwabc.alpha: 1.5 is out of range"), "{e}");
     let e = rejected("hwabc-drive", &hw("").replace("cosmos", "840pro"));
-    assert!(e.contains("'hwabc' needs an open-channel drive"), "{e}");
+    assert!(e.contains("'hwabc' needs a drive that shows the host its garbage collection"), "{e}");
 }
 
 fn trace_data(name: &str) -> String {
