@@ -928,3 +928,6 @@ impl Zones {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
