@@ -15,6 +15,7 @@ pub mod drive_state;
 pub mod precondition;
 mod report;
 mod ssd;
+pub mod zns;
 
 pub use arbiter::{Arbitration, Priority, DEFAULT_WRR_WEIGHTS};
 pub use report::{CmtReport, DeviceResult, PlacementReport, PlacementStat, TenantDeviceCounters, TenantDeviceReport};
