@@ -8,7 +8,7 @@ use flashmux::device::precondition::PreconditionState;
 use flashmux::host::SchedulerKind;
 use flashmux::units::{parse_duration, parse_size, Nanos};
 use flashmux::fsutil;
-use flashmux::workload::trace::{write_trace, BlkEvent, Format, ReadOptions, TenantBy, TraceInfo, TraceReader};
+use flashmux::workload::trace::{write_trace, BlkEvent, Format, ReadOptions, TenantBy, TraceError, TraceInfo, TraceReader};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -300,9 +300,14 @@ pub struct ReplayArgs {
     /// Fit trace addresses into each tenant's region: wrap (modulo), scale or reject.
     #[arg(long, default_value = "wrap")]
     lba_fit: String,
-    /// Host scheduler (none, cfq, mcfq; fair, hwabc on an open-channel drive).
+    /// Host scheduler (none, cfq, mcfq; fair, hwabc on an open-channel or FDP drive).
     #[arg(long, default_value = "none")]
     scheduler: String,
+    /// Place each write by this field of the trace (device, host, disk, volume, asu, pid): its
+    /// k-th value writes through FDP handle k, or stream k + 1; needs a drive with FDP or
+    /// Streams (e.g. --device tlc-nvme-fdp).
+    #[arg(long)]
+    place_by: Option<String>,
     /// Drive state before the run: clean, sequential-fill, aged or workload.
     #[arg(long, default_value = "clean")]
     precondition: String,
@@ -377,11 +382,44 @@ fn check_replay_flags(a: &ReplayArgs) -> Result<(), BadArg> {
     crate::check_drive_state(Some(&a.precondition), a.fill, PreconditionState::Clean).map(|_| ())
 }
 
+/// `--place-by`'s field, checked as a flag: a field name the trace's format has, on a drive
+/// that places writes.
+fn check_place_by(a: &ReplayArgs, opts: &ReadOptions) -> anyhow::Result<Option<TenantBy>> {
+    let Some(name) = &a.place_by else { return Ok(None) };
+    let field = TenantBy::from_name(name).filter(|&f| f != TenantBy::None).ok_or_else(|| {
+        BadArg(format!(
+            "--place-by: unknown field '{name}': expected one of {}",
+            TenantBy::ALL.iter().filter(|&&t| t != TenantBy::None).map(|t| t.name()).collect::<Vec<_>>().join(", ")
+        ))
+    })?;
+    let preset = flashmux::config::preset(&a.device).expect("checked with the other flags");
+    if preset.kind.placement().is_none() {
+        let placed: Vec<&str> = PRESET_NAMES
+            .iter()
+            .copied()
+            .filter(|p| flashmux::config::preset(p).is_some_and(|p| !p.kind.placement().is_none()))
+            .collect();
+        return Err(BadArg(format!(
+            "--place-by: the drive ('{}') offers no data placement: use a preset with FDP ({})",
+            a.device,
+            placed.join(", ")
+        ))
+        .into());
+    }
+    let with = ReadOptions { place_by: field, ..opts.clone() };
+    TraceReader::open(&a.read.traces, &with).map_err(|e| match e {
+        TraceError::NoPlaceField { .. } => BadArg(format!("--place-by: {e}")),
+        e => BadArg(e.to_string()),
+    })?;
+    Ok(Some(field))
+}
+
 /// The scenario `flashmux replay` runs: one tenant per stream (the whole trace when not split),
 /// each on an equal part of the drive.
 pub fn replay_scenario(a: &ReplayArgs, cwd: &Path) -> anyhow::Result<Scenario> {
     let opts = a.read.options()?;
     check_replay_flags(a)?;
+    let place_by = check_place_by(a, &opts)?;
     let mut streams: Vec<String> = vec!["trace".into()];
     if opts.tenant_by != TenantBy::None {
         let mut r = a.read.open()?;
@@ -412,6 +450,9 @@ pub fn replay_scenario(a: &ReplayArgs, cwd: &Path) -> anyhow::Result<Scenario> {
     }
     if let Some(n) = a.max_requests {
         t += &format!(", max_requests = {n}");
+    }
+    if let Some(f) = place_by {
+        t += &format!(", place_by = {}", quoted(f.name()));
     }
     let mut text = format!(
         "name = {}\n[device]\npreset = {}\n{}[precondition]\nstate = {}\n{}[host]\nscheduler = {}\n",

@@ -648,6 +648,8 @@ fn replay_flags_are_checked_as_flags() {
         ("--scheduler", "bogus", "--scheduler: unknown scheduler 'bogus': expected one of none, mq-deadline, cfq"),
         ("--precondition", "bogus", "--precondition: unknown state 'bogus'"),
         ("--lba-fit", "fold", "--lba-fit: unknown 'fold': expected one of wrap, scale, reject"),
+        ("--place-by", "bogus", "--place-by: unknown field 'bogus': expected one of device, host"),
+        ("--place-by", "device", "--place-by: the drive ('tlc-nvme') offers no data placement: use a preset with FDP (tlc-nvme-fdp)"),
     ] {
         let o = flashmux().arg("replay").arg(&good).args([flag, value, "--no-progress", "-o"]).arg(dir.join("out")).output().unwrap();
         let e = stderr(&o);
@@ -655,6 +657,17 @@ fn replay_flags_are_checked_as_flags() {
         assert!(e.starts_with(&format!("flashmux: error: {says}")), "{flag} {value}: expected '{says}' in: {e}");
         assert!(!e.contains("TOML") && !e.contains("tenant[0]"), "{flag} {value}: {e}");
     }
+    // --place-by: a field the format has, on an FDP drive; each device's writes on its handle.
+    let fdp = ["--device", "tlc-nvme-fdp", "--capacity", "32GiB", "--no-progress", "--output-format", "json", "-o"];
+    let o = flashmux().arg("replay").arg(&good).args(["--place-by", "disk"]).args(fdp).arg(dir.join("out")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with("flashmux: error: --place-by: a mqsim trace has no disk field to place writes by; it has: none, device"), "{}", stderr(&o));
+    let two = write(&dir, "two.mqsim", "0 0 8 8 0\n1000 1 16 16 0\n2000 1 64 8 1\n");
+    let o = flashmux().arg("replay").arg(&two).args(["--place-by", "device"]).args(fdp).arg(dir.join("out")).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let bytes: Vec<u64> = v["flashmux"]["device"]["placement"]["placements"].as_array().unwrap().iter().map(|p| p["host_bytes"].as_u64().unwrap()).collect();
+    assert_eq!(bytes[..3], [4096, 8192, 0], "device 0's write on handle 0, device 1's on handle 1 (its read places nothing)");
     // A seed beyond TOML's integers is still a seed.
     let o = flashmux()
         .arg("replay")
