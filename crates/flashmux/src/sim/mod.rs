@@ -901,7 +901,7 @@ impl Simulator {
             self.device.prefetch_hint(req.offset, false);
         }
         let b = BlockReq { id: r, tenant: req.tenant, op: req.op, offset: req.offset, len: req.len, cpu: req.host_cpu, dspec: req.dspec };
-        self.block.arrive(self.now, b, self.device.ftl_view());
+        self.block.arrive(self.now, b, ftl_view(&self.device, &self.scenario));
         self.host_dispatch();
     }
 
@@ -944,7 +944,7 @@ impl Simulator {
         while let Some(cmd) = self.block.next_flush(self.now, |q| self.device.queue_has_room(q)) {
             self.send(cmd);
         }
-        self.block.observe(self.now, self.device.ftl_view());
+        self.block.observe(self.now, ftl_view(&self.device, &self.scenario));
         while let Some(cmd) = self.block.next_request(self.now, |q| self.device.queue_has_room(q)) {
             self.send(cmd);
         }
@@ -974,7 +974,7 @@ impl Simulator {
         let mut merged = std::mem::take(&mut self.merged);
         for &r in &done {
             // The command's lead, then the requests the elevator merged into it.
-            self.block.complete(self.now, r, self.device.ftl_view(), &mut merged);
+            self.block.complete(self.now, r, ftl_view(&self.device, &self.scenario), &mut merged);
             for x in std::iter::once(r).chain(merged.drain(..)) {
                 match &mut self.machine {
                     Some(m) => m.host_complete(self.now, x, &mut self.vout),
@@ -1158,6 +1158,17 @@ fn build_device(s: &Scenario) -> Result<Device, SimError> {
         ssd.set_tenant_dspecs(tenant_dspecs(s));
     }
     Ok(device)
+}
+
+/// What the host scheduler sees of the drive's FTL, for a scheduler that looks (the budget
+/// schedulers); the others are spared the lookups.
+#[inline]
+fn ftl_view<'a>(device: &'a Device, s: &Scenario) -> Option<&'a dyn crate::device::FtlView> {
+    if s.host.scheduler.needs_host_ftl() {
+        device.ftl_view()
+    } else {
+        None
+    }
 }
 
 /// Each tenant's default placement directive, by tenant index (0: none).
