@@ -13,7 +13,7 @@ mod placement;
 mod setup;
 
 use super::dist::{self, JobRng, RandomMap, SkewSampler, ZoneTable};
-use super::job::BsSplit;
+use super::job::{BsSplit, StridedZones};
 use super::Dir;
 
 /// One I/O. `offset` is in bytes from the start of the device.
@@ -92,6 +92,13 @@ pub struct JobGen {
     region_start: u64,
     region_len: u64,
     region_end: u64,
+    /// fio's `f->file_offset`, where positions count from: the region's start, except that
+    /// strided zones move it to the current zone's start.
+    file_offset: u64,
+    /// `zonemode=strided`: the zones the I/O walks.
+    strided: Option<StridedZones>,
+    /// fio's `td->zone_bytes`: bytes transferred in the current zone.
+    zone_bytes: u64,
 
     // When to stop.
     /// Bytes after which a pass ends (fio's `total_bytes` in `do_io`).
@@ -228,6 +235,9 @@ impl JobGen {
                 p.replay();
             }
         }
+        // clear_io_state: the file starts at its start again, and the zone count from 0.
+        self.file_offset = self.region_start;
+        self.zone_bytes = 0;
         self.reset_file();
         self.rwmix_issues = 0;
         self.pass_bytes = 0;
@@ -260,7 +270,7 @@ impl JobGen {
 
     /// fio's `fio_file_reset`: positions to the start, a fresh random-map order.
     fn reset_file(&mut self) {
-        self.last_pos = [self.region_start; 3];
+        self.last_pos = [self.file_offset; 3];
         self.last_start = [NONE; 3];
         if let Offsets::Map(map) = &mut self.offsets {
             map.rekey(&mut self.rng);
@@ -327,6 +337,9 @@ impl JobGen {
     #[inline]
     fn fill(&mut self) -> Option<IoUnit> {
         let d = self.pick_dir();
+        if let Some(zones) = self.strided {
+            self.strided_zone(zones, d);
+        }
         // fio's get_next_offset: with rw=rand...:<nr> only every nr-th I/O gets a new offset.
         let mut new_offset = true;
         if self.ios_per_offset != 1 {
@@ -341,7 +354,9 @@ impl JobGen {
         if pos >= self.region_len {
             return None;
         }
-        let offset = self.region_start + pos;
+        // fio's get_next_offset: relative to the file offset (a strided zone's start), and
+        // inside the file.
+        let offset = self.file_offset.checked_add(pos).filter(|&o| o < self.space_len)?;
         let size_dir = match (self.bs_is_seq_rand, is_random) {
             (false, _) => d,
             (true, true) => WRITE,
@@ -354,6 +369,7 @@ impl JobGen {
         }
         self.last_start[d] = offset;
         self.last_pos[d] = offset + len;
+        self.zone_bytes += len;
         Some(IoUnit {
             dir: Dir::ALL[d],
             offset: self.space_offset + offset,
@@ -404,7 +420,7 @@ impl JobGen {
         if self.rand_trim_write && d == WRITE {
             // The write of a randtrimwrite pair goes where its trim went.
             let start = self.last_start[TRIM];
-            return (start != NONE).then(|| (start - self.region_start, true));
+            return (start != NONE).then(|| (start.wrapping_sub(self.file_offset), true));
         }
         if new_offset {
             if !self.random {
@@ -419,7 +435,7 @@ impl JobGen {
                 if start == NONE {
                     0
                 } else {
-                    start - self.region_start
+                    start.wrapping_sub(self.file_offset)
                 },
                 false,
             ));
@@ -430,6 +446,48 @@ impl JobGen {
             None => self
                 .random_block(d)
                 .map(|b| (b * self.blockalign[d], false)),
+        }
+    }
+
+    /// fio's `setup_strided_zone_mode` (io_u.c), run by `fill_io_u` before each read, write or
+    /// trim picks its offset. The rules of `zonemode=strided`, with where fio has them:
+    ///
+    /// - Zones: `zonerange` bytes (default `zonesize`: `fixup_options`, init.c) starting at the
+    ///   job's offset; positions count from the zone's start, fio's `f->file_offset`
+    ///   (`get_next_offset`).
+    /// - Moving on: once `zonesize` bytes were transferred in the zone (`td->zone_bytes`, the
+    ///   sizes of all I/Os filled, added at the end of `fill_io_u`), the next I/O starts a zone
+    ///   `zonerange + zoneskip` bytes further, at its start; if that is at or past the end of
+    ///   the file (the space, not the job's region) it wraps to the job's start offset
+    ///   (`get_start_offset`). So `zonesize=64k zoneskip=192k` reads 64 KiB, skips 192 KiB.
+    /// - Staying: when a direction's position reaches the zone's end before `zonesize` bytes
+    ///   (`zonesize > zonerange`) it goes back to the zone's start, so the zone is read again.
+    /// - Random I/O: block numbers are drawn over `zonerange` bytes (`last_block`, io_u.c; the
+    ///   random map is that size, `init_random_map`, filesetup.c) from the zone's start, and the
+    ///   file is reset (`fio_file_reset`: positions to the zone's start, a fresh random map)
+    ///   whenever the zone's byte count is a multiple of `zonerange`, so at each new zone.
+    /// - Ends: an I/O whose position is `size` bytes or more past the zone's start, or that
+    ///   would pass the end of the file, is not issued (`get_next_offset`, `fill_io_u`), which
+    ///   ends the pass; a variable-size I/O must fit before the region's end (`io_u_fits`). The
+    ///   job still ends when its `io_size` (default `size`) bytes or `number_ios` I/Os are done,
+    ///   counted over the I/O issued only (the skipped bytes, fio's `io_skip_bytes`, count for
+    ///   nothing). Each loop starts again from the first zone with a zero byte count
+    ///   (`clear_io_state`, libfio.c).
+    #[inline]
+    fn strided_zone(&mut self, zones: StridedZones, d: usize) {
+        if self.zone_bytes >= zones.size {
+            self.zone_bytes = 0;
+            self.file_offset = self.file_offset.saturating_add(zones.range.saturating_add(zones.skip));
+            if self.file_offset >= self.space_len {
+                self.file_offset = self.region_start;
+            }
+            self.last_pos[d] = self.file_offset;
+        }
+        if self.last_pos[d] >= self.file_offset.saturating_add(zones.range) {
+            self.last_pos[d] = self.file_offset;
+        }
+        if self.zone_bytes % zones.range == 0 {
+            self.reset_file();
         }
     }
 
@@ -444,14 +502,16 @@ impl JobGen {
     #[inline]
     fn seq_position(&mut self, d: usize) -> Option<u64> {
         if self.time_based && self.last_pos[d] >= self.region_end {
-            self.last_pos[d] = self.region_start;
+            self.last_pos[d] = self.file_offset;
         }
         if self.last_pos[d] >= self.space_len {
             return None;
         }
-        let mut pos = self.last_pos[d] - self.region_start;
+        // As fio's unsigned arithmetic: a position before the file offset is far past the
+        // region's end, which ends the pass.
+        let mut pos = self.last_pos[d].wrapping_sub(self.file_offset);
         if pos != 0 && self.skip != 0 {
-            pos += self.skip;
+            pos = pos.saturating_add(self.skip);
             // As in fio, holed I/O wraps to the start only when it passes the end of the whole
             // space (fio compares with the file size); otherwise the region's end ends the pass.
             if pos >= self.space_len {
@@ -503,7 +563,8 @@ impl JobGen {
         if min == max {
             return Some(min);
         }
-        let room = self.region_end - offset;
+        // fio's io_u_fits; a strided zone may lie past the region's end, where nothing fits.
+        let room = self.region_end.saturating_sub(offset);
         let fits = |len: u64| len <= room;
         if !fits(min) {
             return None;
@@ -648,6 +709,128 @@ mod tests {
         let mut sorted: Vec<usize> = counts.into_values().collect();
         sorted.sort_unstable_by(|a, b| b.cmp(a));
         sorted.iter().take(blocks / 10).sum::<usize>() as f64 / ios.len() as f64
+    }
+
+    /// `n` zones of `per_zone` offsets from `zone_starts`, `bs` apart: what a strided
+    /// sequential job reads.
+    fn strided_offsets(zone_starts: &[u64], per_zone: u64, bs: u64) -> Vec<u64> {
+        zone_starts.iter().flat_map(|&z| (0..per_zone).map(move |i| z + i * bs)).collect()
+    }
+
+    /// fio's setup_strided_zone_mode with zonesize=64k, zoneskip=192k (zonerange=64k) and
+    /// bs=16k: four reads in a zone (zone_bytes reaches 64k), then the zone start moves
+    /// 64k + 192k = 256k on. In a 1 MiB file the zones are at 0, 256k, 512k and 768k; the next
+    /// (1 MiB) is at the file's end, so fio wraps to the start offset. size=1m reads 1 MiB: the
+    /// four zones four times.
+    #[test]
+    fn strided_sequential_reads_zonesize_then_skips_zoneskip() {
+        let body = "rw=read\nbs=16k\nzonemode=strided\nzonesize=64k\nzoneskip=192k";
+        let ios = all(&mut gen(body, M));
+        let cycle = strided_offsets(&[0, 256 * K, 512 * K, 768 * K], 4, 16 * K);
+        assert_eq!(offsets(&ios[..8]), [0, 16 * K, 32 * K, 48 * K, 256 * K, 272 * K, 288 * K, 304 * K]);
+        assert_eq!(offsets(&ios), cycle.repeat(4));
+        assert!(ios.iter().all(|io| io.dir == Dir::Read && io.len == 16 * K));
+
+        // The zones walk past the job's region (size) up to the end of the file, as fio's
+        // zone start is checked against the file size only; the job still ends after `size`.
+        let ios = all(&mut gen(&format!("{body}\nsize=256k"), 4 * M));
+        assert_eq!(offsets(&ios), strided_offsets(&[0, 256 * K, 512 * K, 768 * K], 4, 16 * K));
+
+        // offset= is where the zones start, and where they wrap to.
+        let ios = all(&mut gen(&format!("{body}\noffset=128k\nsize=512k"), M));
+        let starts = [128 * K, 384 * K, 640 * K, 896 * K, 128 * K, 384 * K, 640 * K, 896 * K];
+        assert_eq!(offsets(&ios), strided_offsets(&starts, 4, 16 * K));
+    }
+
+    /// A zone that passes the end of the file: fio's fill_io_u refuses the I/O that would pass
+    /// it (get_next_offset refuses one starting at or past it), which ends the pass; without
+    /// io_size the job then ends, short of its size.
+    #[test]
+    fn strided_zone_at_the_end_of_the_file_ends_the_pass() {
+        let body = "rw=read\nbs=16k\nzonemode=strided\nzonesize=64k\nzoneskip=192k";
+        let ios = all(&mut gen(body, 800 * K));
+        let mut want = strided_offsets(&[0, 256 * K, 512 * K], 4, 16 * K);
+        want.extend([768 * K, 784 * K]);
+        assert_eq!(offsets(&ios), want);
+        // With loops=2 the second pass starts again from the first zone.
+        let ios = all(&mut gen(&format!("{body}\nloops=2"), 800 * K));
+        assert_eq!(offsets(&ios), want.repeat(2));
+        // A time-based job never reaches the file's end: get_next_seq_offset sends a position
+        // at the region's end (800k) back to the file offset, the zone's start, so the last
+        // zone's 32k are read twice to make its 64k, and the next zone wraps to 0.
+        let mut g = gen(&format!("{body}\ntime_based\nruntime=1"), 800 * K);
+        let mut cycle = want.clone();
+        cycle.extend([768 * K, 784 * K]);
+        assert_eq!(offsets(&take(&mut g, 32)), cycle.repeat(2));
+    }
+
+    /// zonesize > zonerange: fio keeps the zone until zonesize bytes were transferred, going
+    /// back to its start whenever the position reaches its end, so each zone is read twice.
+    #[test]
+    fn strided_zonesize_larger_than_zonerange_rereads_the_zone() {
+        let body = "rw=read\nbs=16k\nzonemode=strided\nzonesize=128k\nzonerange=64k\nzoneskip=64k\nsize=512k";
+        let ios = all(&mut gen(body, 4 * M));
+        let starts = [0, 0, 128 * K, 128 * K, 256 * K, 256 * K, 384 * K, 384 * K];
+        assert_eq!(offsets(&ios), strided_offsets(&starts, 4, 16 * K));
+    }
+
+    /// zoneskip defaults to 0 and zonerange to zonesize: the zones follow one another, so a
+    /// sequential job reads as it would without zones.
+    #[test]
+    fn strided_defaults_zoneskip_0_and_zonerange_zonesize() {
+        let plain = all(&mut gen("rw=read\nbs=16k\nsize=1m", 2 * M));
+        let zoned = all(&mut gen("rw=read\nbs=16k\nsize=1m\nzonemode=strided\nzonesize=64k", 2 * M));
+        assert_eq!(offsets(&zoned), offsets(&plain));
+        // Random: each 64k zone gets 16 I/Os at 16 distinct blocks of it (the map is the zone's).
+        let ios = all(&mut gen("rw=randread\nbs=4k\nsize=1m\nzonemode=strided\nzonesize=64k", 2 * M));
+        assert_eq!(ios.len(), 256);
+        for (i, zone) in ios.chunks(16).enumerate() {
+            let start = i as u64 * 64 * K;
+            let blocks: HashSet<u64> = zone.iter().map(|io| (io.offset - start) / (4 * K)).collect();
+            assert_eq!(blocks, (0..16).collect(), "zone {i}");
+        }
+    }
+
+    /// Random offsets stay in the current zone's range: fio's last_block is zonerange long and
+    /// counted from the zone's start; zonesize I/O bytes later the next zone starts.
+    #[test]
+    fn strided_random_offsets_stay_in_the_zone_range() {
+        // zonesize < zonerange: 8 I/Os in each 64k range (of 16 blocks), no block twice.
+        let body = "rw=randread\nbs=4k\nzonemode=strided\nzonesize=32k\nzonerange=64k\nzoneskip=64k\nsize=1m";
+        let ios = all(&mut gen(body, M));
+        assert_eq!(ios.len(), 256);
+        for (i, zone) in ios.chunks(8).enumerate() {
+            // Zones every 128k; after the one at 896k the next (1 MiB) wraps to 0.
+            let start = (i as u64 % 8) * 128 * K;
+            assert!(zone.iter().all(|io| (start..start + 64 * K - 4 * K + 1).contains(&io.offset)), "zone {i}: {zone:?}");
+            assert_eq!(zone.iter().map(|io| io.offset).collect::<HashSet<_>>().len(), 8, "zone {i}");
+        }
+        // zonesize > zonerange: the random map is reset every zonerange bytes, so each
+        // zone's 32 I/Os are two rounds over its 16 blocks.
+        let body = "rw=randread\nbs=4k\nzonemode=strided\nzonesize=128k\nzonerange=64k\nzoneskip=192k\nsize=512k";
+        let ios = all(&mut gen(body, 4 * M));
+        assert_eq!(ios.len(), 128);
+        for (i, round) in ios.chunks(16).enumerate() {
+            let start = (i as u64 / 2) * 256 * K;
+            let blocks: HashSet<u64> = round.iter().map(|io| (io.offset - start) / (4 * K)).collect();
+            assert_eq!(blocks, (0..16).collect(), "round {i}");
+        }
+        // norandommap: independent draws, still inside the zone.
+        let ios = all(&mut gen(&format!("{body}\nnorandommap"), 4 * M));
+        for (i, zone) in ios.chunks(32).enumerate() {
+            let start = i as u64 * 256 * K;
+            assert!(zone.iter().all(|io| io.offset >= start && io.offset + io.len <= start + 64 * K), "zone {i}");
+        }
+    }
+
+    /// Zone starts must stay sector-aligned; several files turn the zones off, as in fio.
+    #[test]
+    fn strided_alignment_and_several_files() {
+        let e = new_err("rw=read\nzonemode=strided\nzonesize=64k\nzoneskip=1000", M);
+        assert!(e.contains("zonerange + zoneskip (66536 bytes) is not a multiple of the 512-byte sector"), "{e}");
+        let plain = all(&mut gen("rw=read\nbs=4k\nnrfiles=2\nfilesize=64k", M));
+        let zoned = all(&mut gen("rw=read\nbs=4k\nnrfiles=2\nfilesize=64k\nzonemode=strided\nzonesize=16k\nzoneskip=16k", M));
+        assert_eq!(offsets(&zoned), offsets(&plain));
     }
 
     #[test]

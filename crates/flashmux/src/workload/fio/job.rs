@@ -222,6 +222,31 @@ pub struct BsSplit {
     pub percent: u32,
 }
 
+/// fio's `zonemode` as flashmux runs it. fio also has `zbd`, for zoned block devices, which
+/// flashmux refuses: its drives are conventional.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ZoneMode {
+    /// No zones: `zonesize`, `zonerange` and `zoneskip` do nothing (and fio refuses a
+    /// `zonesize` with it).
+    #[default]
+    None,
+    /// I/O stays in one zone of `zonerange` bytes until `zonesize` bytes were transferred, then
+    /// moves `zonerange + zoneskip` bytes on.
+    Strided,
+}
+
+/// A job's strided zones (`zonemode=strided`), in bytes, after fio's `fixup_options`: `range`
+/// is `zonerange`, or `zonesize` when that was not given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StridedZones {
+    /// `zonesize`: bytes transferred in a zone before the next one starts.
+    pub size: u64,
+    /// `zonerange`: the zone's length, where sequential I/O runs and random offsets fall.
+    pub range: u64,
+    /// `zoneskip`: bytes between the end of one zone and the start of the next.
+    pub skip: u64,
+}
+
 /// One `zoned` entry: `access_percent`% of the accesses go to the next `size_percent`% of the
 /// region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -368,6 +393,13 @@ pub struct FioJob {
     pub nrfiles: u32,
     /// `file_service_type`: which file the next I/O goes to. Default round robin, one I/O each.
     pub file_service: FileService,
+    /// `zonemode`: `none` (the default) or `strided`. `zbd` is refused when parsed.
+    pub zone_mode: ZoneMode,
+    /// `zonesize`, `zonerange` and `zoneskip` in bytes, as given (0 when not); see
+    /// [`FioJob::strided_zones`] for what they come to.
+    pub zone_size: u64,
+    pub zone_range: u64,
+    pub zone_skip: u64,
     /// `create_on_open`: on a filesystem, a writing job's files are made when it first uses
     /// them, not laid out before it starts.
     pub create_on_open: bool,
@@ -489,6 +521,10 @@ impl Default for FioJob {
             offset_align: None,
             filesize: None,
             nrfiles: 1,
+            zone_mode: ZoneMode::None,
+            zone_size: 0,
+            zone_range: 0,
+            zone_skip: 0,
             file_service: FileService::RoundRobin(1),
             create_on_open: false,
             unlink: false,
@@ -537,6 +573,17 @@ impl Default for FioJob {
 }
 
 impl FioJob {
+    /// The strided zones the job's I/O walks, if any: `zonemode=strided` with one file. fio
+    /// turns strided zones off for a job with more than one open file (`fixup_options`:
+    /// "Strided zone mode only really works with 1 file"; `openfiles` defaults to `nrfiles`).
+    pub fn strided_zones(&self) -> Option<StridedZones> {
+        (self.zone_mode == ZoneMode::Strided && self.nrfiles == 1).then(|| StridedZones {
+            size: self.zone_size,
+            range: if self.zone_range == 0 { self.zone_size } else { self.zone_range },
+            skip: self.zone_skip,
+        })
+    }
+
     /// Runs for `runtime` regardless of volume (fio ignores `time_based` without a runtime).
     pub fn is_time_based(&self) -> bool {
         self.time_based && self.runtime.is_some()
@@ -1215,16 +1262,81 @@ mod tests {
 
     #[test]
     fn unsupported_and_unmodelled_options() {
-        assert!(err("zonemode=strided").contains("not supported"));
+        assert!(err("zonemode=zbd").contains("not supported"));
         assert!(err("bs_unaligned").contains("not supported"));
         assert!(err("size=(1+2)*1g").contains("arithmetic"));
         assert!(err("size=8*$mb_memory").contains("host-dependent"));
         let file = parse("nrfiles=3\nfile_service_type=random:2\nioengine=libaio\nlatency_target=10ms\nzonemode=none");
-        assert_eq!(file.jobs[0].noted_unmodelled, vec!["ioengine", "zonemode"]);
+        assert_eq!(file.jobs[0].noted_unmodelled, vec!["ioengine"]);
         assert_eq!((file.jobs[0].nrfiles, &file.jobs[0].file_service), (3, &FileService::Random(2)));
         assert!(file.warnings[0]
             .message
             .contains("'latency_target' is not modelled"));
+    }
+
+    #[test]
+    fn strided_zone_options_as_fio_reads_them() {
+        // fio's disk-zone-profile.fio: zonerange defaults to zonesize (fixup_options).
+        let j = job("zonemode=strided\nzonesize=256m\nzoneskip=2g");
+        assert_eq!(j.zone_mode, ZoneMode::Strided);
+        assert_eq!(j.strided_zones(), Some(StridedZones { size: 256 << 20, range: 256 << 20, skip: 2 << 30 }));
+        assert!(j.noted_unmodelled.is_empty());
+        let j = job("zonemode=strided\nzonesize=64KiB\nzonerange=1m\nkb_base=1000");
+        assert_eq!(j.strided_zones(), Some(StridedZones { size: 64 * 1024, range: 1_000_000, skip: 0 }));
+        // The default is none; none with no zonesize is nothing.
+        assert_eq!(job("").strided_zones(), None);
+        assert_eq!(job("zonemode=none").strided_zones(), None);
+        // Later options win, as in fio: a job can turn its global section's zones off.
+        let file = parse_job_text(
+            "[global]\nzonemode=strided\nzonesize=1m\n[a]\n[b]\nzonemode=none\nzonesize=0\n",
+            "t.fio",
+            &|_| None,
+        )
+        .unwrap();
+        assert!(file.jobs[0].strided_zones().is_some() && file.jobs[1].strided_zones().is_none());
+        // fio turns strided zones off with several files, and flashmux says so.
+        let file = parse("zonemode=strided\nzonesize=1m\nnrfiles=2");
+        assert_eq!(file.jobs[0].strided_zones(), None);
+        assert!(file.warnings[0].message.contains("fio turns strided zones off"), "{:?}", file.warnings);
+    }
+
+    #[test]
+    fn bad_zone_options_are_clear_errors() {
+        let cases = [
+            ("zonemode=strided", "zonemode=strided needs a zonesize greater than 0"),
+            ("zonemode=strided\nzonesize=0", "zonemode=strided needs a zonesize greater than 0"),
+            ("zonesize=1m", "zonesize needs zonemode=strided (fio: zonemode=none and zonesize are not compatible)"),
+            ("zonemode=stride", "option 'zonemode': invalid value 'stride': expected none, strided or zbd"),
+            ("zonemode=strided\nzonesize=big", "option 'zonesize': invalid value 'big': expected a size such as 4k"),
+            ("zonemode=strided\nzonesize=1m\nzonerange=-1", "option 'zonerange': invalid value '-1'"),
+            ("zonemode=strided\nzonesize=1m\nzoneskip=2z", "option 'zoneskip' is not supported by flashmux: a zoneskip in zones (z suffix) is for zonemode=zbd"),
+            (
+                "zonemode=strided\nzonesize=1m\nrw=randread\nrandom_distribution=zipf:1.2",
+                "zonemode=strided with a zipf, pareto or normal random_distribution is not modelled",
+            ),
+        ];
+        for (body, want) in cases {
+            let e = err(body);
+            assert!(e.contains(want), "{body}: {e}");
+        }
+        // zonemode=zbd and the options only it uses need a zoned drive.
+        for opt in [
+            "zonemode=zbd",
+            "zonecapacity=64m",
+            "max_open_zones=8",
+            "job_max_open_zones=2",
+            "zone_reset_threshold=0.5",
+            "zone_reset_frequency=0.1",
+            "ignore_zone_limits=1",
+            "read_beyond_wp=1",
+        ] {
+            let name = opt.split('=').next().unwrap();
+            let e = err(opt);
+            assert!(
+                e.contains(&format!("t.fio:2: option '{name}' is not supported by flashmux: zonemode=zbd needs a zoned block device (NVMe ZNS); flashmux's drives are conventional")),
+                "{opt}: {e}"
+            );
+        }
     }
 
     fn placement(body: &str) -> Option<DataPlacement> {

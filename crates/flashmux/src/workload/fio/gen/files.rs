@@ -44,7 +44,7 @@ use rand::SeedableRng;
 use super::setup::{splitmix64, stream_seed};
 use super::{IoUnit, JobGen};
 use crate::workload::fio::dist::{self, JobRng, SkewSampler};
-use crate::workload::fio::job::{FileService, FioJob, SizeSpec};
+use crate::workload::fio::job::{FileService, FioJob, SizeSpec, ZoneMode};
 use crate::workload::fio::FioError;
 
 /// The random stream that draws files (`random`, skewed) and `filesize` ranges.
@@ -292,6 +292,8 @@ fn file_sizes(job: &FioJob, space_len: u64, rng: &mut JobRng) -> Result<Vec<u64>
 fn one_file(job: &FioJob) -> FioJob {
     FioJob {
         nrfiles: 1,
+        // fio turns strided zones off for a job with several files.
+        zone_mode: ZoneMode::None,
         size: None,
         io_size: None,
         number_ios: None,

@@ -23,7 +23,7 @@ use rand::{RngCore, SeedableRng};
 use super::placement::Placer;
 use super::{JobGen, Offsets, NONE, READ, WRITE};
 use crate::workload::fio::dist::{self, JobRng, RandomMap, SkewSampler, ZoneTable};
-use crate::workload::fio::job::{FioJob, RandomDistribution, RwModifier, RwSequencer, SizeSpec};
+use crate::workload::fio::job::{FioJob, RandomDistribution, RwModifier, RwSequencer, SizeSpec, ZoneMode};
 use crate::workload::fio::{Dir, FioError};
 
 const SEED_IO: u64 = 1;
@@ -112,12 +112,24 @@ impl JobGen {
             resolve_region(job, clone_index, space_len, min_bs, &mut setup_rng)?;
         check_alignment(job, &blocks, region_start, region_len, min_align)?;
         let skip = hole(job, random, min_align)?;
-        blocks.last_block = last_blocks(job, &blocks, random, region_len)?;
+        // fio's last_block: with strided zones, random offsets fall in the zone's range.
+        let strided = job.strided_zones();
+        if let Some(z) = strided {
+            let stride = z.range.saturating_add(z.skip);
+            if stride % min_align != 0 {
+                return Err(job.error(format!(
+                    "zonerange + zoneskip ({stride} bytes) is not a multiple of the {min_align}-byte sector, \
+                     so the zones would start unaligned"
+                )));
+            }
+        }
+        let span = strided.map_or(region_len, |z| z.range);
+        blocks.last_block = last_blocks(job, &blocks, random, span)?;
         let norandommap = fio_norandommap(job, &blocks);
         let skew_offset = setup_rng.next_u64() >> 32;
         let offsets = if random {
             let skew_seed = stream_seed(seed, clone_index, SEED_SKEW);
-            random_offsets(job, &blocks, norandommap, region_len, skew_offset, skew_seed)?
+            random_offsets(job, &blocks, norandommap, span, skew_offset, skew_seed)?
         } else {
             Offsets::Uniform
         };
@@ -163,6 +175,8 @@ impl JobGen {
         // of the files' sizes), `io_size` and `number_ios` count over all of them.
         let mut whole = job.clone();
         whole.nrfiles = 1;
+        // fio turns strided zones off for a job with several files.
+        whole.zone_mode = ZoneMode::None;
         whole.filesize = Some((span, span));
         whole.size = Some(SizeSpec::Bytes(files.total_size()));
         whole.io_size = volume;
@@ -202,6 +216,9 @@ impl JobGen {
             region_start,
             region_len,
             region_end: region_start + region_len,
+            file_offset: region_start,
+            strided: job.strided_zones(),
+            zone_bytes: 0,
             pass_cap,
             volume,
             io_size_set: job.io_size.is_some(),

@@ -21,6 +21,9 @@ pub(super) const EXPECT_PERCENT: &str = "an integer percentage from 0 to 100";
 pub(super) const EXPECT_BOOL: &str = "0 or 1";
 pub(super) const EXPECT_TIME_S: &str = "a time such as 30, 500ms or 2m (a bare number is seconds)";
 pub(super) const EXPECT_TIME_US: &str = "a time such as 100, 5ms or 1s (a bare number is microseconds)";
+/// Why `zonemode=zbd` and its options are refused.
+pub(super) const NEEDS_ZBD: &str =
+    "zonemode=zbd needs a zoned block device (NVMe ZNS); flashmux's drives are conventional";
 pub(super) const EXPECT_RW: &str = "one of read, write, trim, randread, randwrite, randtrim, rw, readwrite, \
                          randrw, trimwrite, randtrimwrite, optionally followed by :<nr>";
 
@@ -195,14 +198,33 @@ impl FioJob {
                 })
             }
             "dp_scheme" => self.placement_options.scheme = Some(read_scheme(&o, warnings)?),
+            // fio's zonemode, zonesize, zonerange and zoneskip (options.c): sizes with fio's
+            // units; `finish` checks them together as fio's `fixup_options` does.
             "zonemode" => {
-                return match o.text("none")? {
-                    "none" => Ok(Outcome::Noted),
-                    _ => Err(o.unsupported("zoned and strided zone modes are not modelled")),
+                self.zone_mode = match o.text("none, strided or zbd")? {
+                    "none" => ZoneMode::None,
+                    "strided" => ZoneMode::Strided,
+                    "zbd" => return Err(o.unsupported(NEEDS_ZBD)),
+                    _ => return Err(o.invalid("none, strided or zbd")),
                 }
             }
-            "zonesize" | "zonerange" | "zoneskip" | "zonecapacity" => {
-                return Err(o.unsupported("zone modes are not modelled"))
+            "zonesize" => self.zone_size = o.size()?,
+            "zonerange" => self.zone_range = o.size()?,
+            "zoneskip" => {
+                // fio also takes a count of zones (`2z`, `str_zoneskip_cb`), which only
+                // zonemode=zbd turns into bytes; with strided zones fio skips nothing.
+                let text = o.numeric(EXPECT_SIZE)?;
+                if text.trim_end().ends_with(['z', 'Z']) && text.trim_end().len() > 1 {
+                    return Err(o.unsupported(
+                        "a zoneskip in zones (z suffix) is for zonemode=zbd; with zonemode=strided give it in bytes",
+                    ));
+                }
+                self.zone_skip = o.size()?
+            }
+            // Options of fio's zoned block device mode.
+            "zonecapacity" | "max_open_zones" | "job_max_open_zones" | "zone_reset_threshold"
+            | "zone_reset_frequency" | "ignore_zone_limits" | "read_beyond_wp" => {
+                return Err(o.unsupported(NEEDS_ZBD))
             }
             "nrfiles" => self.nrfiles = o.int_in(1, MAX_NRFILES)? as u32,
             "file_service_type" => self.file_service = parse_file_service(&o)?,
@@ -345,6 +367,46 @@ impl FioJob {
             return Err(self.error("rate and rate_iops are mutually exclusive"));
         }
         self.data_placement = self.settle_placement(warnings)?;
+        self.check_zones(warnings)?;
+        Ok(())
+    }
+
+    /// fio's checks of the zone options (`fixup_options` in init.c): `zonemode=strided` needs
+    /// a `zonesize`, and a `zonesize` needs `zonemode=strided` (fio's `zonemode` defaults to
+    /// `none`, so its older rule making a bare `zonesize` strided no longer applies). With more
+    /// than one file fio turns strided zones off. Random offsets from a skewed distribution are
+    /// refused: fio sizes those to the file, not to the zone, so they would leave the zone.
+    fn check_zones(&mut self, warnings: &mut Vec<Diagnostic>) -> Result<(), FioError> {
+        match self.zone_mode {
+            ZoneMode::None if self.zone_size > 0 => {
+                return Err(self.error("zonesize needs zonemode=strided (fio: zonemode=none and zonesize are not compatible)"))
+            }
+            ZoneMode::None => return Ok(()),
+            ZoneMode::Strided if self.zone_size == 0 => {
+                return Err(self.error("zonemode=strided needs a zonesize greater than 0"))
+            }
+            ZoneMode::Strided => {}
+        }
+        if self.nrfiles > 1 {
+            warnings.push(Diagnostic {
+                file: self.file.clone(),
+                line: self.line,
+                message: format!(
+                    "job '{}': zonemode=strided with nrfiles={}: fio turns strided zones off for more than one file, and so does flashmux",
+                    self.name, self.nrfiles
+                ),
+            });
+        }
+        let skewed = !matches!(
+            self.random_distribution,
+            RandomDistribution::Random | RandomDistribution::Zoned(_) | RandomDistribution::ZonedAbs(_)
+        );
+        if skewed && self.rw.is_random() && self.nrfiles == 1 {
+            return Err(self.error(
+                "zonemode=strided with a zipf, pareto or normal random_distribution is not modelled \
+                 (fio draws those over the whole file, not the zone)",
+            ));
+        }
         Ok(())
     }
 
