@@ -117,6 +117,16 @@ pub(super) fn param(p: &Point, label: &str) -> Option<String> {
     p.params.iter().find(|(l, _)| l == label).map(|(_, v)| param_text(v))
 }
 
+/// A tenant's bandwidth (MB/s) over its runtime; NaN when no tenant has that name.
+pub(super) fn bw(r: &RunResults, name: &str) -> f64 {
+    r.tenants.iter().find(|t| t.name == name).map_or(f64::NAN, |t| t.bw_bytes_per_sec() / 1e6)
+}
+
+/// Every tenant's bandwidth together, MB/s.
+pub(super) fn total(r: &RunResults) -> f64 {
+    r.tenants.iter().map(|t| t.bw_bytes_per_sec() / 1e6).sum()
+}
+
 /// A finding whose runs are not in the results.
 pub(super) fn missing(claim: &str) -> Check {
     Check { claim: claim.into(), measured: "runs missing".into(), pass: false }

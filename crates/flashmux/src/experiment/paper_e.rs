@@ -5,7 +5,7 @@
 //! containers' kernel in the model (Filebench on ext4 over one shared page cache, the points with
 //! a `kernel` parameter); findings checked, figures drawn.
 
-use super::bundled::{embedded, missing, param, Bundled, Check};
+use super::bundled::{bw, embedded, missing, param, total, Bundled, Check};
 use super::{Experiment, ExperimentError, Point};
 use crate::metrics::RunResults;
 use crate::report::plot::{write_bar_chart, write_line_chart, BarChart, BarSeries, LineChart, PlotError, Series};
@@ -64,11 +64,6 @@ fn find_in<'a>(points: &'a [Point], results: &'a [RunResults], set: &str, sched:
     })
 }
 
-/// A tenant's bandwidth (MB/s) over its runtime.
-fn bw(r: &RunResults, name: &str) -> f64 {
-    r.tenants.iter().find(|t| t.name == name).map_or(f64::NAN, |t| t.bw_bytes_per_sec() / 1e6)
-}
-
 /// When GC first moved data: the start of the first timeline interval with GC moves.
 fn gc_start(r: &RunResults) -> Option<f64> {
     r.timeline.iter().find(|row| row.gc_units_moved > 0).map(|row| row.time_s)
@@ -88,10 +83,6 @@ fn bw_span(r: &RunResults, name: &str, t0: f64, before: bool) -> f64 {
     } else {
         v.iter().sum::<f64>() / v.len() as f64
     }
-}
-
-fn total(r: &RunResults) -> f64 {
-    r.tenants.iter().map(|t| bw(r, &t.name)).sum()
 }
 
 /// The judged (GC cost charged) and true (units moved) share of a tenant, if judged.

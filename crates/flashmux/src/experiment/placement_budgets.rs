@@ -8,7 +8,7 @@
 //! placement's lower write amplification and isolation (Micron, CacheLib), and paper E's
 //! findings for hWA-BC, now on this drive.
 
-use super::bundled::{missing, param, variant, Bundled, Check};
+use super::bundled::{bw, missing, param, total, variant, Bundled, Check};
 use super::{Experiment, ExperimentError, Point};
 use crate::metrics::RunResults;
 use crate::report::plot::{write_bar_chart, BarChart, BarSeries, PlotError};
@@ -45,16 +45,6 @@ fn find<'a>(points: &[Point], results: &'a [RunResults], pair: &str, sched: &str
             && param(p, "placement").as_deref() == Some(placement);
         hit.then_some(r)
     })
-}
-
-/// A tenant's bandwidth (MB/s) over its runtime.
-fn bw(r: &RunResults, name: &str) -> f64 {
-    r.tenants.iter().find(|t| t.name == name).map_or(f64::NAN, |t| t.bw_bytes_per_sec() / 1e6)
-}
-
-/// Every tenant's bandwidth together, MB/s.
-pub fn total(r: &RunResults) -> f64 {
-    r.tenants.iter().map(|t| t.bw_bytes_per_sec() / 1e6).sum()
 }
 
 fn waf(r: &RunResults) -> f64 {
