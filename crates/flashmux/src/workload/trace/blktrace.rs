@@ -21,7 +21,7 @@
 
 use std::io::{self, BufRead};
 
-use super::text::{max_len, Bad, BadKind, Cx, Found, Raw, Side};
+use super::text::{max_len, Bad, BadKind, Cx, Found, Raw};
 use super::{BlkEvent, Diag, TenantBy, TraceError, TraceOp};
 
 pub(super) const MAGIC: u32 = 0x6561_7400;
@@ -163,26 +163,26 @@ impl Blktrace {
             };
             // Stream ids and placements follow the merged order, so they are assigned here
             // rather than per file.
-            let mut full = None;
-            let (tenant, place_by) = (cx.tenant, cx.place);
-            let mut id = |side: Side, by: TenantBy| {
-                let table = cx.table(side);
+            let ids = cx.ids(|cx, side, by| {
                 let id = match by {
-                    TenantBy::Device => table.by_num(u64::from(p.device), || {
+                    TenantBy::Device => cx.table(side).by_num(u64::from(p.device), || {
                         format!("dev{},{}", p.device >> 20, p.device & 0xf_ffff)
                     }),
-                    TenantBy::Pid => table.by_num(u64::from(p.pid), || format!("pid{}", p.pid)),
+                    TenantBy::Pid => cx.table(side).by_num(u64::from(p.pid), || format!("pid{}", p.pid)),
                     _ => Some(0),
                 };
-                if id.is_none() {
-                    full.get_or_insert(side);
-                }
-                id.unwrap_or(0)
-            };
-            let stream = id(Side::Stream, tenant);
-            let place = id(Side::Place, place_by);
-            match full {
-                None => {
+                id.ok_or_else(|| {
+                    let (field, expected) = side.too_many();
+                    Bad {
+                        field,
+                        expected,
+                        found: Found::Text(format!("device {:#x}, pid {}", p.device, p.pid)),
+                        kind: BadKind::Value,
+                    }
+                })
+            });
+            match ids {
+                Ok((stream, place)) => {
                     return Ok(Some(Raw {
                         time_ns: p.time_ns,
                         op: p.op,
@@ -192,15 +192,8 @@ impl Blktrace {
                         place,
                     }))
                 }
-                Some(side) => {
+                Err(bad) => {
                     let f = &self.files[i];
-                    let (field, expected) = side.too_many();
-                    let bad = Bad {
-                        field,
-                        expected,
-                        found: Found::Text(format!("device {:#x}, pid {}", p.device, p.pid)),
-                        kind: BadKind::Value,
-                    };
                     diag.report(&f.name, p.at, &bad, b"", f.prefix(several))?;
                 }
             }
