@@ -36,6 +36,23 @@ pub enum IoOp {
     Trim,
     /// Make the writes acknowledged so far durable (fio's `fsync`/`fdatasync`). No data range.
     Flush,
+    /// Zoned namespaces only: Zone Append of the command's data to the zone that starts at its
+    /// offset; the drive writes it at the zone's write pointer (NVMe ZNS §3.4.1).
+    #[serde(rename = "zone-append")]
+    ZoneAppend,
+    /// Zoned namespaces only: Zone Management Send, Reset, of the zone that starts at the
+    /// command's offset (its length is the zone's size; Linux's `REQ_OP_ZONE_RESET`).
+    #[serde(rename = "zone-reset")]
+    ZoneReset,
+    /// Zone Management Send, Finish (`REQ_OP_ZONE_FINISH`).
+    #[serde(rename = "zone-finish")]
+    ZoneFinish,
+    /// Zone Management Send, Open (`REQ_OP_ZONE_OPEN`).
+    #[serde(rename = "zone-open")]
+    ZoneOpen,
+    /// Zone Management Send, Close (`REQ_OP_ZONE_CLOSE`).
+    #[serde(rename = "zone-close")]
+    ZoneClose,
 }
 
 impl IoOp {
@@ -43,6 +60,33 @@ impl IoOp {
     /// arrays of three cover the data directions only.
     pub fn index(self) -> usize {
         self as usize
+    }
+
+    /// The data direction in fio's (read, write, trim) order: a Zone Append is a write; a
+    /// flush and zone management move no data (`None`).
+    pub fn data_dir(self) -> Option<usize> {
+        match self {
+            IoOp::Read => Some(0),
+            IoOp::Write | IoOp::ZoneAppend => Some(1),
+            IoOp::Trim => Some(2),
+            _ => None,
+        }
+    }
+
+    /// A Zone Management Send action: moves no data.
+    pub fn is_zone_management(self) -> bool {
+        matches!(self, IoOp::ZoneReset | IoOp::ZoneFinish | IoOp::ZoneOpen | IoOp::ZoneClose)
+    }
+
+    /// The zone action of a Zone Management Send.
+    pub fn zone_action(self) -> Option<zns::ZoneAction> {
+        Some(match self {
+            IoOp::ZoneReset => zns::ZoneAction::Reset,
+            IoOp::ZoneFinish => zns::ZoneAction::Finish,
+            IoOp::ZoneOpen => zns::ZoneAction::Open,
+            IoOp::ZoneClose => zns::ZoneAction::Close,
+            _ => return None,
+        })
     }
 }
 

@@ -112,6 +112,9 @@ impl KernelDeviceIo {
             IoOp::Write => (self.writes, self.write_bytes) = (self.writes + 1, self.write_bytes + len),
             IoOp::Flush => self.flushes += 1,
             IoOp::Trim => (self.trims, self.trim_bytes) = (self.trims + 1, self.trim_bytes + len),
+            IoOp::ZoneAppend | IoOp::ZoneReset | IoOp::ZoneFinish | IoOp::ZoneOpen | IoOp::ZoneClose => {
+                unreachable!("the guest kernel sends no zone commands")
+            }
         }
     }
 }
@@ -579,6 +582,9 @@ impl Kernels {
             }
             IoOp::Flush => AppOp::Fsync { file },
             IoOp::Trim => unreachable!("a buffered job's trims go to the device directly"),
+            IoOp::ZoneAppend | IoOp::ZoneReset | IoOp::ZoneFinish | IoOp::ZoneOpen | IoOp::ZoneClose => {
+                return Err(format!("{op:?}: zone commands need direct=1 (they bypass the page cache)"))
+            }
         };
         let k = self.of_tenant[t.index()];
         self.kernels[k].io.submit(now, r, app, &mut self.kout).map_err(|e| e.to_string())?;

@@ -184,6 +184,9 @@ impl<T> Engine<T> {
                     c.write_bytes += p.len;
                 }
                 IoOp::Trim | IoOp::Flush => {}
+                IoOp::ZoneAppend | IoOp::ZoneReset | IoOp::ZoneFinish | IoOp::ZoneOpen | IoOp::ZoneClose => {
+                    unreachable!("NBD has no zone commands")
+                }
             }
             let lat = d.at.0.saturating_sub(p.sent_ns);
             c.lat_sum += lat;

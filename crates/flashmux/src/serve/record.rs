@@ -42,9 +42,10 @@ pub struct RecordSink(SyncSender<TraceRecord>);
 
 impl RecordSink {
     /// Records a request the model accepted at `time_ns` (since the server started) for
-    /// `export`. Blocks while the writer is behind by [`CHANNEL_RECORDS`].
+    /// `export`. Blocks while the writer is behind by [`CHANNEL_RECORDS`]. Zone management
+    /// commands are not recorded: the trace formats have no zone commands.
     pub fn record(&self, time_ns: u64, export: usize, op: IoOp, offset: u64, len: u64) {
-        let op = TraceOp::from(op);
+        let Some(op) = TraceOp::of(op) else { return };
         let stream = u32::try_from(export).unwrap_or(u32::MAX);
         // The writer ends only when every sink is gone, or on a write error it reports then.
         let _ = self.0.send(TraceRecord { time_ns, op, offset, len, stream, place: 0 });

@@ -619,19 +619,17 @@ impl JobRt {
             self.sync_complete(now, clat_ns);
             return false; // a sync moves no bytes
         }
+        if op.is_zone_management() {
+            return false; // fio's zone resets and finishes are not I/O it reports
+        }
         if self.spec.thinktime > 0 && self.spec.thinktime_blocks_type == ThinktimeBlocksType::Complete {
             self.count_toward_think(now);
         }
         if now < self.measure_from {
             return false; // ramp time: not measured
         }
-        let d = op.index();
-        let stats = match op {
-            IoOp::Read => &mut self.stats.read,
-            IoOp::Write => &mut self.stats.write,
-            IoOp::Trim => &mut self.stats.trim,
-            IoOp::Flush => unreachable!("syncs are recorded by sync_complete"),
-        };
+        let d = op.data_dir().expect("syncs and zone management are not recorded here");
+        let stats = self.stats.dir_mut(Dir::ALL[d]);
         stats.record(len, slat_ns, clat_ns);
         let window = now.since(self.measure_from).0 / SAMPLE_INTERVAL.0;
         self.advance_samples(window);

@@ -103,7 +103,7 @@ impl Timeline {
 
     pub fn record(&mut self, tenant: TenantId, op: IoOp, bytes: u64, lat_ns: u64) {
         let a = &mut self.acc[tenant.index()];
-        let d = op.index();
+        let Some(d) = op.data_dir() else { return };
         a.ios[d] += 1;
         a.bytes[d] += bytes;
         a.lat.record(lat_ns);

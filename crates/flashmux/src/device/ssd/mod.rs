@@ -340,6 +340,9 @@ impl Ssd {
                     self.flusher.stall(slot);
                 }
             }
+            IoOp::ZoneAppend | IoOp::ZoneReset | IoOp::ZoneFinish | IoOp::ZoneOpen | IoOp::ZoneClose => {
+                unreachable!("zone commands reach only a zoned drive: the loader refuses them elsewhere")
+            }
         }
         self.flush(now, out);
     }

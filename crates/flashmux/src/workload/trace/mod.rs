@@ -165,15 +165,18 @@ impl From<TraceOp> for crate::device::IoOp {
     }
 }
 
-impl From<crate::device::IoOp> for TraceOp {
-    fn from(op: crate::device::IoOp) -> Self {
+impl TraceOp {
+    /// The trace operation of a device command: a Zone Append is a write (at the zone's
+    /// start); a Zone Management Send has none, the trace formats having no zone commands.
+    pub fn of(op: crate::device::IoOp) -> Option<TraceOp> {
         use crate::device::IoOp;
-        match op {
+        Some(match op {
             IoOp::Read => TraceOp::Read,
-            IoOp::Write => TraceOp::Write,
+            IoOp::Write | IoOp::ZoneAppend => TraceOp::Write,
             IoOp::Trim => TraceOp::Trim,
             IoOp::Flush => TraceOp::Flush,
-        }
+            IoOp::ZoneReset | IoOp::ZoneFinish | IoOp::ZoneOpen | IoOp::ZoneClose => return None,
+        })
     }
 }
 
