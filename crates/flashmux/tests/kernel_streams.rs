@@ -130,12 +130,7 @@ fn model_stream(text: &str) -> Vec<TraceRecord> {
     struct Record(Sent);
     impl flashmux::sim::DispatchSink for Record {
         fn dispatched(&mut self, at: SimTime, _: TenantId, op: IoOp, offset: u64, len: u64) {
-            let op = match op {
-                IoOp::Read => TraceOp::Read,
-                IoOp::Write => TraceOp::Write,
-                IoOp::Trim => TraceOp::Trim,
-                IoOp::Flush => TraceOp::Flush,
-            };
+            let op = TraceOp::of(op).expect("no zone commands on this drive");
             self.0.lock().unwrap().push(TraceRecord { time_ns: at.ns(), op, offset, len, stream: 0, place: 0 });
         }
     }

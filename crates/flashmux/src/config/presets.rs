@@ -14,7 +14,7 @@ pub struct Preset {
     pub nvme: NvmeConfig,
 }
 
-pub const PRESET_NAMES: [&str; 7] = ["paper-c", "x25e", "840pro", "tlc-nvme", "tlc-nvme-fdp", "cosmos", "null"];
+pub const PRESET_NAMES: [&str; 8] = ["paper-c", "x25e", "840pro", "tlc-nvme", "tlc-nvme-fdp", "tlc-nvme-zns", "cosmos", "null"];
 
 /// GC threshold used by the presets: 1% of a plane's blocks, at least 2.
 pub fn default_gc_threshold(blocks_per_plane: u32) -> u32 {
@@ -35,6 +35,7 @@ pub fn preset(name: &str) -> Option<Preset> {
         "840pro" => Some(mlc_840pro()),
         "tlc-nvme" => Some(tlc_nvme()),
         "tlc-nvme-fdp" => Some(tlc_nvme_fdp()),
+        "tlc-nvme-zns" => Some(tlc_nvme_zns()),
         "cosmos" => Some(cosmos()),
         "null" => Some(null()),
         _ => None,
@@ -236,6 +237,35 @@ fn tlc_nvme_fdp() -> Preset {
         name: "tlc-nvme-fdp",
         summary: "tlc-nvme (PM9A3-like datacenter TLC) with NVMe FDP: 1 reclaim group, 8 initially isolated reclaim unit handles, a reclaim unit = a block in every plane",
         kind: DeviceKind::Ssd(SsdConfig { placement: PlacementMode::Fdp { persistent: vec![false; 8] }, ..c }),
+        nvme: base.nvme,
+    }
+}
+
+/// `tlc-nvme`'s flash and controller as a zoned namespace, with the zone layout and limits of
+/// a WD Ultrastar DC ZN540 (the drive of Bjørling et al., USENIX ATC '21): zones of 2 GiB of
+/// LBA space, 14 open and active zones; the zone capacity is 1 GiB, four 1 MiB blocks in each
+/// of the 256 planes (the ZN540's is 1,077 MiB, over its own flash layout). Flash scaled to
+/// 64 GiB (64 zones) so runs take seconds; `device.geometry.blocks_per_plane` gives more
+/// (docs/MODEL.md, ZNS).
+fn tlc_nvme_zns() -> Preset {
+    let base = tlc_nvme();
+    let DeviceKind::Ssd(c) = base.kind else { unreachable!("tlc-nvme is a flash drive") };
+    let geometry = crate::flash::Geometry { blocks_per_plane: 256, ..c.geometry.clone() };
+    Preset {
+        name: "tlc-nvme-zns",
+        summary: "tlc-nvme (PM9A3-like TLC) as a zoned namespace like the WD ZN540: 2 GiB zones of 1 GiB capacity (4 blocks in each of 256 planes), 14 open/active zones, no device GC, 64 zones (scalable)",
+        kind: DeviceKind::Ssd(SsdConfig {
+            zns: Some(crate::device::ZnsLayout {
+                zones: 64,
+                zone_bytes: 2 << 30,
+                capacity_bytes: 1 << 30,
+                max_open: Some(14),
+                max_active: Some(14),
+                append_limit_bytes: None,
+            }),
+            geometry,
+            ..c
+        }),
         nvme: base.nvme,
     }
 }

@@ -784,3 +784,56 @@ fn filename_and_directory_are_noted_only_where_they_are_not_modelled() {
         assert!(notes.iter().any(|n| n == "filename") && notes.iter().any(|n| n == "directory"), "{notes:?}");
     }
 }
+
+/// A scenario on `preset` with `device` keys after `[device]` and `extra` sections after it.
+fn zns(preset: &str, device: &str, extra: &str) -> String {
+    MINIMAL.replace("preset = \"paper-c\"", &format!("preset = \"{preset}\"\n{device}\n{extra}"))
+}
+
+fn zns_layout(s: &Scenario) -> crate::device::ZnsLayout {
+    match &s.device.kind {
+        DeviceKind::Ssd(c) => c.zns.expect("a zoned drive"),
+        _ => panic!("a flash drive"),
+    }
+}
+
+#[test]
+fn zoned_preset_and_section_resolve() {
+    let z = zns_layout(&load(&zns("tlc-nvme-zns", "", "")).unwrap());
+    assert_eq!((z.zones, z.zone_bytes, z.capacity_bytes, z.max_open, z.max_active), (64, 2 << 30, 1 << 30, Some(14), Some(14)));
+    // The preset's zones follow its flash.
+    let z = zns_layout(&load(&zns("tlc-nvme-zns", "", "[device.geometry]\nblocks_per_plane = 128")).unwrap());
+    assert_eq!(z.zones, 32);
+    // A section on a conventional preset: zones as many as the flash holds (512 blocks per
+    // plane, one per zone), capacity = size, no limits.
+    let z = zns_layout(&load(&zns("tlc-nvme", "", "[device.zns]\nzone_size = \"256MiB\"")).unwrap());
+    assert_eq!((z.zones, z.capacity_bytes, z.max_open, z.max_active), (512, 256 << 20, None, None));
+    let s = load(&zns("tlc-nvme", "", "[device.zns]\nzone_size = \"512MiB\"\nzone_capacity = \"256MiB\"\nzones = 100\nmax_open = 8\nmax_active = 12\nzone_append_limit = \"256KiB\"")).unwrap();
+    let z = zns_layout(&s);
+    assert_eq!((z.zones, z.max_open, z.max_active, z.append_limit_bytes), (100, Some(8), Some(12), Some(256 << 10)));
+    assert_eq!(s.device.capacity_bytes(), 100 * (512 << 20), "the namespace is zones x zone size");
+}
+
+#[test]
+fn zoned_drive_errors_name_the_key() {
+    let cases: [(&str, &str, &str, &[&str]); 12] = [
+        ("tlc-nvme", "", "[device.zns]\nzone_capacity = \"256MiB\"", &["device.zns.zone_size: required", "268435456"]),
+        ("tlc-nvme", "", "[device.zns]\nzone_size = \"100MiB\"", &["device.zns.zone_size", "not a multiple of the flash layout unit", "256 planes"]),
+        ("tlc-nvme", "", "[device.zns]\nzone_size = \"512MiB\"\nzone_capacity = \"300MiB\"", &["device.zns.zone_capacity", "not a multiple"]),
+        ("tlc-nvme-zns", "", "[device.zns]\nzone_capacity = \"4GiB\"", &["device.zns.zone_capacity", "above zone_size", "expected zone_capacity <= zone_size"]),
+        ("tlc-nvme-zns", "", "[device.zns]\nmax_open = 20", &["device.zns.max_open", "max_active = 14", "expected max_open <= max_active"]),
+        ("tlc-nvme-zns", "", "[device.zns]\nzones = 65", &["device.zns.zones", "1 to 64"]),
+        ("tlc-nvme-zns", "", "[device.zns]\nzone_append_limit = \"1000B\"", &["device.zns.zone_append_limit", "multiple of 512"]),
+        ("tlc-nvme-zns", "capacity = \"32GiB\"", "", &["device.capacity", "device.zns.zones"]),
+        ("tlc-nvme-zns", "", "[device.ftl]\ngc_victim = \"greedy\"", &["device.ftl.gc_victim", "no garbage collection"]),
+        ("tlc-nvme-zns", "", "[device.fdp]\nhandles = 2", &["device.zns", "no [device.fdp]"]),
+        ("tlc-nvme-zns", "", "[precondition]\nstate = \"aged\"", &["precondition.state", "every zone empty"]),
+        ("null", "", "[device.zns]\nzone_size = \"1GiB\"", &["device.zns", "has no flash"]),
+    ];
+    for (preset, device, extra, want) in cases {
+        let e = err(&zns(preset, device, extra));
+        for w in want {
+            assert!(e.contains(w), "{preset} / {device} / {extra}: {e}\n  missing: {w}");
+        }
+    }
+}

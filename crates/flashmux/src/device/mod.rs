@@ -21,6 +21,7 @@ pub use arbiter::{Arbitration, Priority, DEFAULT_WRR_WEIGHTS};
 pub use report::{CmtReport, DeviceResult, PlacementReport, PlacementStat, TenantDeviceCounters, TenantDeviceReport};
 pub use ssd::{
     DramTiming, EccRates, FlushPolicy, GcMode, PlacementEvents, PlacementMode, Ssd, SsdConfig, SsdError, SsdStats, TenantDeviceStats,
+    TenantZoneStats, ZnsLayout, ZnsReport, ZNS_LBA_BYTES,
     MAX_OVERPROVISIONING,
 };
 
@@ -115,6 +116,17 @@ pub struct CmdState {
     pub placement: Placement,
     /// The latest time any part of the command finishes.
     pub done_at: SimTime,
+    /// A zoned drive's status for a command that failed (it completes with it).
+    pub status: Option<zns::ZnsStatus>,
+    /// A Zone Append's ALBA, in bytes: where the drive wrote its data.
+    pub alba: Option<u64>,
+}
+
+impl CmdState {
+    /// A command as it arrives, at `now`.
+    pub fn new(cmd: Command, now: SimTime) -> CmdState {
+        CmdState { cmd, progress: 0, placement: Placement(0), done_at: now, status: None, alba: None }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,6 +149,10 @@ pub enum DeviceEvent {
 pub struct Outbox {
     pub events: Vec<(SimTime, DeviceEvent)>,
     pub completed: Vec<ReqId>,
+    /// Of the completed requests, those that failed, with their status (zoned drives).
+    pub failed: Vec<(ReqId, zns::ZnsStatus)>,
+    /// Of the completed requests, the Zone Appends, with where their data went (bytes).
+    pub appended: Vec<(ReqId, u64)>,
 }
 
 /// NVMe front-end parameters.
@@ -335,7 +351,7 @@ impl Device {
             _ => cmd.len > 0 && cmd.offset + cmd.len <= self.capacity_bytes(),
         };
         assert!(in_range, "command beyond the device: {cmd:?}");
-        let state = CmdState { cmd, progress: 0, placement: Placement(0), done_at: now };
+        let state = CmdState::new(cmd, now);
         let slot = match self.free_cmds.pop() {
             Some(s) => {
                 self.cmds[s as usize] = state;
@@ -377,7 +393,14 @@ impl Device {
                 self.fetch(now, out);
             }
             DeviceEvent::Complete(slot) => {
-                let cmd = self.cmds[slot as usize].cmd;
+                let st = &self.cmds[slot as usize];
+                let cmd = st.cmd;
+                if let Some(s) = st.status {
+                    out.failed.push((cmd.req, s));
+                }
+                if let Some(a) = st.alba {
+                    out.appended.push((cmd.req, a));
+                }
                 self.outstanding[cmd.queue.index()] -= 1;
                 self.free_cmds.push(slot);
                 self.commands_completed += 1;

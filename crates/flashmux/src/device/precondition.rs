@@ -566,7 +566,7 @@ mod tests {
             unit_bytes: 4096,
         };
         let logical = (g.total_units() as f64 / (1.0 + op)) as u64 / 4 * 4;
-        Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: None, placements: Default::default() })
+        Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: None, placements: Default::default(), zoned: None })
             .unwrap()
     }
 

@@ -49,6 +49,9 @@ pub struct DeviceResult {
     /// The drive's data placement (FDP, Streams), when it offers one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placement: Option<PlacementReport>,
+    /// A zoned namespace's zones and their commands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zns: Option<super::ZnsReport>,
 }
 
 /// What a drive with data placement reports: FDP's statistics log page (host and media bytes
@@ -135,6 +138,8 @@ pub struct TenantDeviceReport {
     pub map: MapStats,
     /// The tenant's counters of the device's data path.
     pub device: TenantDeviceStats,
+    /// Its zone commands, on a zoned drive.
+    pub zones: Option<super::TenantZoneStats>,
 }
 
 /// One tenant's running counters, for the timeline (zeros for a device without an FTL).
@@ -145,6 +150,9 @@ pub struct TenantDeviceCounters {
     pub map_misses: u64,
     /// Translation pages the tenant holds in the map cache now.
     pub cmt_pages: u32,
+    /// On a zoned drive: Zone Resets that emptied a zone, and commands that failed.
+    pub zone_resets: u64,
+    pub zone_errors: u64,
 }
 
 impl Device {
@@ -170,6 +178,7 @@ impl Device {
                 cmt: None,
                 flushes: self.flushes_completed(),
                 placement: None,
+                zns: None,
             },
         }
     }
@@ -204,7 +213,10 @@ impl Device {
         match self.backend() {
             Backend::Ssd(s) => {
                 let c = s.map_cache().stats(tenant);
+                let z = s.tenant_zone_stats(tenant).unwrap_or_default();
                 TenantDeviceCounters {
+                    zone_resets: z.resets,
+                    zone_errors: z.failed(),
                     gc_units_moved: s.ftl().tenant_gc(tenant).units_moved,
                     map_lookups: c.lookups,
                     map_misses: c.misses,
@@ -248,6 +260,7 @@ impl Ssd {
             },
             flushes,
             placement: self.placement_report(),
+            zns: self.zns_report(),
         }
     }
 
@@ -309,6 +322,7 @@ impl Ssd {
             gc_erases: g.erased_units as f64 / self.ftl().units_per_block() as f64,
             map: self.map_stats(tenant),
             device: self.tenant_stats(tenant),
+            zones: self.tenant_zone_stats(tenant),
         }
     }
 }

@@ -263,6 +263,7 @@ pub fn analytic(op: f64) -> AnalyticRow {
         gc_threshold_blocks: 2,
         map_entries_per_page: None,
         placements: Default::default(),
+        zoned: None,
     };
     let mut ftl = Ftl::new(&geo, params).expect("a valid test drive");
     let segs = owner_segments(logical as u32, &[(0, logical as u32, 0)]);

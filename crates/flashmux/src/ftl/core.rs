@@ -103,8 +103,31 @@ pub struct FtlParams {
     /// DFTL: the L2P table itself is stored on flash in translation pages of this many entries
     /// (one flash page each). `None`: the whole table lives in controller DRAM.
     pub map_entries_per_page: Option<u32>,
-    /// The host write placements (FDP handles, Streams): one by default.
+    /// The host write placements (FDP handles, Streams): one by default. On a zoned drive,
+    /// one per zone: placement *z* is zone *z*.
     pub placements: Placements,
+    /// A zoned namespace's flash ([`ZonedFtl`]): no GC; `None` for a conventional drive.
+    pub zoned: Option<ZonedFtl>,
+}
+
+/// The FTL of a zoned namespace (NVMe ZNS): zone *z* is placement *z*, whose open block in each
+/// plane takes the zone's data there, so a block only ever holds one zone's data; the zone's
+/// LBA range stripes over every plane as any logical page does ([`Ftl::plane_of`]), and a zone
+/// of capacity `planes × k` blocks fills exactly `k` blocks in every plane. There is no
+/// garbage collection: a Zone Reset unmaps the zone and erases its blocks
+/// ([`Ftl::erase_zone`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZonedFtl {
+    /// Mapping units of LBA space per zone (the zone size).
+    pub zone_units: u64,
+    /// Writable mapping units per zone (the zone capacity): `planes × k` blocks' worth.
+    pub capacity_units: u64,
+}
+
+impl ZonedFtl {
+    /// Most zones × planes a zoned FTL keeps open blocks for (8 bytes each, and a write-buffer
+    /// queue each): 2^20, 8 MiB of open-block table.
+    pub const MAX_ZONE_PLANES: u64 = 1 << 20;
 }
 
 /// The placements a drive keeps apart (`ftl/core/alloc.rs`): each has its own open host block
@@ -312,8 +335,11 @@ pub struct Ftl {
     /// GC moves by cause and victim: entry `cause × placements + moved` counts units of
     /// placement `moved`'s data GC copied in planes placement `cause` pushed to GC.
     gc_moves: Vec<u64>,
-    /// Each physical unit's placement (empty with one placement: all 0).
+    /// Each physical unit's placement (empty with one placement: all 0; and on a zoned drive,
+    /// where a unit's placement is its block's).
     unit_placement: Vec<u8>,
+    /// Zoned: the blocks holding each zone's data (opened for it since its last reset).
+    zone_blocks: Vec<Vec<u32>>,
     pending_gc: VecDeque<GcJob>,
     /// Reused by `relocate`: (physical unit, logical page, owner) of a victim's valid units.
     gc_scratch: Vec<(u32, u32, u16)>,
@@ -355,6 +381,9 @@ pub enum FtlError {
     NoLogicalSpace,
     #[error("the drive has 2^31 or more mapping units: use a larger unit size")]
     TooLarge,
+    /// A zoned FTL whose zones do not fit its flash, or that is not one.
+    #[error("{0}")]
+    Zoned(String),
 }
 
 impl Ftl {
@@ -373,6 +402,9 @@ impl Ftl {
         let map_pages = params.map_pages() as u64;
         let max_plane_units = (stripes.div_ceil(geo.planes() as u64) + map_pages.div_ceil(geo.planes() as u64)) * upp;
         let logical_blocks = max_plane_units.div_ceil(geo.units_per_block() as u64);
+        if let Some(z) = params.zoned {
+            return Self::check_zoned(geo, params, z);
+        }
         if params.placements.count() > Placements::MAX {
             return Err(FtlError::TooManyPlacements(params.placements.count()));
         }
@@ -393,6 +425,34 @@ impl Ftl {
         Ok(())
     }
 
+    /// A zoned FTL's rules: a placement per zone, whole blocks in every plane per zone, every
+    /// zone's blocks at once in the flash, no translation pages.
+    fn check_zoned(geo: &Geometry, params: &FtlParams, z: ZonedFtl) -> Result<(), FtlError> {
+        let layout = geo.planes() as u64 * geo.units_per_block() as u64;
+        let zones = params.placements.count() as u64;
+        let bad = |m: String| Err(FtlError::Zoned(m));
+        if z.zone_units == 0 || z.capacity_units == 0 || z.capacity_units > z.zone_units {
+            return bad(format!("zones of {} units with a capacity of {}: expected 1 <= capacity <= size", z.zone_units, z.capacity_units));
+        }
+        if z.capacity_units % layout != 0 {
+            return bad(format!("a zone's capacity of {} units is not whole blocks in every plane ({layout} units)", z.capacity_units));
+        }
+        if params.logical_units != zones * z.zone_units {
+            return bad(format!("{} logical units for {zones} zones of {} units", params.logical_units, z.zone_units));
+        }
+        if params.map_entries_per_page.is_some() {
+            return bad("a zoned drive maps zones to blocks; it keeps no translation pages (mapping = \"full\")".into());
+        }
+        if zones * geo.planes() as u64 > ZonedFtl::MAX_ZONE_PLANES {
+            return bad(format!("{zones} zones over {} planes: at most {} zone-planes", geo.planes(), ZonedFtl::MAX_ZONE_PLANES));
+        }
+        let per_plane = zones * (z.capacity_units / layout);
+        if per_plane > geo.blocks_per_plane as u64 {
+            return bad(format!("{zones} zones need {per_plane} blocks in every plane; the flash has {}", geo.blocks_per_plane));
+        }
+        Ok(())
+    }
+
     pub fn new(geo: &Geometry, params: FtlParams) -> Result<Ftl, FtlError> {
         Self::check_params(geo, &params)?;
         assert!(params.gc_threshold_blocks >= 2, "GC threshold below 2 blocks can deadlock");
@@ -407,6 +467,9 @@ impl Ftl {
             nblocks
         ];
         let n = params.placements.count();
+        // A zoned FTL has no GC: no GC attribution by placement, and a block's zone is the
+        // block's placement (a zone's data never leaves its blocks).
+        let gc_placements = if params.zoned.is_some() { 0 } else { n };
         let planes_v = (0..planes)
             .map(|p| Plane {
                 free: (p * geo.blocks_per_plane..(p + 1) * geo.blocks_per_plane).collect(),
@@ -435,8 +498,9 @@ impl Ftl {
             tenant_gc: Vec::new(),
             unowned_gc: TenantGc::default(),
             placement_gc: vec![PlacementGc::default(); n],
-            gc_moves: vec![0; n * n],
-            unit_placement: if n > 1 { vec![0; total_units] } else { Vec::new() },
+            gc_moves: vec![0; gc_placements * gc_placements],
+            unit_placement: if gc_placements > 1 { vec![0; total_units] } else { Vec::new() },
+            zone_blocks: vec![Vec::new(); if params.zoned.is_some() { n } else { 0 }],
             pending_gc: VecDeque::new(),
             gc_scratch: Vec::new(),
             map_entries: params.map_entries_per_page.unwrap_or(0),
@@ -489,7 +553,18 @@ impl Ftl {
     }
     /// Units of placement `moved`'s data GC copied in planes placement `cause` pushed to GC.
     pub fn gc_moves(&self, cause: Placement, moved: Placement) -> u64 {
+        if self.gc_moves.is_empty() {
+            return 0;
+        }
         self.gc_moves[cause.index() * self.params.placements.count() + moved.index()]
+    }
+    /// Blocks holding zone `zone`'s data (0 on a conventional drive).
+    pub fn zone_block_count(&self, zone: Placement) -> usize {
+        self.zone_blocks.get(zone.index()).map_or(0, Vec::len)
+    }
+    /// The zoned FTL's layout, on a zoned drive.
+    pub fn zoned(&self) -> Option<ZonedFtl> {
+        self.params.zoned
     }
     /// The placement whose data physical unit `ppa` holds (0 with one placement).
     pub fn placement_of(&self, ppa: Ppa) -> Placement {

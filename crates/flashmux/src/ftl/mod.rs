@@ -14,7 +14,7 @@ mod mapping;
 
 pub use self::core::{
     Ftl, FtlError, FtlParams, FtlStats, GcJob, Loc, PlacementGc, Placements, StateError, TenantGc, VictimPolicy, MAP_OWNER,
-    NO_OWNER,
+    NO_OWNER, ZonedFtl,
 };
 pub use cmt::{CmtConfig, CmtPolicy, CmtPolicyKind, CmtStats, Eviction, PeriodRecord};
 pub use mapping::{FullMap, MapStats, MappingConfig, MappingKind};

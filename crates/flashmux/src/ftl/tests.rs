@@ -24,14 +24,14 @@ fn ftl(units_per_page: u32, policy: VictimPolicy) -> Ftl {
     let g = geo(units_per_page);
     // 4 planes × 16 blocks × 4 pages × upp units; keep 5 blocks per plane spare.
     let logical = 4 * 11 * 4 * units_per_page as u64;
-    Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2, map_entries_per_page: None, placements: Default::default() }).unwrap()
+    Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2, map_entries_per_page: None, placements: Default::default(), zoned: None }).unwrap()
 }
 
 /// A DFTL drive: 8 blocks of data per plane and translation pages of 32 entries (1 per plane).
 fn dftl(units_per_page: u32, policy: VictimPolicy) -> Ftl {
     let g = geo(units_per_page);
     let logical = 4 * 8 * 4 * units_per_page as u64;
-    Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2, map_entries_per_page: Some(32), placements: Default::default() })
+    Ftl::new(&g, FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2, map_entries_per_page: Some(32), placements: Default::default(), zoned: None })
         .unwrap()
 }
 
@@ -165,6 +165,7 @@ fn placed(units_per_page: u32, persistent: [bool; 3]) -> Ftl {
         gc_threshold_blocks: 2,
         map_entries_per_page: None,
         placements: Placements { persistent: persistent.to_vec() },
+        zoned: None,
     };
     Ftl::new(&g, params).unwrap()
 }
@@ -444,14 +445,14 @@ fn gc_attribution_follows_the_ledger() {
 fn rejects_overprovisioning_too_low_for_gc() {
     let g = geo(1);
     let all = g.total_units();
-    let err = Ftl::new(&g, FtlParams { logical_units: all, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: None, placements: Default::default() })
+    let err = Ftl::new(&g, FtlParams { logical_units: all, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: None, placements: Default::default(), zoned: None })
         .err()
         .unwrap();
     assert!(matches!(err, FtlError::OverprovisioningTooLow { .. }));
     // The facts only: which settings can fix it depends on the scenario (config/schema.rs).
     assert!(err.to_string().ends_with("but GC needs 5 spare blocks (threshold 2 + 3 for the open blocks and GC's reserve)"), "{err}");
     // With DFTL the two open translation blocks are needed too, and the message adds up.
-    let dftl = FtlParams { logical_units: all, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: Some(1024), placements: Default::default() };
+    let dftl = FtlParams { logical_units: all, victim_policy: VictimPolicy::Greedy, gc_threshold_blocks: 2, map_entries_per_page: Some(1024), placements: Default::default(), zoned: None };
     let err = Ftl::new(&g, dftl).err().unwrap().to_string();
     assert!(
         err.contains("blocks of logical data and translation pages")

@@ -111,6 +111,10 @@ pub struct Quantiles {
 #[derive(Clone, Debug)]
 pub struct JobResult {
     pub name: String,
+    /// I/Os that failed (a zoned drive's write-pointer checks), and fio's `error` for the
+    /// first: the errno Linux returns for its NVMe status.
+    pub errors: u64,
+    pub error: i32,
     /// Clone number within `numjobs` (0-based); the first member's for a merged group.
     pub clone: u32,
     /// Job clones reported in this entry: 1, or more under fio's `group_reporting`.
@@ -154,6 +158,11 @@ impl JobResult {
         }
         self.io.merge(&o.io);
         self.members += o.members;
+        // fio's group keeps the first member's error (`sum_thread_stats`: `if (!dst->error)`).
+        self.errors += o.errors;
+        if self.error == 0 {
+            self.error = o.error;
+        }
         self.runtime_ns = self.runtime_ns.max(o.runtime_ns);
         self.iodepth = self.iodepth.max(o.iodepth);
         self.samples.absorb(&o.samples);
@@ -202,6 +211,8 @@ pub struct TenantResult {
     pub merges: Option<MergeStats>,
     /// A trace tenant's replay: what was read, skipped and how far it fell behind.
     pub replay: Option<super::ReplayStats>,
+    /// Its zone commands and their failures, on a zoned drive.
+    pub zones: Option<crate::device::TenantZoneStats>,
 }
 
 /// One tenant's activity in one timeline interval.
@@ -241,6 +252,10 @@ pub struct TimelineRow {
     /// Of the GC cost hWA-BC charged during the interval, the fraction charged to this tenant
     /// (NaN under other schedulers, or when none was charged).
     pub gc_share_est: f64,
+    /// On a zoned drive: the tenant's Zone Resets that emptied a zone, and its commands the
+    /// drive failed (write-pointer errors and the like), in the interval; 0 on other drives.
+    pub zone_resets: u64,
+    pub zone_errors: u64,
 }
 
 impl TenantResult {

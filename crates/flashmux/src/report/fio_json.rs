@@ -59,7 +59,7 @@ fn job_json(r: &RunResults, job: &JobResult, group: &[GroupDir; 3], plus: bool) 
     let mut o = Map::new();
     o.insert("jobname".into(), json!(job.name));
     o.insert("groupid".into(), json!(job.groupid));
-    o.insert("error".into(), json!(0));
+    o.insert("error".into(), json!(job.error));
     o.insert("eta".into(), json!(0));
     o.insert("elapsed".into(), json!(elapsed_s(r.sim_time_ns)));
     // `json_add_job_opts` leaves the key out when the job has no options to echo.
@@ -293,6 +293,9 @@ fn tenant_json(r: &RunResults, t: &TenantResult, gc_total: u64) -> Value {
     o.insert("device".into(), json!(t.device));
     if let Some(rp) = &t.replay {
         o.insert("replay".into(), json!(rp));
+    }
+    if let Some(z) = &t.zones {
+        o.insert("zones".into(), json!(z));
     }
     Value::Object(o)
 }

@@ -75,6 +75,8 @@ mod tests {
             io.read.record(4096, 1_000, 10_000);
         }
         JobResult {
+            errors: 0,
+            error: 0,
             name: name.into(),
             clone: 0,
             members: 1,

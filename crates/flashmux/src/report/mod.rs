@@ -78,6 +78,8 @@ pub(crate) mod test_fixture {
 
     pub(crate) fn job(name: &str, clone: u32, groupid: u32) -> JobResult {
         JobResult {
+            errors: 0,
+            error: 0,
             name: name.into(),
             clone,
             members: 1,
@@ -156,6 +158,7 @@ pub(crate) mod test_fixture {
                 sched: None,
                 merges: None,
                 replay: None,
+                zones: None,
             }
         };
         let mut tenants =
@@ -204,6 +207,7 @@ pub(crate) mod test_fixture {
                 unowned_gc_units_moved: 10,
                 cmt: None,
                 placement: None,
+                zns: None,
                 precondition: PreconditionReport {
                     state: Some(PreconditionState::Aged),
                     fill: 0.9,
@@ -241,6 +245,8 @@ pub(crate) mod test_fixture {
                     share_error: 0.0,
                     gc_share: 1.0,
                     gc_share_est: f64::NAN,
+                    zone_resets: 0,
+                    zone_errors: 0,
                 },
                 TimelineRow {
                     time_s: 0.0,
@@ -262,6 +268,8 @@ pub(crate) mod test_fixture {
                     share_error: f64::NAN,
                     gc_share: 0.0,
                     gc_share_est: f64::NAN,
+                    zone_resets: 0,
+                    zone_errors: 0,
                 },
             ],
             fairness,

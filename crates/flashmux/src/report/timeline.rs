@@ -3,7 +3,7 @@
 use crate::metrics::{RunResults, TimelineRow};
 use std::io;
 
-const HEADER: [&str; 19] = [
+const HEADER: [&str; 21] = [
     "time_s",
     "interval_s",
     "tenant",
@@ -23,6 +23,8 @@ const HEADER: [&str; 19] = [
     "share_error",
     "gc_share",
     "gc_share_est",
+    "zone_resets",
+    "zone_errors",
 ];
 
 /// Writes [`RunResults::timeline`] as CSV with a header row. Floats have six decimal places
@@ -71,6 +73,8 @@ impl<W: io::Write> TimelineCsv<W> {
             num(row.share_error),
             num(row.gc_share),
             num(row.gc_share_est),
+            row.zone_resets.to_string(),
+            row.zone_errors.to_string(),
         ])?;
         Ok(())
     }
@@ -104,14 +108,14 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "time_s,interval_s,tenant,read_iops,write_iops,read_mbps,write_mbps,lat_mean_us,lat_p99_us,gc_pages_moved,map_lookups,map_misses,cmt_pages,slice_scale,share,share_ideal,share_error,gc_share,gc_share_est"
+            "time_s,interval_s,tenant,read_iops,write_iops,read_mbps,write_mbps,lat_mean_us,lat_p99_us,gc_pages_moved,map_lookups,map_misses,cmt_pages,slice_scale,share,share_ideal,share_error,gc_share,gc_share_est,zone_resets,zone_errors"
         );
         assert_eq!(
             lines[1],
-            "0.000000,1.000000,\"vm,0\",750.000000,0.000000,3.072000,0.000000,35.250000,0.333333,12,0,0,0,1.000000,1.000000,1.000000,0.000000,1.000000,"
+            "0.000000,1.000000,\"vm,0\",750.000000,0.000000,3.072000,0.000000,35.250000,0.333333,12,0,0,0,1.000000,1.000000,1.000000,0.000000,1.000000,,0,0"
         );
         // vm1's period does not overlap the interval: no share.
-        assert_eq!(lines[2], "0.000000,1.000000,vm1,0.000000,100.000000,0.000000,0.409600,,6000.000000,0,0,0,0,0.500000,,,,0.000000,");
+        assert_eq!(lines[2], "0.000000,1.000000,vm1,0.000000,100.000000,0.000000,0.409600,,6000.000000,0,0,0,0,0.500000,,,,0.000000,,0,0");
         assert_eq!(lines.len(), 3);
     }
 

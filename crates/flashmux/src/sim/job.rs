@@ -124,6 +124,9 @@ pub struct JobRt {
     /// issuing again (fio's `wait_for_completions`).
     reaping: bool,
     exhausted: bool,
+    /// I/Os that failed, and the first of them.
+    errors: u64,
+    first_error: Option<(IoOp, u64, crate::device::zns::ZnsStatus)>,
     ramp_ended: bool,
     next_allowed: [SimTime; 3],
     think_count: u64,
@@ -238,6 +241,8 @@ impl JobRt {
             inflight: 0,
             reaping: false,
             exhausted: false,
+            errors: 0,
+            first_error: None,
             ramp_ended: false,
             next_allowed: [SimTime::ZERO; 3],
             think_count: 0,
@@ -352,6 +357,23 @@ impl JobRt {
 
     /// Its engine's open failed (the filesystem is full): nothing is in flight for it, and the
     /// job ends, as fio's ends on the error.
+    /// An I/O failed with `status` (a zoned drive's write-pointer checks): counted, and the
+    /// job stops issuing unless fio's `continue_on_error` covers the direction (a trace replay
+    /// goes on). Returns false: nothing is measured.
+    pub fn io_failed(&mut self, op: IoOp, offset: u64, status: crate::device::zns::ZnsStatus) -> bool {
+        self.inflight -= 1;
+        self.errors += 1;
+        self.first_error.get_or_insert((op, offset, status));
+        let goes_on = match &self.source {
+            Source::Fio { .. } => self.spec.continue_on_error.covers(op),
+            _ => true,
+        };
+        if !goes_on {
+            self.exhausted = true;
+        }
+        false
+    }
+
     pub fn open_failed(&mut self) {
         let e = self.engine.as_mut().expect("a file operation engine's job");
         assert!(e.call_out, "an open out");
@@ -727,6 +749,8 @@ impl JobRt {
             .map(|(&b, c)| (b, if total == 0 { 0.0 } else { c as f64 / total as f64 }))
             .collect();
         JobResult {
+            errors: self.errors,
+            error: self.first_error.map_or(0, |(_, _, s)| s.linux_errno()),
             name: self.spec.name.clone(),
             clone: self.clone,
             members: 1,

@@ -104,6 +104,8 @@ struct Request {
     pieces: u32,
     /// A write's data placement directive: the job's, else its tenant's default (0: none).
     dspec: u16,
+    /// The status it failed with (a zoned drive's write-pointer checks); `None`: it succeeded.
+    failed: Option<crate::device::zns::ZnsStatus>,
 }
 
 /// How a batch of [`Simulator::run_for`] ended.
@@ -621,6 +623,7 @@ impl Simulator {
             parent: None,
             pieces: 0,
             dspec: self.dspec_of(tenant, io.op, io.dspec),
+            failed: None,
         });
         self.issued += 1;
         self.overlap.issued(tenant.index());
@@ -859,6 +862,7 @@ impl Simulator {
             parent: None,
             pieces: 0,
             dspec: self.dspec_of(d.tenant, d.op, 0),
+            failed: None,
         })
     }
 
@@ -971,10 +975,20 @@ impl Simulator {
             return;
         }
         let done = std::mem::take(&mut self.out.completed);
+        for (r, status) in self.out.failed.drain(..) {
+            self.reqs[r.index()].failed = Some(status);
+        }
+        // A Zone Append's ALBA goes to no one yet: no host layer here reads it back.
+        self.out.appended.clear();
         let mut merged = std::mem::take(&mut self.merged);
         for &r in &done {
-            // The command's lead, then the requests the elevator merged into it.
+            // The command's lead, then the requests the elevator merged into it, which fail
+            // with it.
             self.block.complete(self.now, r, ftl_view(&self.device, &self.scenario), &mut merged);
+            let failed = self.reqs[r.index()].failed;
+            for &x in &merged {
+                self.reqs[x.index()].failed = failed;
+            }
             for x in std::iter::once(r).chain(merged.drain(..)) {
                 match &mut self.machine {
                     Some(m) => m.host_complete(self.now, x, &mut self.vout),
@@ -1000,6 +1014,7 @@ impl Simulator {
             self.pieces_live -= 1;
             let parent = &mut self.reqs[p.index()];
             parent.queued = parent.queued.min(req.queued);
+            parent.failed = parent.failed.or(req.failed);
             parent.pieces -= 1;
             if parent.pieces > 0 {
                 return;
@@ -1026,7 +1041,12 @@ impl Simulator {
                 job.call_returned(self.now, clat.saturating_sub(self.scenario.host.completion_overhead.0));
                 false
             }
-            _ => job.complete(self.now, req.op, req.app_len, slat, clat),
+            _ => match req.failed {
+                // A failed I/O is not in fio's statistics; fio's job stops at it unless
+                // `continue_on_error` says to go on.
+                Some(status) => job.io_failed(req.op, req.offset, status),
+                None => job.complete(self.now, req.op, req.app_len, slat, clat),
+            },
         };
         if measured {
             self.overlap.record(req.tenant.index(), self.now, req.app_len);

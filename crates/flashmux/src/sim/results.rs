@@ -87,7 +87,7 @@ impl Simulator {
                     io.merge(&jobs[j].io);
                     runtime = runtime.max(jobs[j].runtime_ns);
                 }
-                let TenantDeviceReport { gc_units_moved, gc_units_caused, gc_erases, map, device: dev } =
+                let TenantDeviceReport { gc_units_moved, gc_units_caused, gc_erases, map, device: dev, zones } =
                     self.device.tenant_report(TenantId(i as u16));
                 TenantResult {
                     name: t.name.clone(),
@@ -106,6 +106,7 @@ impl Simulator {
                     sched: self.block.tenant_stats(i),
                     merges: self.block.merge_config().1.then(|| self.block.merge_stats(i)),
                     replay: self.work.tenant_jobs[i].iter().find_map(|&j| replays[j].take()),
+                    zones,
                 }
             })
             .collect()
@@ -172,6 +173,8 @@ impl Simulator {
                         gc_moved: c.gc_units_moved,
                         map_lookups: c.map_lookups,
                         map_misses: c.map_misses,
+                        zone_resets: c.zone_resets,
+                        zone_errors: c.zone_errors,
                     },
                     cmt_pages: c.cmt_pages,
                     slice_scale,

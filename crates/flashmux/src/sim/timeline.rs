@@ -51,6 +51,9 @@ pub struct Counters {
     pub gc_moved: u64,
     pub map_lookups: u64,
     pub map_misses: u64,
+    /// A zoned drive's Zone Resets that emptied a zone, and failed commands.
+    pub zone_resets: u64,
+    pub zone_errors: u64,
 }
 
 /// What the device says about a tenant at an interval's end.
@@ -124,6 +127,8 @@ impl Timeline {
                     gc_moved: now_c.gc_moved - last.gc_moved,
                     map_lookups: now_c.map_lookups - last.map_lookups,
                     map_misses: now_c.map_misses - last.map_misses,
+                    zone_resets: now_c.zone_resets - last.zone_resets,
+                    zone_errors: now_c.zone_errors - last.zone_errors,
                 };
                 let charged = snap[t].gc_charged_ns.map(|c| c - self.last_charged[t]);
                 self.last[t] = now_c;
@@ -199,6 +204,8 @@ impl Timeline {
             // The shares of GC's work below; `gc_share_est` carries the cost charged until then.
             gc_share: delta.gc_moved as f64,
             gc_share_est: charged.unwrap_or(f64::NAN),
+            zone_resets: delta.zone_resets,
+            zone_errors: delta.zone_errors,
         }
     }
 

@@ -52,6 +52,63 @@ pub(super) struct DeviceSection {
     pub(super) fdp: Option<FdpSection>,
     /// The NVMe Streams directive.
     pub(super) streams: Option<StreamsSection>,
+    /// A zoned namespace (NVMe ZNS).
+    pub(super) zns: Option<ZnsSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ZnsSection {
+    /// Bytes of LBA space per zone.
+    pub(super) zone_size: Option<Size>,
+    /// Writable bytes per zone (default: the zone size).
+    pub(super) zone_capacity: Option<Size>,
+    /// Zones (default: as many as the flash holds).
+    pub(super) zones: Option<u32>,
+    pub(super) max_open: Option<u32>,
+    pub(super) max_active: Option<u32>,
+    pub(super) zone_append_limit: Option<Size>,
+}
+
+/// `[device.zns]` over the preset's zoned namespace (if any), on the resolved geometry.
+fn resolve_zns(ctx: &Ctx, d: &DeviceSection, preset: Option<ZnsLayout>, geo: &Geometry) -> Result<Option<ZnsLayout>, ConfigError> {
+    let Some(z) = &d.zns else {
+        // The preset's zones, as many as its (perhaps changed) flash holds.
+        return Ok(preset.map(|p| ZnsLayout { zones: ZnsLayout::max_zones(geo, p.capacity_bytes).max(1) as u32, ..p }));
+    };
+    let zone_bytes = match (&z.zone_size, preset) {
+        (Some(s), _) => s.bytes,
+        (None, Some(p)) => p.zone_bytes,
+        (None, None) => {
+            return Err(ctx.err(format!(
+                "device.zns.zone_size: required (bytes of LBA space per zone, a multiple of a block in every plane: {} bytes on this flash)",
+                ZnsLayout::layout_unit(geo)
+            )))
+        }
+    };
+    let capacity_bytes = match (&z.zone_capacity, &z.zone_size, preset) {
+        (Some(c), _, _) => c.bytes,
+        (None, Some(s), _) => s.bytes,
+        (None, None, Some(p)) => p.capacity_bytes,
+        (None, None, None) => unreachable!("zone_size is required without a zoned preset"),
+    };
+    let layout = ZnsLayout::layout_unit(geo);
+    let zones = match z.zones {
+        Some(n) => n,
+        None if capacity_bytes >= layout && capacity_bytes % layout == 0 => {
+            ZnsLayout::max_zones(geo, capacity_bytes).min(u32::MAX as u64) as u32
+        }
+        // Not whole layout units: validation says what is wrong with the capacity.
+        None => 1,
+    };
+    Ok(Some(ZnsLayout {
+        zones,
+        zone_bytes,
+        capacity_bytes,
+        max_open: z.max_open.or(preset.and_then(|p| p.max_open)),
+        max_active: z.max_active.or(preset.and_then(|p| p.max_active)),
+        append_limit_bytes: z.zone_append_limit.as_ref().map(|s| s.bytes).or(preset.and_then(|p| p.append_limit_bytes)),
+    }))
 }
 
 crate::named! {
@@ -428,6 +485,10 @@ fn resolve_ssd(ctx: &Ctx, d: &DeviceSection, name: &str, mut c: SsdConfig) -> Re
         c.ru_update_every = Some(every.bytes);
     }
     c.geometry.validate().map_err(|e| ctx.err(format!("device.geometry: {e}")))?;
+    c.zns = resolve_zns(ctx, d, c.zns, &c.geometry)?;
+    if c.zns.is_some() {
+        reject_on_zoned(ctx, d)?;
+    }
     let capacity = match &d.capacity {
         Some(_) if d.geometry.blocks_per_plane.is_some() => {
             return Err(ctx.err("device.capacity and device.geometry.blocks_per_plane both set the drive's size: give one"))
@@ -452,6 +513,29 @@ fn resolve_ssd(ctx: &Ctx, d: &DeviceSection, name: &str, mut c: SsdConfig) -> Re
         e => ctx.err(format!("device.ftl: {e}")),
     })?;
     Ok(c)
+}
+
+/// What a zoned drive has no use for: a capacity (its zones decide it), over-provisioning and
+/// GC settings (it has no GC).
+fn reject_on_zoned(ctx: &Ctx, d: &DeviceSection) -> Result<(), ConfigError> {
+    if d.capacity.is_some() {
+        return Err(ctx.err("device.capacity: a zoned drive's capacity is its zones (device.zns.zones x zone_size): set those, or device.geometry.blocks_per_plane for more flash"));
+    }
+    let f = &d.ftl;
+    for (key, set) in [
+        ("overprovisioning", f.overprovisioning.is_some()),
+        ("gc_victim", f.gc_victim.is_some()),
+        ("gc_threshold_blocks", f.gc_threshold_blocks.is_some()),
+        ("gc_rga_candidates", f.gc_rga_candidates.is_some()),
+        ("gc_copyback", f.gc_copyback.is_some()),
+    ] {
+        if set {
+            return Err(ctx.err(format!(
+                "device.ftl.{key}: a zoned drive has no garbage collection or spare area to set (the host resets zones to free space): remove it"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `[device.geometry]` over the preset's.
@@ -683,7 +767,7 @@ pub(super) fn reject_ssd_keys(ctx: &Ctx, d: &DeviceSection, preset: &str) -> Res
             || b.high_watermark.is_some() || b.low_watermark.is_some() || b.volatile_write_cache.is_some()
             || b.dram_access.is_some() || b.dram_rate.is_some()),
     ];
-    let set = [set[0], set[1], set[2], set[3], ("fdp", d.fdp.is_some()), ("streams", d.streams.is_some())];
+    let set = [set[0], set[1], set[2], set[3], ("fdp", d.fdp.is_some()), ("streams", d.streams.is_some()), ("zns", d.zns.is_some())];
     match set.iter().find(|(_, s)| *s) {
         Some((section, _)) => Err(ctx.err(format!("device.{section}: preset '{preset}' has no flash; remove this section"))),
         None => Ok(()),

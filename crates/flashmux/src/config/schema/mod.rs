@@ -9,7 +9,7 @@ use super::{
 };
 use crate::device::precondition::{PreconditionSpec, PreconditionState};
 use crate::device::FlushPolicy;
-use crate::device::{Arbitration, NullConfig, NvmeConfig, PlacementMode, Priority, SsdConfig, DEFAULT_WRR_WEIGHTS, MAX_OVERPROVISIONING};
+use crate::device::{Arbitration, NullConfig, NvmeConfig, PlacementMode, Priority, SsdConfig, ZnsLayout, DEFAULT_WRR_WEIGHTS, MAX_OVERPROVISIONING};
 use crate::flash::Geometry;
 use crate::ftl::{CmtConfig, CmtPolicyKind, Ftl, FtlError, MappingConfig, MappingKind, VictimPolicy};
 use crate::host::{BudgetParams, CfqParams, DeadlineParams, HostConfig, MergeConfig, MotsParams, SchedulerKind};
@@ -182,6 +182,13 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
         },
     };
     let mut collected = Collected::default();
+    let zoned = matches!(&device.kind, DeviceKind::Ssd(c) if c.zns.is_some());
+    if zoned && precondition.state != PreconditionState::Clean {
+        return Err(ctx.err("precondition.state: a zoned drive starts with every zone empty; preconditioning writes through a conventional FTL, which it does not have: use state = \"clean\""));
+    }
+    if zoned && f.precondition.state_file.is_some() {
+        return Err(ctx.err("precondition.state_file: drive state files hold a conventional drive's FTL; a zoned drive starts with every zone empty"));
+    }
     if matches!(device.kind, DeviceKind::Null(_)) && precondition.state != PreconditionState::Clean {
         collected.warnings.push(format!(
             "{file}: precondition.state has no effect on the null device (it has no flash to age)"

@@ -262,6 +262,17 @@ impl FlashArray {
         self.busy[slot] = loaded.max(self.busy[slot]) + self.timing.program;
     }
 
+    /// A zone reset's erases on `die`: `rounds` multi-plane erases (one block per plane each),
+    /// after whatever the die is doing. Returns when they end.
+    pub(super) fn reserve_erase(&mut self, now: SimTime, die: DieId, rounds: u32) -> SimTime {
+        self.catch_up_gc(die, now);
+        let slot = self.busy_slot(die);
+        let start = now.max(self.busy[slot]);
+        let end = start + (self.timing.command + self.timing.erase) * rounds as u64;
+        self.busy[slot] = end;
+        end
+    }
+
     /// The oldest host program of `die` has ended: its (end, units).
     pub(super) fn finish_program(&mut self, now: SimTime, die: DieId) -> (SimTime, u32) {
         let (end, units) = self.dies[die.index()].programs.pop_front().expect("program completion without a program");

@@ -85,12 +85,116 @@ pub struct SsdConfig {
     /// `None`: never, and then hashes as absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ru_update_every: Option<u64>,
+    /// A zoned namespace (`[device.zns]`) instead of a conventional one; hashes as absent when
+    /// `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zns: Option<ZnsLayout>,
     /// The scenario's seed, from which the drive derives its own random streams (GC's victim
     /// draws under `rga` and `random`): the simulator sets it when it builds the drive
     /// (`sim/mod.rs`, so a seed given on the command line reaches it). Not hashed here: the
     /// scenario's seed is.
     #[serde(skip)]
     pub seed: u64,
+}
+
+/// A zoned namespace's layout (`[device.zns]`), in bytes; the zone state machine counts in
+/// LBAs of [`ZNS_LBA_BYTES`] ([`ZnsLayout::state_machine`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ZnsLayout {
+    pub zones: u32,
+    /// Bytes of LBA space per zone (ZSZE).
+    pub zone_bytes: u64,
+    /// Writable bytes at the start of each zone (ZCAP), at most `zone_bytes`.
+    pub capacity_bytes: u64,
+    /// Most zones open at once; `None` for no limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_open: Option<u32>,
+    /// Most zones active (open or closed) at once; `None` for no limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_active: Option<u32>,
+    /// Most bytes one Zone Append writes (ZASL); `None` for no limit but the zone's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub append_limit_bytes: Option<u64>,
+}
+
+/// The zoned namespace's logical block: 512 bytes, the device's sector.
+pub const ZNS_LBA_BYTES: u64 = 512;
+
+impl ZnsLayout {
+    /// The zone state machine's parameters, in LBAs.
+    pub fn state_machine(&self) -> crate::device::zns::ZnsConfig {
+        use crate::device::zns::{ZnsConfig, ZoneGeometry};
+        ZnsConfig {
+            geometry: ZoneGeometry {
+                zones: self.zones,
+                zone_size: self.zone_bytes / ZNS_LBA_BYTES,
+                zone_capacity: self.capacity_bytes / ZNS_LBA_BYTES,
+            },
+            max_open: self.max_open,
+            max_active: self.max_active,
+            zone_append_limit: self.append_limit_bytes.map(|b| b / ZNS_LBA_BYTES),
+        }
+    }
+
+    /// The flash layout unit: a block in every plane. A zone's size and capacity are whole
+    /// layout units, so a full zone is `capacity / layout` blocks in every plane.
+    pub fn layout_unit(g: &Geometry) -> u64 {
+        g.planes() as u64 * g.pages_per_block as u64 * g.page_bytes as u64
+    }
+
+    /// Most zones of `capacity_bytes` the flash of `g` holds at once.
+    pub fn max_zones(g: &Geometry, capacity_bytes: u64) -> u64 {
+        g.blocks_per_plane as u64 / (capacity_bytes / Self::layout_unit(g)).max(1)
+    }
+
+    /// The rules of a zoned drive on `g`; errors name `device.zns.<key>`.
+    pub fn validate(&self, g: &Geometry) -> Result<(), String> {
+        let layout = Self::layout_unit(g);
+        let unit = format!(
+            "the flash layout unit, a block in every plane: {} planes x {} bytes = {layout} bytes",
+            g.planes(),
+            g.pages_per_block as u64 * g.page_bytes as u64
+        );
+        if self.zone_bytes == 0 || self.zone_bytes % layout != 0 {
+            return Err(format!("device.zns.zone_size: {} bytes is not a multiple of {unit}", self.zone_bytes));
+        }
+        if self.capacity_bytes == 0 || self.capacity_bytes % layout != 0 {
+            return Err(format!("device.zns.zone_capacity: {} bytes is not a multiple of {unit}", self.capacity_bytes));
+        }
+        if self.capacity_bytes > self.zone_bytes {
+            return Err(format!(
+                "device.zns.zone_capacity: {} bytes is above zone_size = {} bytes: expected zone_capacity <= zone_size",
+                self.capacity_bytes, self.zone_bytes
+            ));
+        }
+        let fit = Self::max_zones(g, self.capacity_bytes);
+        if self.zones == 0 || self.zones as u64 > fit {
+            return Err(format!(
+                "device.zns.zones: {} zones of {} bytes of capacity: the flash holds 1 to {fit} ({} blocks per plane, {} per zone)",
+                self.zones,
+                self.capacity_bytes,
+                g.blocks_per_plane,
+                self.capacity_bytes / layout
+            ));
+        }
+        let zone_planes = self.zones as u64 * g.planes() as u64;
+        if zone_planes > crate::ftl::ZonedFtl::MAX_ZONE_PLANES {
+            return Err(format!(
+                "device.zns.zones: {} zones over {} planes: the model keeps an open block per zone and plane, at most {} (use larger zones)",
+                self.zones,
+                g.planes(),
+                crate::ftl::ZonedFtl::MAX_ZONE_PLANES
+            ));
+        }
+        if let Some(a) = self.append_limit_bytes {
+            if a == 0 || a % ZNS_LBA_BYTES != 0 {
+                return Err(format!(
+                    "device.zns.zone_append_limit: {a} bytes: expected a multiple of {ZNS_LBA_BYTES} bytes (an LBA) above zero"
+                ));
+            }
+        }
+        self.state_machine().validate()
+    }
 }
 
 /// The controller's ECC engines as a throughput limit (`device/ssd/array.rs`): the data of every
@@ -180,6 +284,7 @@ impl SsdConfig {
             data_out_first: false,
             placement: PlacementMode::None,
             ru_update_every: None,
+            zns: None,
             seed: crate::config::DEFAULT_SEED,
         }
     }
@@ -188,6 +293,10 @@ impl SsdConfig {
     /// one flash page per plane so every plane holds the same share.
     pub fn logical_units(&self) -> u64 {
         let g = &self.geometry;
+        if let Some(z) = &self.zns {
+            // A zoned namespace exports its zones' LBA space (zone size, not capacity).
+            return z.zones as u64 * z.zone_bytes / g.unit_bytes as u64;
+        }
         let stripe = g.units_per_page() as u64 * g.planes() as u64;
         let raw = (g.total_units() as f64 / (1.0 + self.overprovisioning)).floor() as u64;
         raw / stripe * stripe
@@ -200,7 +309,14 @@ impl SsdConfig {
             victim_policy: self.victim_policy,
             gc_threshold_blocks: self.gc_threshold_blocks,
             map_entries_per_page: self.mapping.entries_per_page(self.geometry.page_bytes),
-            placements: self.placement.placements(),
+            placements: match &self.zns {
+                Some(z) => crate::ftl::Placements::shared(z.zones as usize),
+                None => self.placement.placements(),
+            },
+            zoned: self.zns.map(|z| crate::ftl::ZonedFtl {
+                zone_units: z.zone_bytes / self.geometry.unit_bytes as u64,
+                capacity_units: z.capacity_bytes / self.geometry.unit_bytes as u64,
+            }),
         }
     }
 
@@ -221,6 +337,18 @@ impl SsdConfig {
         }
         self.flush.validate()?;
         self.placement.validate()?;
+        if let Some(z) = &self.zns {
+            z.validate(&self.geometry)?;
+            if self.open_channel {
+                return Err("device.zns: an open-channel drive's FTL runs on the host; a zoned namespace is the drive's: use mode = \"ssd\"".into());
+            }
+            if !self.placement.is_none() {
+                return Err("device.zns: a zoned namespace places data by zone: it takes no [device.fdp] or [device.streams]".into());
+            }
+            if self.mapping != MappingConfig::Full {
+                return Err("device.ftl.mapping: a zoned drive maps zones to erase blocks, a small table its DRAM holds: use mapping = \"full\"".into());
+            }
+        }
         if self.open_channel && !self.placement.is_none() {
             return Err("device.mode: an open-channel drive's FTL runs on the host (pblk), which places the data itself: FDP and Streams are a drive's, use mode = \"ssd\"".into());
         }

@@ -86,7 +86,7 @@ pub(super) struct Flusher {
     depth: u32,
     planes_per_die: u32,
     /// Writes waiting for buffer space, oldest first (command slots).
-    waiting: VecDeque<u32>,
+    pub(super) waiting: VecDeque<u32>,
     /// Dies that may be able to start a program, and whether each is in that queue.
     ready: VecDeque<DieId>,
     in_ready: Vec<bool>,
@@ -105,7 +105,7 @@ impl Flusher {
     pub(super) fn new(cfg: &SsdConfig) -> Flusher {
         let (geo, dies) = (&cfg.geometry, cfg.geometry.dies() as usize);
         Flusher {
-            buf: WriteBuffer::new(cfg.buffer_units, geo.planes(), cfg.placement.placements().count() as u32),
+            buf: WriteBuffer::new(cfg.buffer_units, geo.planes(), cfg.ftl_params().placements.count() as u32),
             policy: cfg.flush,
             volatile: cfg.volatile_write_cache,
             depth: cfg.program_queue_depth,

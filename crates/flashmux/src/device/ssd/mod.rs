@@ -53,10 +53,12 @@ mod flusher;
 mod gc;
 mod map_path;
 mod placement;
+mod zoned;
 
-pub use config::{DramTiming, EccRates, FlushPolicy, SsdConfig, MAX_OVERPROVISIONING};
+pub use config::{DramTiming, EccRates, FlushPolicy, SsdConfig, ZnsLayout, MAX_OVERPROVISIONING, ZNS_LBA_BYTES};
 pub use placement::{PlacementEvents, PlacementMode};
 pub use gc::GcMode;
+pub use zoned::{TenantZoneStats, ZnsReport};
 
 use super::{CmdState, Command, DeviceEvent, IoOp, Outbox};
 use crate::flash::Geometry;
@@ -148,6 +150,8 @@ pub struct Ssd {
     /// Each tenant's default placement ([`Ssd::set_tenant_dspecs`]).
     tenant_placements: Vec<Placement>,
     pages_scratch: Vec<(u32, u32)>,
+    /// A zoned namespace's zones (`[device.zns]`); `None` on a conventional drive.
+    zoned: Option<zoned::ZonedNs>,
 }
 
 /// An SSD configuration that cannot be built.
@@ -172,6 +176,7 @@ impl Ssd {
         let planes = geo.planes() as usize;
         let map = MapPath::new(&cfg.mapping, geo.page_bytes, cfg.logical_units(), &ftl, planes, tenants)?;
         let gc_mode = GcMode::of(&cfg);
+        let zoned = cfg.zns.map(zoned::ZonedNs::new).transpose().map_err(SsdError::Config)?;
         Ok(Ssd {
             array: FlashArray::new(
                 &geo,
@@ -191,6 +196,7 @@ impl Ssd {
             tenants: Vec::new(),
             tenant_placements: Vec::new(),
             pages_scratch: Vec::new(),
+            zoned,
         })
     }
 
@@ -298,6 +304,13 @@ impl Ssd {
 
     /// Runs a command the controller has just fetched.
     pub fn execute(&mut self, now: SimTime, slot: u32, cmds: &mut [CmdState], out: &mut Outbox) {
+        let mut zone = None;
+        if self.zoned.is_some() {
+            match self.zone_command(now, slot, cmds, out) {
+                zoned::ZoneOutcome::Proceed(p) => zone = Some(p),
+                zoned::ZoneOutcome::Done => return self.flush(now, out),
+            }
+        }
         let cmd = cmds[slot as usize].cmd;
         match cmd.op {
             IoOp::Read => {
@@ -324,12 +337,13 @@ impl Ssd {
                 out.events.push((mapped, DeviceEvent::Complete(slot)));
             }
             IoOp::Flush => self.flusher.begin_flush_cmd(now, slot, out),
-            IoOp::Write => {
+            IoOp::Write | IoOp::ZoneAppend => {
                 let (first, last) = self.unit_range(&cmd);
                 let mapped = self.translate(now, cmd.tenant, first, last, true, out);
                 let st = &mut cmds[slot as usize];
                 st.done_at = st.done_at.max(mapped);
-                let placement = self.placer.place(cmd.dspec, cmd.len);
+                // On a zoned drive the zone is the placement; a directive has no say.
+                let placement = zone.unwrap_or_else(|| self.placer.place(cmd.dspec, cmd.len));
                 st.placement = placement;
                 if let Some(every) = self.cfg.ru_update_every {
                     if self.placer.due_ru_update(placement, cmd.len, every) {
@@ -340,8 +354,8 @@ impl Ssd {
                     self.flusher.stall(slot);
                 }
             }
-            IoOp::ZoneAppend | IoOp::ZoneReset | IoOp::ZoneFinish | IoOp::ZoneOpen | IoOp::ZoneClose => {
-                unreachable!("zone commands reach only a zoned drive: the loader refuses them elsewhere")
+            IoOp::ZoneReset | IoOp::ZoneFinish | IoOp::ZoneOpen | IoOp::ZoneClose => {
+                unreachable!("zone management is done by zone_command; the loader refuses it on other drives")
             }
         }
         self.flush(now, out);

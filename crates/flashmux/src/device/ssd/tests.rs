@@ -356,7 +356,7 @@ impl Rig {
         self.reads_mapped(Some(now));
         let slot = self.cmds.len() as u32;
         let cmd = Command { req: ReqId(slot), tenant: TenantId(0), op, offset, len, queue: QueueId(0), dspec: 0 };
-        self.cmds.push(CmdState { cmd, progress: 0, placement: crate::units::Placement(0), done_at: now });
+        self.cmds.push(CmdState::new(cmd, now));
         self.ssd.execute(now, slot, &mut self.cmds, &mut self.out);
         slot
     }

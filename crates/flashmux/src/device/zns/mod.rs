@@ -266,6 +266,22 @@ impl ZnsStatus {
         u16::from(self.status_code_type()) << 8 | u16::from(self.status_code())
     }
 
+    /// The errno Linux completes the request with (what fio reports as a job's `error`):
+    /// `nvme_error_status` (drivers/nvme/host/core.c) turns the open and active resource
+    /// statuses into `BLK_STS_ZONE_OPEN_RESOURCE` and `BLK_STS_ZONE_ACTIVE_RESOURCE`, Invalid
+    /// Field into `BLK_STS_NOTSUPP`, LBA Out of Range into `BLK_STS_TARGET`, and every other
+    /// zone status into `BLK_STS_IOERR`; `blk_status_to_errno` (block/blk-core.c) gives
+    /// ETOOMANYREFS (109), EOVERFLOW (75), EOPNOTSUPP (95), EREMOTEIO (121) and EIO (5).
+    pub fn linux_errno(self) -> i32 {
+        match self {
+            ZnsStatus::TooManyOpenZones => 109,
+            ZnsStatus::TooManyActiveZones => 75,
+            ZnsStatus::InvalidField => 95,
+            ZnsStatus::LbaOutOfRange => 121,
+            _ => 5,
+        }
+    }
+
     /// The spec's name.
     pub fn name(self) -> &'static str {
         match self {

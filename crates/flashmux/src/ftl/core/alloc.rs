@@ -56,6 +56,14 @@ impl Ftl {
         was
     }
 
+    /// A zone reset's unmapping of `lpn`: as [`Ftl::unmap`], not counted as a trim.
+    pub fn discard(&mut self, lpn: Lpn) -> Loc {
+        let was = self.lookup(lpn);
+        self.invalidate_flash_copy(lpn);
+        self.l2p[lpn.index()] = UNMAPPED;
+        was
+    }
+
     fn invalidate_flash_copy(&mut self, lpn: Lpn) {
         if let Loc::Flash(ppa) = self.lookup(lpn) {
             debug_assert_eq!(self.p2l[ppa.index()], lpn.0);
@@ -85,7 +93,36 @@ impl Ftl {
     pub fn can_program_host(&self, plane: PlaneId, placement: Placement, units: u32) -> bool {
         let p = &self.planes[plane.index()];
         let room = self.room(p.host_open[placement.index()]);
-        room >= units || p.free.len() > GC_RESERVE_BLOCKS
+        // A zoned drive has no GC to keep a reserve for.
+        let reserve = if self.params.zoned.is_some() { 0 } else { GC_RESERVE_BLOCKS };
+        room >= units || p.free.len() > reserve
+    }
+
+    /// Zone Reset's flash work on a zoned drive: zone `zone` (its placement), whose data the
+    /// caller has unmapped, gives up its open blocks and every block it wrote is erased — free
+    /// again at once; the caller times the erases on the dies, whose later programs wait for
+    /// them. Appends the erased blocks to `erased`.
+    pub fn erase_zone(&mut self, zone: Placement, erased: &mut Vec<u32>) {
+        assert!(self.params.zoned.is_some(), "Zone Reset on a drive without zones");
+        for p in &mut self.planes {
+            p.host_open[zone.index()] = None;
+        }
+        let mut blocks = std::mem::take(&mut self.zone_blocks[zone.index()]);
+        for &b in &blocks {
+            let blk = &mut self.blocks[b as usize];
+            assert_eq!(blk.valid, 0, "zone {} reset with valid data in block {b}", zone.0);
+            if blk.state == BlockState::Full {
+                self.buckets.remove(b, 0);
+            }
+            blk.state = BlockState::Free;
+            blk.written = 0;
+            blk.erase_count += 1;
+            self.stats.erases += 1;
+            self.planes[(b / self.blocks_per_plane) as usize].free.push_back(b);
+        }
+        erased.extend_from_slice(&blocks);
+        blocks.clear();
+        self.zone_blocks[zone.index()] = blocks;
     }
 
     /// Programs host data for `lpn` (written by `owner`) into `plane`'s open block of
@@ -173,9 +210,10 @@ impl Ftl {
         let block = match current {
             Some(b) => b,
             None => {
+                let zoned = self.params.zoned.is_some();
                 let p = &mut self.planes[plane.index()];
                 assert!(
-                    p.free.len() > stream.reserve(),
+                    p.free.len() > if zoned { 0 } else { stream.reserve() },
                     "plane {}: no free block for {} writes (caller must check can_program_host/can_program_map)",
                     plane.0,
                     match stream {
@@ -194,7 +232,10 @@ impl Ftl {
                     Stream::Gc => MIXED,
                     Stream::Map | Stream::MapGc => 0,
                 };
-                if matches!(stream, Stream::Host(_) | Stream::Map) {
+                if zoned {
+                    let Stream::Host(zone) = stream else { unreachable!("a zoned drive writes only host data") };
+                    self.zone_blocks[zone.index()].push(b);
+                } else if matches!(stream, Stream::Host(_) | Stream::Map) {
                     self.collect_garbage(plane);
                 }
                 b

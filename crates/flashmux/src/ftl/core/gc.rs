@@ -261,6 +261,7 @@ mod tests {
             gc_threshold_blocks: 2,
             map_entries_per_page: None,
             placements: Default::default(),
+            zoned: None,
         };
         let mut ftl = Ftl::new(&geo, params).unwrap();
         let plane = PlaneId(0);

@@ -16,6 +16,11 @@ impl Ftl {
         let total_valid: u64 = (0..self.blocks.len()).map(|b| self.check_block(b)).sum();
         assert_eq!(total_valid, mapped_to_flash, "valid units != logical pages mapped to flash");
         self.check_buckets();
+        if self.params.zoned.is_some() {
+            let listed: usize = self.zone_blocks.iter().map(Vec::len).sum();
+            let used = self.blocks.iter().filter(|b| b.state != BlockState::Free).count();
+            assert_eq!(listed, used, "zones list {listed} blocks, {used} are in use");
+        }
         for p in 0..self.planes.len() {
             self.check_plane(p);
         }
@@ -75,6 +80,14 @@ impl Ftl {
                 assert!(!blk.map, "block {b}: data in a translation block");
                 assert_eq!(self.l2p[lpn as usize], ppa, "stale P2L entry");
             }
+        }
+        if let (Some(z), false) = (self.params.zoned, blk.state == BlockState::Free) {
+            // A zoned drive's block holds its zone's data only, and is listed as the zone's.
+            for &lpn in units.iter().filter(|&&l| l != NO_LPN) {
+                assert_eq!(lpn as u64 / z.zone_units, blk.placement as u64, "block {b} of zone {} holds another zone's data", blk.placement);
+            }
+            let listed = self.zone_blocks[blk.placement as usize].iter().filter(|&&x| x as usize == b).count();
+            assert_eq!(listed, 1, "block {b} of zone {} listed {listed} times among its blocks", blk.placement);
         }
         if !self.unit_placement.is_empty() && !blk.map {
             // Isolation: a block holds one placement's data, or (the shared GC block) data of

@@ -25,7 +25,7 @@ use std::ops::{Index, IndexMut};
 pub use gen::{IoUnit, JobGen};
 pub use job::{
     groups, phases, AbsZone, BsSplit, DataPlacement, FileEngine, FileService, FioJob, PlacementKind, PlidSelect,
-    RandomDistribution, RateProcess, RwMode, RwModifier, RwSequencer, SchemeEntry, SizeSpec, StridedZones, ThinktimeBlocksType, Zone,
+    RandomDistribution, RateProcess, RwMode, RwModifier, RwSequencer, SchemeEntry, SizeSpec, StridedZones, ThinktimeBlocksType, Zone, ContinueOnError,
     ZoneMode,
     DP_MAX_SCHEME_ENTRIES, FIO_MAX_DP_IDS,
 };

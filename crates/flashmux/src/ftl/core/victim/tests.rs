@@ -25,7 +25,7 @@ fn one_plane(blocks: u32, pages: u32) -> Geometry {
 fn ftl(geo: &Geometry, logical_blocks: u32, policy: VictimPolicy, seed: u64, d: Option<u32>) -> Ftl {
     let logical = (logical_blocks * geo.pages_per_block) as u64;
     let params =
-        FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2, map_entries_per_page: None, placements: Default::default() };
+        FtlParams { logical_units: logical, victim_policy: policy, gc_threshold_blocks: 2, map_entries_per_page: None, placements: Default::default(), zoned: None };
     let mut f = Ftl::new(geo, params).unwrap();
     f.set_victim_draws(seed, d);
     f

@@ -23,7 +23,7 @@ pub(super) const EXPECT_TIME_S: &str = "a time such as 30, 500ms or 2m (a bare n
 pub(super) const EXPECT_TIME_US: &str = "a time such as 100, 5ms or 1s (a bare number is microseconds)";
 /// Why `zonemode=zbd` and its options are refused.
 pub(super) const NEEDS_ZBD: &str =
-    "zonemode=zbd needs a zoned block device (NVMe ZNS); flashmux's drives are conventional";
+    "zonemode=zbd (fio's zoned block device support) is not ported yet; on a zoned drive (preset \"tlc-nvme-zns\", [device.zns]) run the job without it";
 pub(super) const EXPECT_RW: &str = "one of read, write, trim, randread, randwrite, randtrim, rw, readwrite, \
                          randrw, trimwrite, randtrimwrite, optionally followed by :<nr>";
 
@@ -133,6 +133,20 @@ impl FioJob {
                 }
             }
             "thinktime_iotime" => self.thinktime_iotime = o.time(NS_PER_SEC, EXPECT_TIME_S)?,
+            // fio's continue_on_error (options.c: none, read, write, io, verify, all; 0 and 1 as
+            // none and all): which failed I/Os the job goes on after.
+            "continue_on_error" => {
+                const EXPECT: &str = "none, read, write, io, verify, all, 0 or 1";
+                self.continue_on_error = match o.text(EXPECT)? {
+                    "none" | "0" => ContinueOnError::None,
+                    "read" => ContinueOnError::Read,
+                    "write" => ContinueOnError::Write,
+                    "io" => ContinueOnError::Io,
+                    "verify" => ContinueOnError::Verify,
+                    "all" | "1" => ContinueOnError::All,
+                    _ => return Err(o.invalid(EXPECT)),
+                }
+            }
             "fsync" => self.fsync = o.int_in(0, u32::MAX as u64)?,
             "fdatasync" => self.fdatasync = o.int_in(0, u32::MAX as u64)?,
             "end_fsync" => self.end_fsync = o.bool()?,
@@ -673,7 +687,7 @@ pub(super) const NOTED: &[&str] = &[
     "block_error_percentiles", "bwavgtime", "iopsavgtime", "disk_util", "disable_lat",
     "disable_clat", "disable_slat", "disable_bw_measurement", "slat_percentiles",
     "clat_percentiles", "lat_percentiles", "percentile_list", "significant_figures", "stats",
-    "unified_rw_reporting", "unit_base", "continue_on_error", "ignore_error", "error_dump",
+    "unified_rw_reporting", "unit_base", "ignore_error", "error_dump",
     "exitall_on_error", "ioscheduler", "openfiles", "hipri", "fixedbufs",
     "registerfiles", "sqthread_poll", "sqthread_poll_cpu", "userspace_reap", "nowait",
     "cmdprio_percentage", "cmdprio_class", "cmdprio", "cmdprio_bssplit", "replay_no_stall",

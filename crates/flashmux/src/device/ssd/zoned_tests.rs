@@ -1,0 +1,293 @@
+//! The zoned drive: exact times of a zone reset's erases, the statuses of failed commands, and a
+//! property test of its mapping against a reference (the zone state machine and the set of
+//! logical units written since their zone's last reset).
+
+use super::*;
+use crate::device::tests::ssd_config;
+use crate::device::SsdConfig;
+use crate::device::zns::{ZnsStatus, ZoneState};
+use crate::device::{CmdState, Command, DeviceEvent, IoOp, Outbox};
+use crate::units::{Nanos, QueueId, ReqId, SimTime, TenantId};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+
+/// The device tests' flash (2 channels × 2 chips × 1 die × 2 planes = 8 planes, 16-page blocks
+/// of 16 KiB: a layout unit of 8 × 256 KiB = 2 MiB) as a zoned drive of `zones` zones of
+/// 4 MiB, `cap_blocks` blocks per plane of capacity each.
+fn zoned(zones: u32, cap_blocks: u64, max_open: Option<u32>, max_active: Option<u32>) -> SsdConfig {
+    SsdConfig {
+        zns: Some(ZnsLayout {
+            zones,
+            zone_bytes: 4 * MIB,
+            capacity_bytes: cap_blocks * 2 * MIB,
+            max_open,
+            max_active,
+            append_limit_bytes: Some(64 * KIB),
+        }),
+        ..ssd_config(4, 2, 256)
+    }
+}
+
+/// The drive with its events run in time order, as the simulator would.
+struct Drive {
+    ssd: Ssd,
+    cmds: Vec<CmdState>,
+    out: Outbox,
+    /// Pending device events: (time, order issued, event).
+    events: BTreeMap<(SimTime, u64), DeviceEvent>,
+    seq: u64,
+    done: BTreeMap<u32, (SimTime, Option<ZnsStatus>)>,
+    /// When the last event ran.
+    last: SimTime,
+}
+
+impl Drive {
+    fn new(cfg: SsdConfig) -> Drive {
+        Drive { ssd: Ssd::new(cfg, 2).unwrap(), cmds: Vec::new(), out: Outbox::default(), events: BTreeMap::new(), seq: 0, done: BTreeMap::new(), last: SimTime::ZERO }
+    }
+    fn collect(&mut self) {
+        for (t, e) in self.out.events.drain(..) {
+            self.events.insert((t, self.seq), e);
+            self.seq += 1;
+        }
+    }
+    /// Runs the events due by `until` (all of them with `None`).
+    fn run(&mut self, until: Option<SimTime>) {
+        self.collect();
+        while let Some((&(t, s), &e)) = self.events.iter().next() {
+            if until.is_some_and(|u| t > u) {
+                break;
+            }
+            self.events.remove(&(t, s));
+            self.last = t;
+            match e {
+                DeviceEvent::Complete(slot) => {
+                    self.done.insert(slot, (t, self.cmds[slot as usize].status));
+                }
+                DeviceEvent::Mapped(slot) => self.ssd.read_mapped(t, slot, &self.cmds, &mut self.out),
+                DeviceEvent::ProgramDone(d) => self.ssd.program_done(t, d, &mut self.cmds, &mut self.out),
+                DeviceEvent::GcCheck(d) => self.ssd.gc_check(t, d, &mut self.cmds, &mut self.out),
+                DeviceEvent::Fetched(_) => unreachable!("no front end here"),
+            }
+            self.collect();
+        }
+    }
+    fn exec(&mut self, now: SimTime, tenant: u16, op: IoOp, offset: u64, len: u64) -> u32 {
+        self.run(Some(now));
+        let slot = self.cmds.len() as u32;
+        let cmd = Command { req: ReqId(slot), tenant: TenantId(tenant), op, offset, len, queue: QueueId(0), dspec: 0 };
+        self.cmds.push(CmdState::new(cmd, now));
+        self.ssd.execute(now, slot, &mut self.cmds, &mut self.out);
+        self.collect();
+        slot
+    }
+    /// Runs everything, then returns when `slot` completed and with what status.
+    fn finish(&mut self, slot: u32) -> (SimTime, Option<ZnsStatus>) {
+        self.run(None);
+        self.done[&slot]
+    }
+    /// When the drive has nothing left to do.
+    fn idle_time(&mut self) -> SimTime {
+        self.run(None);
+        self.last
+    }
+}
+
+/// The header's worked example on this flash: a zone of 2 blocks per plane written full, then
+/// reset: each of the 4 dies erases 2 blocks in each of its 2 planes, 2 rounds of a multi-plane
+/// erase of 3 ms: the reset completes 6 ms after it arrives at idle dies. An empty zone's reset
+/// erases nothing and completes at once.
+#[test]
+fn a_reset_erases_the_zones_blocks_on_every_die_in_rounds_of_multi_plane_erases() {
+    let mut d = Drive::new(zoned(4, 2, None, None));
+    let mut t = SimTime::ZERO;
+    for i in 0..(4 * MIB / (64 * KIB)) {
+        let w = d.exec(t, 0, IoOp::Write, i * 64 * KIB, 64 * KIB);
+        t = d.finish(w).0;
+    }
+    assert_eq!(d.ssd.zones().unwrap().state(0), Some(ZoneState::Full));
+    let idle = d.idle_time() + Nanos::from_us(1);
+    assert_eq!(d.ssd.ftl().stats().host_units_programmed, 1024, "4 MiB of 4 KiB units, all on flash");
+    let r = d.exec(idle, 0, IoOp::ZoneReset, 0, 4 * MIB);
+    assert_eq!(d.finish(r), (idle + Nanos::from_ms(6), None));
+    assert_eq!(d.ssd.ftl().stats().erases, 16, "2 blocks in each of 8 planes");
+    assert_eq!(d.ssd.zones().unwrap().state(0), Some(ZoneState::Empty));
+    let report = d.ssd.zns_report().unwrap();
+    assert_eq!((report.resets, report.blocks_erased, report.reset_ns), (1, 16, 6_000_000));
+    // Zone 1 is empty: nothing to erase.
+    let at = idle + Nanos::from_ms(7);
+    let e = d.exec(at, 1, IoOp::ZoneReset, 4 * MIB, 4 * MIB);
+    assert_eq!(d.finish(e), (at, None));
+    assert_eq!(d.ssd.ftl().stats().erases, 16);
+    // A write after the reset waits for nothing: its die's erase is over.
+    for l in 0..1024u32 {
+        assert_eq!(d.ssd.ftl().lookup(crate::units::Lpn(l)), crate::ftl::Loc::Unmapped);
+    }
+    d.ssd.check_invariants();
+}
+
+/// A program to a die that is erasing starts when the erase ends.
+#[test]
+fn a_write_after_a_reset_programs_once_its_dies_erases_end() {
+    let mut d = Drive::new(zoned(4, 1, None, None));
+    let w = d.exec(SimTime::ZERO, 0, IoOp::Write, 0, 2 * MIB);
+    d.finish(w);
+    let t = d.idle_time() + Nanos::from_us(1);
+    let r = d.exec(t, 0, IoOp::ZoneReset, 0, 4 * MIB);
+    assert_eq!(d.finish(r).0, t + Nanos::from_ms(3), "one block per plane: one round");
+    // 8 planes × a 16 KiB page: the write's pages program after the erase on every die.
+    let w = d.exec(t, 1, IoOp::Write, 4 * MIB, 128 * KIB);
+    d.run(None);
+    let first_program = d.done[&w].0;
+    assert!(first_program < t + Nanos::from_ms(3), "the write completes in the buffer");
+    d.ssd.check_invariants();
+    assert_eq!(d.ssd.ftl().stats().erases, 8);
+}
+
+/// Writes that break the zone rules complete at once with the drive's status, counted per
+/// tenant, and change nothing; Zone Append returns where it wrote.
+#[test]
+fn failed_zone_commands_complete_with_their_status_and_are_counted_per_tenant() {
+    let mut d = Drive::new(zoned(8, 1, Some(2), Some(2)));
+    let t = SimTime::ZERO;
+    let ok = d.exec(t, 0, IoOp::Write, 0, 64 * KIB);
+    assert_eq!(d.finish(ok).1, None);
+    // Not at the write pointer (64 KiB).
+    let bad = d.exec(t, 1, IoOp::Write, 128 * KIB, 4 * KIB);
+    assert_eq!(d.finish(bad), (t, Some(ZnsStatus::ZoneInvalidWrite)));
+    // Past the capacity (2 MiB) of zone 1.
+    let over = d.exec(t, 1, IoOp::Write, 4 * MIB, 2 * MIB + 4 * KIB);
+    assert_eq!(d.finish(over).1, Some(ZnsStatus::ZoneBoundaryError));
+    // Two zones active: a third is one too many.
+    let a = d.exec(t, 0, IoOp::ZoneAppend, 4 * MIB, 8 * KIB);
+    assert_eq!(d.finish(a).1, None);
+    assert_eq!(d.cmds[a as usize].alba, Some(4 * MIB), "appended at zone 1's write pointer");
+    let third = d.exec(t, 1, IoOp::Write, 8 * MIB, 4 * KIB);
+    assert_eq!(d.finish(third).1, Some(ZnsStatus::TooManyActiveZones));
+    // Append over the 64 KiB limit.
+    let big = d.exec(t, 0, IoOp::ZoneAppend, 4 * MIB, 128 * KIB);
+    assert_eq!(d.finish(big).1, Some(ZnsStatus::InvalidField));
+    let s1 = d.ssd.tenant_zone_stats(TenantId(1)).unwrap();
+    assert_eq!(s1.failed(), 3);
+    assert_eq!(s1.errors["Zone Invalid Write (BCh)"], 1);
+    let s0 = d.ssd.tenant_zone_stats(TenantId(0)).unwrap();
+    assert_eq!((s0.appends, s0.failed(), s0.open_zones), (1, 1, 2));
+    assert_eq!(d.ssd.zones().unwrap().write_pointer(1), Some(4 * MIB / 512 + 16));
+    d.ssd.check_invariants();
+}
+
+/// One step of the property test.
+#[derive(Clone, Debug)]
+enum Step {
+    /// Write `len` KiB (4 KiB multiples) at zone `zone`'s write pointer, or `off` KiB past it.
+    Write { tenant: u16, zone: u32, kib: u64, off: u64 },
+    Append { tenant: u16, zone: u32, kib: u64 },
+    Manage { zone: u32, op: u8 },
+    Read { zone: u32, kib: u64 },
+    /// Let `us` microseconds pass (programs, erases).
+    Wait { us: u64 },
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        5 => (0..2u16, 0..6u32, 1..64u64, prop_oneof![4 => Just(0u64), 1 => 1..8u64]).prop_map(|(tenant, zone, k, off)| Step::Write { tenant, zone, kib: k * 4, off: off * 4 }),
+        2 => (0..2u16, 0..6u32, 1..16u64).prop_map(|(tenant, zone, k)| Step::Append { tenant, zone, kib: k * 4 }),
+        2 => (0..6u32, 0..4u8).prop_map(|(zone, op)| Step::Manage { zone, op }),
+        1 => (0..6u32, 1..32u64).prop_map(|(zone, k)| Step::Read { zone, kib: k * 4 }),
+        1 => (1..5_000u64).prop_map(|us| Step::Wait { us }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// The zoned drive against a reference: every command's status is the reference state
+    /// machine's; after every step the FTL's invariants hold (a block holds only its zone's
+    /// data); at the end every logical unit is mapped exactly when the reference says it was
+    /// written since its zone's last reset, by the tenant that wrote it last, and no block is
+    /// left to a zone that holds nothing.
+    #[test]
+    fn zoned_drive_matches_the_reference(steps in prop::collection::vec(step(), 1..60)) {
+        let cfg = zoned(6, 1, Some(3), Some(4));
+        let mut d = Drive::new(cfg.clone());
+        let mut zones = crate::device::zns::Zones::new(cfg.zns.unwrap().state_machine()).unwrap();
+        // Unit -> tenant that last wrote it.
+        let mut written: BTreeMap<u64, u16> = BTreeMap::new();
+        let zone_lbas = 4 * MIB / 512;
+        let unit_lbas = 4096 / 512;
+        let mut t = SimTime::ZERO;
+        for s in steps {
+            t += Nanos(1_000);
+            let (slot, expect) = match s {
+                Step::Write { tenant, zone, kib, off } => {
+                    let wp = zones.write_pointer(zone).unwrap_or(zone as u64 * zone_lbas);
+                    let slba = wp + off * 2;
+                    let nlb = kib * 2;
+                    let r = zones.write(slba, nlb);
+                    if r.is_ok() {
+                        for u in slba / unit_lbas..(slba + nlb) / unit_lbas { written.insert(u, tenant); }
+                    }
+                    (d.exec(t, tenant, IoOp::Write, slba * 512, nlb * 512), r.err())
+                }
+                Step::Append { tenant, zone, kib } => {
+                    let zslba = zone as u64 * zone_lbas;
+                    let r = zones.append(zslba, kib * 2);
+                    if let Ok(alba) = r {
+                        for u in alba / unit_lbas..(alba + kib * 2) / unit_lbas { written.insert(u, tenant); }
+                    }
+                    let slot = d.exec(t, tenant, IoOp::ZoneAppend, zslba * 512, kib * 1024);
+                    if let Ok(alba) = r { prop_assert_eq!(d.cmds[slot as usize].alba, Some(alba * 512)); }
+                    (slot, r.err())
+                }
+                Step::Manage { zone, op } => {
+                    let op = [IoOp::ZoneReset, IoOp::ZoneFinish, IoOp::ZoneOpen, IoOp::ZoneClose][op as usize];
+                    let zslba = zone as u64 * zone_lbas;
+                    let r = zones.manage(zslba, op.zone_action().unwrap(), false);
+                    if op == IoOp::ZoneReset && r.is_ok() {
+                        let first = zslba / unit_lbas;
+                        written.retain(|&u, _| u < first || u >= first + zone_lbas / unit_lbas);
+                    }
+                    (d.exec(t, 0, op, zslba * 512, 4 * MIB), r.err())
+                }
+                Step::Read { zone, kib } => {
+                    let slba = zone as u64 * zone_lbas;
+                    (d.exec(t, 1, IoOp::Read, slba * 512, kib * 1024), zones.read_check(slba, kib * 2, true).err())
+                }
+                Step::Wait { us } => {
+                    t += Nanos::from_us(us);
+                    d.run(Some(t));
+                    continue;
+                }
+            };
+            d.run(Some(t));
+            if let Some(&(_, status)) = d.done.get(&slot) {
+                prop_assert_eq!(status, expect);
+            } else {
+                prop_assert!(expect.is_none(), "a failed command completes at once");
+            }
+            d.ssd.check_invariants();
+        }
+        d.run(None);
+        d.ssd.check_invariants();
+        for u in 0..6 * zone_lbas / unit_lbas {
+            let loc = d.ssd.ftl().lookup(crate::units::Lpn(u as u32));
+            match written.get(&u) {
+                Some(&tenant) => match loc {
+                    crate::ftl::Loc::Flash(ppa) => prop_assert_eq!(d.ssd.ftl().owner_of(ppa), tenant, "unit {} by the wrong tenant", u),
+                    // A partly filled page waits in the buffer for the rest of its zone's page.
+                    crate::ftl::Loc::Buffer(_) => {}
+                    crate::ftl::Loc::Unmapped => return Err(TestCaseError::fail(format!("unit {u} written but unmapped"))),
+                },
+                None => prop_assert_eq!(loc, crate::ftl::Loc::Unmapped, "unit {} not written since its reset", u),
+            }
+        }
+        for z in 0..6 {
+            if zones.state(z) == Some(ZoneState::Empty) {
+                prop_assert_eq!(d.ssd.ftl().zone_block_count(crate::units::Placement(z as u16)), 0, "empty zone {} holds blocks", z);
+            }
+        }
+    }
+}
