@@ -26,7 +26,7 @@ pub use gen::{IoUnit, JobGen};
 pub use job::{
     groups, phases, AbsZone, BsSplit, DataPlacement, FileEngine, FileService, FioJob, PlacementKind, PlidSelect,
     RandomDistribution, RateProcess, RwMode, RwModifier, RwSequencer, SchemeEntry, SizeSpec, StridedZones, ThinktimeBlocksType, Zone,
-    ZoneMode,
+    ZoneMode, ZbdOptions, InZones, ZBD_MAX_WRITE_ZONES,
     DP_MAX_SCHEME_ENTRIES, FIO_MAX_DP_IDS,
 };
 pub use parse::{parse_job_file, parse_job_text, read_job_file, JobFile, MAX_JOBS};

@@ -23,7 +23,7 @@ use rand::{RngCore, SeedableRng};
 use super::placement::Placer;
 use super::{JobGen, Offsets, NONE, READ, WRITE};
 use crate::workload::fio::dist::{self, JobRng, RandomMap, SkewSampler, ZoneTable};
-use crate::workload::fio::job::{FioJob, RandomDistribution, RwModifier, RwSequencer, SizeSpec, ZoneMode};
+use crate::workload::fio::job::{FioJob, RandomDistribution, RwModifier, RwSequencer, SizeSpec, ZoneMode, NEEDS_ZBD};
 use crate::workload::fio::{Dir, FioError};
 
 const SEED_IO: u64 = 1;
@@ -92,6 +92,9 @@ impl JobGen {
     /// must be multiples of `min_align` (the sector size). `seed` is the only source of
     /// randomness; clones get independent streams from it. A job with FDP placement and no
     /// `plids` needs the drive's placement IDs: call [`FioJob::resolve_placement`] first.
+    ///
+    /// A job with `zonemode=zbd` needs a zoned drive: it is refused here, naming where
+    /// `zonemode=zbd` was given.
     pub fn new(
         job: &FioJob,
         clone_index: u32,
@@ -100,6 +103,10 @@ impl JobGen {
         min_align: u64,
         seed: u64,
     ) -> Result<JobGen, FioError> {
+        if job.zone_mode == ZoneMode::Zbd {
+            let (file, line) = job.zbd_given_at.clone().unwrap_or_else(|| (job.file.clone(), job.line));
+            return Err(FioError::Unsupported { file, line, option: "zonemode".into(), reason: NEEDS_ZBD.into() });
+        }
         check_space(job, clone_index, space_offset, space_len, min_align)?;
         if job.nrfiles > 1 {
             return JobGen::with_files(job, clone_index, space_offset, space_len, min_align, seed);
