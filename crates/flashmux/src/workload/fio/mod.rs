@@ -22,7 +22,7 @@ use std::fmt;
 use crate::units::shown;
 use std::ops::{Index, IndexMut};
 
-pub use gen::{IoUnit, JobGen};
+pub use gen::{IoUnit, JobGen, ZbdDevice, ZoneOp, ZonedDisk};
 pub use job::{
     groups, phases, AbsZone, BsSplit, DataPlacement, FileEngine, FileService, FioJob, PlacementKind, PlidSelect,
     RandomDistribution, RateProcess, RwMode, RwModifier, RwSequencer, SchemeEntry, SizeSpec, StridedZones, ThinktimeBlocksType, Zone,
