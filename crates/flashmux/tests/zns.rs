@@ -72,3 +72,33 @@ fn zone_errors_are_counted_per_tenant() {
     // What rand wrote before its first miss (a random offset may be the write pointer).
     assert_eq!(r.jobs[1].io.write.bytes % 4096, 0);
 }
+
+/// fio's zoned examples with `zonemode=zbd`, end to end on a zoned drive of 256 MiB zones (the
+/// examples' `zonesize`): 16 planes of 16 MiB blocks, 16 zones, 32 open and active (more than it has). The drive's
+/// zone state machine is the oracle: fio's port must put every write at a write pointer and
+/// keep within the limits, so the drive fails nothing; zones are reset as fio resets them,
+/// each reset counted for the tenant and by the drive, and the drive never collects garbage.
+/// (`zbd-rand-write-*-gc.fio` and `zbd-seq-read.fio` address zones 524 and on, past this
+/// drive; they run against the host's view of a larger drive in `tests/fio_zones.rs`.)
+#[test]
+fn fio_s_zbd_examples_run_on_a_zoned_drive_without_a_failed_command() {
+    let dev = "seed = 1\n[device]\npreset = \"tlc-nvme-zns\"\n\
+               [device.geometry]\nchannels = 2\nchips_per_channel = 2\ndies_per_chip = 2\nplanes_per_die = 2\npages_per_block = 1024\nblocks_per_plane = 16\n\
+               [device.zns]\nzone_size = \"256MiB\"\nmax_open = 32\nmax_active = 32\n[stop]\ntime = \"12s\"\n";
+    for (name, text, min_resets) in [
+        ("zbd-rand-write.fio", include_str!("data/fio/zbd-rand-write.fio"), 1),
+        ("uring-cmd-zoned.fio", include_str!("data/fio/uring-cmd-zoned.fio"), 0),
+    ] {
+        let scenario = format!("{dev}[[tenant]]\nname = \"t\"\nfio = '''\n{text}\n'''\n");
+        let r = run_checked(&scenario, 50_000);
+        let z = r.device.zns.as_ref().unwrap();
+        assert!(z.errors.is_empty(), "{name}: {:?}", z.errors);
+        assert!(r.jobs.iter().all(|j| j.errors == 0 && j.error == 0), "{name}");
+        let t = r.tenants[0].zones.as_ref().unwrap();
+        assert_eq!(t.resets, z.resets, "{name}: every reset is the tenant's");
+        assert!(z.resets >= min_resets, "{name}: {} resets", z.resets);
+        assert!(r.jobs.iter().map(|j| j.io.write.bytes).sum::<u64>() > 0, "{name}: wrote nothing");
+        assert_eq!((r.device.ftl.gc_runs, r.device.ftl.gc_units_programmed), (0, 0), "{name}");
+        assert!(z.peak_open <= z.zones);
+    }
+}

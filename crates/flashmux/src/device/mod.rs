@@ -311,6 +311,21 @@ impl Device {
         }
     }
 
+    /// What a host learns of a zoned drive at start (Identify, Report Zones: every zone empty);
+    /// `None` for a conventional one.
+    pub fn zoned_disk(&self) -> Option<crate::workload::fio::ZonedDisk> {
+        match &self.backend {
+            Backend::Ssd(s) => s.config().zns.map(|z| crate::workload::fio::ZonedDisk {
+                zone_bytes: z.zone_bytes,
+                capacity_bytes: z.capacity_bytes,
+                zones: z.zones,
+                max_open: z.max_open,
+                max_active: z.max_active,
+            }),
+            Backend::Null(_) => None,
+        }
+    }
+
     /// Whether the FTL runs on the host (an open-channel drive under pblk, which is bio-based).
     pub fn is_open_channel(&self) -> bool {
         matches!(&self.backend, Backend::Ssd(s) if s.gc_mode() == GcMode::HostIo)

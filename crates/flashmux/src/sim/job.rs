@@ -24,7 +24,7 @@ use crate::engine::derive_seed;
 use crate::metrics::{IoStats, JobResult, JobSample, Samples};
 use crate::units::{Nanos, SimTime, TenantId};
 use crate::kernel::kernels::FileCall;
-use crate::workload::fio::{Dir, FileEngine, FioJob, IoUnit, JobGen, ThinktimeBlocksType};
+use crate::workload::fio::{Dir, FileEngine, FioJob, IoUnit, JobGen, ThinktimeBlocksType, ZbdDevice, ZoneOp};
 use std::collections::VecDeque;
 
 /// fio's `bw_avg_time` and `iops_avg_time` default: one bandwidth/IOPS sample per 500 ms.
@@ -61,6 +61,18 @@ pub struct IoReq {
 impl IoReq {
     /// A sync: a flush of the device, no data.
     const SYNC: IoReq = IoReq { op: IoOp::Flush, offset: 0, len: 0, tag: 0, call: None, dspec: 0 };
+}
+
+/// A zone command of fio's `zonemode=zbd` the job has out, if any: issued alone once its I/O
+/// has drained, nothing else issued until it completes (fio quiesces, then resets or finishes
+/// the zone with a synchronous call).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ZoneCmdState {
+    None,
+    /// fio's own zone reset or finish: not I/O in the job's statistics.
+    Management,
+    /// A trim, which fio does as a zone reset: counted as a trim.
+    Trim,
 }
 
 /// The sync a job has in flight, if any.
@@ -136,6 +148,7 @@ pub struct JobRt {
     /// A write completed a period of `fsync`/`fdatasync`: a sync goes before the next I/O.
     sync_due: bool,
     sync: SyncState,
+    zone_cmd: ZoneCmdState,
     /// The last I/O issued was a sync (fio's `should_fsync` then skips `end_fsync`).
     last_was_sync: bool,
     end_sync_done: bool,
@@ -179,11 +192,15 @@ struct EngineFileRt {
     open: Option<(u64, u64)>,
 }
 
-fn op_of(d: Dir) -> IoOp {
-    match d {
-        Dir::Read => IoOp::Read,
-        Dir::Write => IoOp::Write,
-        Dir::Trim => IoOp::Trim,
+/// The command an I/O of fio's generator is.
+fn op_of(io: &IoUnit) -> IoOp {
+    match (io.zone, io.dir) {
+        (Some(ZoneOp::Reset), _) => IoOp::ZoneReset,
+        (Some(ZoneOp::Finish), _) => IoOp::ZoneFinish,
+        (Some(ZoneOp::Append), _) => IoOp::ZoneAppend,
+        (None, Dir::Read) => IoOp::Read,
+        (None, Dir::Write) => IoOp::Write,
+        (None, Dir::Trim) => IoOp::Trim,
     }
 }
 
@@ -195,13 +212,18 @@ impl JobRt {
         t: &TenantSpec,
         sector: u64,
         seed: u64,
+        zbd: Option<&ZbdDevice>,
     ) -> Result<JobRt, SimError> {
         let source = match &t.workload {
             Workload::Fio(_) => {
                 // The label names the job, not its position, so adding a tenant or job elsewhere
                 // does not change this job's stream.
                 let label = format!("job/{}/{}/{}", t.name, spec.name, clone);
-                let gen = JobGen::new(spec, clone, t.region.0, t.region.1, sector, derive_seed(seed, &label))?;
+                let seed = derive_seed(seed, &label);
+                let gen = match zbd {
+                    Some(dev) => JobGen::new_zoned(spec, clone, t.region.0, t.region.1, sector, seed, dev)?,
+                    None => JobGen::new(spec, clone, t.region.0, t.region.1, sector, seed)?,
+                };
                 Source::Fio { gen: Box::new(gen), held: None }
             }
             Workload::Trace { spec: ts, .. } => {
@@ -250,6 +272,7 @@ impl JobRt {
             writes_issued: 0,
             sync_due: false,
             sync: SyncState::None,
+            zone_cmd: ZoneCmdState::None,
             last_was_sync: false,
             end_sync_done: false,
             end_sync_file: 0,
@@ -289,7 +312,7 @@ impl JobRt {
             }
             self.reaping = false;
         }
-        if self.sync != SyncState::None {
+        if self.sync != SyncState::None || self.zone_cmd != ZoneCmdState::None {
             return Next::Blocked;
         }
         if now < self.think_until {
@@ -447,6 +470,19 @@ impl JobRt {
                 }
             }
         }
+        if io.zone.is_some_and(|z| z != ZoneOp::Append) {
+            // fio's zone reset or finish (or a trim done as a reset): once the job's I/O has
+            // completed, alone.
+            if self.inflight > 0 {
+                *held = Some(io);
+                return Next::Blocked;
+            }
+            if io.is_zone_management() {
+                self.inflight += 1;
+                self.zone_cmd = ZoneCmdState::Management;
+                return Next::Io(IoReq { op: op_of(&io), offset: io.offset, len: io.len, tag: 0, call: None, dspec: 0 });
+            }
+        }
         let d = io.dir.index();
         let file = gen.file_of(io.offset);
         if now < self.next_allowed[d] {
@@ -480,7 +516,10 @@ impl JobRt {
         if io.dir == Dir::Write {
             self.count_write();
         }
-        Next::Io(IoReq { op: op_of(io.dir), offset: io.offset, len: io.len, tag: 0, call: None, dspec: io.dspec })
+        if io.zone == Some(ZoneOp::Reset) {
+            self.zone_cmd = ZoneCmdState::Trim;
+        }
+        Next::Io(IoReq { op: op_of(&io), offset: io.offset, len: io.len, tag: 0, call: None, dspec: io.dspec })
     }
 
     /// A file operation engine's I/O, done as issued: in the job's I/Os and bytes (and its
@@ -641,7 +680,8 @@ impl JobRt {
             self.sync_complete(now, clat_ns);
             return false; // a sync moves no bytes
         }
-        if op.is_zone_management() {
+        let zone_cmd = std::mem::replace(&mut self.zone_cmd, ZoneCmdState::None);
+        if op.is_zone_management() && zone_cmd != ZoneCmdState::Trim {
             return false; // fio's zone resets and finishes are not I/O it reports
         }
         if self.spec.thinktime > 0 && self.spec.thinktime_blocks_type == ThinktimeBlocksType::Complete {
@@ -650,7 +690,11 @@ impl JobRt {
         if now < self.measure_from {
             return false; // ramp time: not measured
         }
-        let d = op.data_dir().expect("syncs and zone management are not recorded here");
+        // A trim fio did as a zone reset counts as the trim it is.
+        let d = match zone_cmd {
+            ZoneCmdState::Trim => Dir::Trim.index(),
+            _ => op.data_dir().expect("syncs and zone management are not recorded here"),
+        };
         let stats = self.stats.dir_mut(Dir::ALL[d]);
         stats.record(len, slat_ns, clat_ns);
         let window = now.since(self.measure_from).0 / SAMPLE_INTERVAL.0;
@@ -771,6 +815,9 @@ impl JobRt {
         assert!(self.inflight <= self.spec.iodepth, "job exceeds its iodepth");
         if self.sync != SyncState::None {
             assert_eq!(self.inflight, 1, "a sync is not the job's only I/O in flight");
+        }
+        if self.zone_cmd != ZoneCmdState::None {
+            assert_eq!(self.inflight, 1, "a zone reset or finish is not the job's only I/O in flight");
         }
         if self.state == JobState::Done {
             assert_eq!(self.inflight, 0, "finished job with I/O in flight");

@@ -197,7 +197,7 @@ impl Simulator {
     pub fn new_polling(scenario: Scenario, stop: &dyn Fn() -> bool) -> Result<Simulator, SimError> {
         scenario.validate().map_err(SimError::Config)?;
         let device = build_device(&scenario)?;
-        let work = Workloads::build(&scenario, device.sector_bytes())?;
+        let work = Workloads::build(&scenario, device.sector_bytes(), device.zoned_disk())?;
         let mut sim = Simulator {
             now: SimTime::ZERO,
             events: EventQueue::new(),

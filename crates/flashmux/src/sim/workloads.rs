@@ -12,6 +12,7 @@ use super::job::{JobRt, JobState};
 use super::SimError;
 use crate::config::Scenario;
 use crate::units::{JobId, SimTime, TenantId};
+use crate::workload::fio::{ZbdDevice, ZonedDisk};
 
 pub(super) struct Workloads {
     /// Every job clone, in tenant order, then section order, then clone order.
@@ -34,16 +35,19 @@ pub(super) struct JobEnded {
 
 impl Workloads {
     /// Every tenant's job clones, with their phases and reporting groups; `sector` is the
-    /// device's (offsets and sizes are aligned to it).
-    pub fn build(scenario: &Scenario, sector: u64) -> Result<Workloads, SimError> {
+    /// device's (offsets and sizes are aligned to it). On a zoned drive (`zoned`), each tenant's
+    /// fio jobs share one host view of its zones, as the jobs of one fio process do
+    /// (`zonemode=zbd`); tenants are separate processes, each with its own.
+    pub fn build(scenario: &Scenario, sector: u64, zoned: Option<ZonedDisk>) -> Result<Workloads, SimError> {
         let mut w =
             Workloads { jobs: Vec::new(), tenant_jobs: vec![Vec::new(); scenario.tenants.len()], phases: Vec::new() };
         let mut domains: Vec<Vec<usize>> = Vec::new();
         for (t, tenant) in scenario.tenants.iter().enumerate() {
+            let zbd = zoned.map(ZbdDevice::new).transpose().map_err(SimError::Config)?;
             for job in tenant.jobs() {
                 let first = w.jobs.len();
                 for clone in 0..job.numjobs {
-                    let rt = JobRt::new(TenantId(t as u16), job, clone, tenant, sector, scenario.seed)?;
+                    let rt = JobRt::new(TenantId(t as u16), job, clone, tenant, sector, scenario.seed, zbd.as_ref())?;
                     w.tenant_jobs[t].push(w.jobs.len());
                     w.jobs.push(rt);
                 }
@@ -148,7 +152,7 @@ name = "b"
 fio = "[w]\nrw=randwrite\n"
 "#;
         let s = Scenario::from_toml(text, "<test>", Path::new(".")).unwrap();
-        let w = Workloads::build(&s, 512).unwrap();
+        let w = Workloads::build(&s, 512, None).unwrap();
         (s, w)
     }
 

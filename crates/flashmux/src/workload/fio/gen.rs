@@ -11,6 +11,9 @@
 mod files;
 mod placement;
 mod setup;
+mod zbd;
+
+pub use zbd::{ZbdDevice, ZoneOp, ZonedDisk};
 
 use super::dist::{self, JobRng, RandomMap, SkewSampler, ZoneTable};
 use super::job::{BsSplit, StridedZones};
@@ -28,6 +31,19 @@ pub struct IoUnit {
     /// 0 for reads, trims and every I/O of a job without data placement. Chosen by
     /// `plid_select` (see gen/placement.rs).
     pub dspec: u16,
+    /// `zonemode=zbd`: the zone command this unit is, if any (see [`ZoneOp`]): fio's own
+    /// zone resets and finishes, a trim done as a zone reset, a write sent as a Zone Append.
+    /// `None` for every other I/O.
+    pub zone: Option<ZoneOp>,
+}
+
+impl IoUnit {
+    /// A zone reset or finish fio makes itself (not a trim): not I/O in fio's statistics, and
+    /// issued alone, once the job's other I/O has completed, the job waiting for it (fio
+    /// quiesces and issues it synchronously).
+    pub fn is_zone_management(&self) -> bool {
+        matches!(self.zone, Some(ZoneOp::Reset | ZoneOp::Finish)) && self.dir != Dir::Trim
+    }
 }
 
 const READ: usize = 0;
@@ -147,6 +163,13 @@ pub struct JobGen {
     /// The job's data placement: what each write's `dspec` is. A job's files have none of
     /// their own; the job places what they issue.
     placement: Option<Box<placement::Placer>>,
+    /// `zonemode=zbd`: the job's part of fio's zoned mode, with the drive's state it shares
+    /// with the other jobs on the drive (so a clone of the generator shares it too).
+    zbd: Option<Box<zbd::ZbdJob>>,
+    /// A write that needed zone commands first: finished once they are handed out.
+    zbd_resume: Option<zbd::Resume>,
+    /// The job has started (fio's start-of-job zone work is done).
+    zbd_started: bool,
 }
 
 impl JobGen {
@@ -203,6 +226,12 @@ impl JobGen {
             return self.rwmixread < 100;
         }
         self.single_dir == WRITE
+    }
+
+    /// `zonemode=zbd`: the zone resets this job made (fio's per-job "zone resets" count: its
+    /// own resets of zones with data, and its trims of zones with data).
+    pub fn zone_resets(&self) -> u64 {
+        self.zbd.as_ref().map_or(0, |z| z.resets)
     }
 
     /// Whether random offsets come from the random map (each block once per pass).
@@ -268,12 +297,16 @@ impl JobGen {
         self.begin_pass();
     }
 
-    /// fio's `fio_file_reset`: positions to the start, a fresh random-map order.
+    /// fio's `fio_file_reset`: positions to the start, a fresh random-map order, and with
+    /// `zonemode=zbd` `zbd_file_reset` (once the job has started: its first is at its start).
     fn reset_file(&mut self) {
         self.last_pos = [self.file_offset; 3];
         self.last_start = [NONE; 3];
         if let Offsets::Map(map) = &mut self.offsets {
             map.rekey(&mut self.rng);
+        }
+        if let Some(z) = self.zbd.as_mut().filter(|_| self.zbd_started) {
+            z.file_reset();
         }
     }
 
@@ -336,9 +369,14 @@ impl JobGen {
     /// fio's `fill_io_u`: direction, offset, size; `None` if the I/O does not fit.
     #[inline]
     fn fill(&mut self) -> Option<IoUnit> {
-        let d = self.pick_dir();
+        let mut d = self.pick_dir();
+        if let Some(z) = &self.zbd {
+            d = z.adjust_ddir(d, self.last_start[WRITE] != NONE);
+        }
         if let Some(zones) = self.strided {
             self.strided_zone(zones, d);
+        } else if self.zbd.is_some() {
+            self.zbd_zone_mode(d);
         }
         // fio's get_next_offset: with rw=rand...:<nr> only every nr-th I/O gets a new offset.
         let mut new_offset = true;
@@ -362,20 +400,80 @@ impl JobGen {
             (true, true) => WRITE,
             (true, false) => READ,
         };
-        let len = self.block_len(size_dir, offset)?;
+        let mut len = self.block_len(size_dir, offset)?;
+        let mut offset = offset;
+        if self.zbd.is_some() {
+            (offset, len) = self.zbd_adjust(d, offset, len)??;
+        }
+        self.finish_fill(d, offset, len)
+    }
+
+    /// The end of `fill`, once the offset (in the space) and length are final.
+    #[inline]
+    fn finish_fill(&mut self, d: usize, offset: u64, len: u64) -> Option<IoUnit> {
         // A fixed-size I/O may pass the region's end, as in fio, but never the space's.
         if len > self.space_len - offset {
             return None;
         }
+        let mut io = IoUnit { dir: Dir::ALL[d], offset: self.space_offset + offset, len, dspec: 0, zone: None };
+        if let Some(z) = &mut self.zbd {
+            io = z.queue(io)?;
+        }
         self.last_start[d] = offset;
         self.last_pos[d] = offset + len;
         self.zone_bytes += len;
-        Some(IoUnit {
-            dir: Dir::ALL[d],
-            offset: self.space_offset + offset,
-            len,
-            dspec: 0,
-        })
+        Some(io)
+    }
+
+    /// fio's `zbd_adjust_block` for an I/O at `offset` (in the space): `None` ends the pass
+    /// (fio's `io_u_eof`); `Some(None)` when a write needs zone commands first — it is
+    /// finished (`zbd_resume`) once they are handed out, so that every I/O generated after
+    /// them, by any job on the drive, comes after them, as fio's zone lock orders them.
+    fn zbd_adjust(&mut self, d: usize, offset: u64, len: u64) -> Option<Option<(u64, u64)>> {
+        let base = self.space_offset;
+        let f = zbd::FileView { file_offset: base + self.file_offset, io_size: self.region_len };
+        let z = self.zbd.as_mut()?;
+        let (o, l) = z.adjust_block(f, d, base + offset, len)?;
+        if d == WRITE && !z.cmds.is_empty() {
+            self.zbd_resume = Some(zbd::Resume { d, offset: base + offset, len, at: o, adjusted: l });
+            return Some(None);
+        }
+        Some(Some((o - base, l)))
+    }
+
+    /// The write that waited for its zone commands: at its zone's write pointer now, if the
+    /// zone still takes it; else decided again, as fio's job decides once it has waited for
+    /// the zone. `None` ends the pass; `Some(None)`: more zone commands first.
+    fn zbd_resume_write(&mut self, r: zbd::Resume) -> Option<Option<IoUnit>> {
+        let base = self.space_offset;
+        let f = zbd::FileView { file_offset: base + self.file_offset, io_size: self.region_len };
+        let z = self.zbd.as_mut()?;
+        let (offset, len) = match z.resume_write(f, r.at, r.adjusted) {
+            Some(at) => at,
+            None => match self.zbd_adjust(r.d, r.offset - base, r.len)? {
+                Some((o, l)) => (base + o, l),
+                None => return Some(None),
+            },
+        };
+        self.finish_fill(r.d, offset - base, len).map(Some)
+    }
+
+    /// fio's `setup_zbd_zone_mode` (zbd.c), run by `fill_io_u` where strided zones run theirs:
+    /// see `ZbdJob::zone_mode`. A move to the next zone wraps to the job's start offset at
+    /// the end of the file, and starts the direction there.
+    fn zbd_zone_mode(&mut self, d: usize) {
+        let Some(z) = &self.zbd else { return };
+        let base = self.space_offset;
+        let step = z.zone_mode(d, base + self.last_pos[d], base + self.file_offset, self.zone_bytes);
+        self.last_pos[d] = step.pos - base;
+        if step.skipped {
+            self.zone_bytes = 0;
+            self.file_offset = step.file_offset - base;
+            if self.file_offset >= self.space_len {
+                self.file_offset = self.region_start;
+            }
+            self.last_pos[d] = self.file_offset;
+        }
     }
 
     /// fio's `get_rw_ddir` and `set_rw_ddir`.
@@ -612,7 +710,32 @@ impl Iterator for JobGen {
         if self.in_set {
             return self.next_in_set();
         }
+        if !self.zbd_started && self.zbd.is_some() {
+            self.zbd_started = true;
+            if let Some(z) = &mut self.zbd {
+                z.start();
+            }
+        }
         loop {
+            if let Some(z) = &mut self.zbd {
+                if let Some(cmd) = z.cmds.pop_front() {
+                    return Some(cmd);
+                }
+                if let Some(r) = self.zbd_resume.take() {
+                    match self.zbd_resume_write(r) {
+                        Some(Some(mut io)) => {
+                            if self.placement.is_some() {
+                                self.place(&mut io);
+                            }
+                            self.account(io);
+                            return Some(io);
+                        }
+                        Some(None) => {}
+                        None => self.end_pass(true),
+                    }
+                    continue;
+                }
+            }
             if self.done {
                 return None;
             }
@@ -636,6 +759,9 @@ impl Iterator for JobGen {
                 }
                 self.account(io);
                 return Some(io);
+            }
+            if self.zbd_resume.is_some() {
+                continue; // zone commands, then the write
             }
             // The region (or the random map, or every file) is used up.
             self.end_pass(true);

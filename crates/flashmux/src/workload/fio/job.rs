@@ -13,7 +13,8 @@ use super::{Diagnostic, Dir, FioError, PerDir};
 mod options;
 mod values;
 
-pub(crate) use options::{canonical_name, priority, Outcome, RawOption};
+pub(crate) use options::{canonical_name, priority, Outcome, RawOption, NEEDS_ZBD};
+pub use options::ZBD_MAX_WRITE_ZONES;
 use values::*;
 
 /// fio's file and directory operation engines (`ioengine=`, fio's `engines/fileoperations.c`):
@@ -222,8 +223,7 @@ pub struct BsSplit {
     pub percent: u32,
 }
 
-/// fio's `zonemode` as flashmux runs it. fio also has `zbd`, for zoned block devices, which
-/// flashmux refuses until it is ported (a zoned drive runs jobs without it).
+/// fio's `zonemode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ZoneMode {
     /// No zones: `zonesize`, `zonerange` and `zoneskip` do nothing (and fio refuses a
@@ -233,6 +233,60 @@ pub enum ZoneMode {
     /// I/O stays in one zone of `zonerange` bytes until `zonesize` bytes were transferred, then
     /// moves `zonerange + zoneskip` bytes on.
     Strided,
+    /// Zoned block device mode (fio's `zbd.c`): writes go to the write pointer of a zone the
+    /// job may write, reads stay below the write pointers. Runs only against a zoned drive
+    /// ([`super::ZonedDisk`], [`super::JobGen::new_zoned`]).
+    Zbd,
+}
+
+/// The options of `zonemode=zbd` (HOWTO "zonecapacity" to "zone_reset_frequency", fio's
+/// `options.c`), as given; [`super::JobGen::new_zoned`] checks them against the drive as fio's
+/// `zbd_setup_files` does.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ZbdOptions {
+    /// `zonecapacity` in bytes, 0 when not given. fio uses it only to emulate zones on a
+    /// conventional device; on a zoned drive the capacity is the drive's and this is ignored.
+    pub zone_capacity: u64,
+    /// `max_open_zones`: the most zones all jobs on the drive write at once; 0 is the drive's
+    /// limit, or none when the drive has none.
+    pub max_open_zones: u32,
+    /// `job_max_open_zones`: the most zones this job writes at once; 0 is no limit.
+    pub job_max_open_zones: u32,
+    /// `ignore_zone_limits`: `max_open_zones` may exceed the drive's limit.
+    pub ignore_zone_limits: bool,
+    /// `zone_reset_threshold`, in [0, 1]: the share of the written bytes in the job's zones
+    /// over which zones are reset every `1 / zone_reset_frequency` writes.
+    pub zone_reset_threshold: f64,
+    /// `zone_reset_frequency`, in [0, 1]; 0 is never.
+    pub zone_reset_frequency: f64,
+    /// `read_beyond_wp`: reads may go past a zone's write pointer.
+    pub read_beyond_wp: bool,
+    /// `write_mode=zone_append` (the `io_uring_cmd` engine's): writes are sent as Zone Append
+    /// commands to the start of their zone.
+    pub zone_append: bool,
+}
+
+/// Options given as a number of zones (`size=8z`, fio's `_nz` fields, `str_size_cb` and its
+/// siblings): fio turns them into bytes once the zone size is known
+/// (`zbd_recalc_options_with_zone_granularity`), the drive's with `zonemode=zbd`, `zonesize`
+/// with `zonemode=strided`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InZones {
+    pub size: Option<u64>,
+    pub io_size: Option<u64>,
+    pub offset: Option<u64>,
+    pub offset_increment: Option<u64>,
+    pub zone_skip: Option<u64>,
+}
+
+impl InZones {
+    pub fn any(&self) -> bool {
+        self.size.is_some()
+            || self.io_size.is_some()
+            || self.offset.is_some()
+            || self.offset_increment.is_some()
+            || self.zone_skip.is_some()
+    }
 }
 
 /// A job's strided zones (`zonemode=strided`), in bytes, after fio's `fixup_options`: `range`
@@ -393,13 +447,19 @@ pub struct FioJob {
     pub nrfiles: u32,
     /// `file_service_type`: which file the next I/O goes to. Default round robin, one I/O each.
     pub file_service: FileService,
-    /// `zonemode`: `none` (the default) or `strided`. `zbd` is refused when parsed.
+    /// `zonemode`: `none` (the default), `strided` or `zbd`.
     pub zone_mode: ZoneMode,
     /// `zonesize`, `zonerange` and `zoneskip` in bytes, as given (0 when not); see
     /// [`FioJob::strided_zones`] for what they come to.
     pub zone_size: u64,
     pub zone_range: u64,
     pub zone_skip: u64,
+    /// The options of `zonemode=zbd`.
+    pub zbd: ZbdOptions,
+    /// `size`, `io_size`, `offset`, `offset_increment` and `zoneskip` given in zones.
+    pub in_zones: InZones,
+    /// Where `zonemode=zbd` was given (file, line), for the error when the drive is not zoned.
+    pub(crate) zbd_given_at: Option<(String, usize)>,
     /// `create_on_open`: on a filesystem, a writing job's files are made when it first uses
     /// them, not laid out before it starts.
     pub create_on_open: bool,
@@ -528,6 +588,9 @@ impl Default for FioJob {
             zone_size: 0,
             zone_range: 0,
             zone_skip: 0,
+            zbd: ZbdOptions::default(),
+            in_zones: InZones::default(),
+            zbd_given_at: None,
             file_service: FileService::RoundRobin(1),
             create_on_open: false,
             unlink: false,
@@ -1298,7 +1361,7 @@ mod tests {
 
     #[test]
     fn unsupported_and_unmodelled_options() {
-        assert!(err("zonemode=zbd").contains("not supported"));
+        assert!(err("write_zone_remainder=1").contains("not supported"));
         assert!(err("bs_unaligned").contains("not supported"));
         assert!(err("size=(1+2)*1g").contains("arithmetic"));
         assert!(err("size=8*$mb_memory").contains("host-dependent"));
@@ -1345,7 +1408,6 @@ mod tests {
             ("zonemode=stride", "option 'zonemode': invalid value 'stride': expected none, strided or zbd"),
             ("zonemode=strided\nzonesize=big", "option 'zonesize': invalid value 'big': expected a size such as 4k"),
             ("zonemode=strided\nzonesize=1m\nzonerange=-1", "option 'zonerange': invalid value '-1'"),
-            ("zonemode=strided\nzonesize=1m\nzoneskip=2z", "option 'zoneskip' is not supported by flashmux: a zoneskip in zones (z suffix) is for zonemode=zbd"),
             (
                 "zonemode=strided\nzonesize=1m\nrw=randread\nrandom_distribution=zipf:1.2",
                 "zonemode=strided with a zipf, pareto or normal random_distribution is not modelled",
@@ -1355,24 +1417,83 @@ mod tests {
             let e = err(body);
             assert!(e.contains(want), "{body}: {e}");
         }
-        // zonemode=zbd and the options only it uses need a zoned drive.
-        for opt in [
-            "zonemode=zbd",
-            "zonecapacity=64m",
-            "max_open_zones=8",
-            "job_max_open_zones=2",
-            "zone_reset_threshold=0.5",
-            "zone_reset_frequency=0.1",
-            "ignore_zone_limits=1",
-            "read_beyond_wp=1",
-        ] {
-            let name = opt.split('=').next().unwrap();
-            let e = err(opt);
-            assert!(
-                e.contains(&format!("t.fio:2: option '{name}' is not supported by flashmux: zonemode=zbd (fio's zoned block device support) is not ported yet")),
-                "{opt}: {e}"
-            );
+    }
+
+    /// fio's zbd options (options.c) with their defaults: no limits, no resets, no reads past
+    /// the write pointer; sizes in zones stay zones until the drive is known.
+    #[test]
+    fn zbd_options_as_fio_reads_them() {
+        let j = job("zonemode=zbd");
+        assert_eq!((j.zone_mode, j.zbd, j.in_zones), (ZoneMode::Zbd, ZbdOptions::default(), InZones::default()));
+        assert_eq!(j.zbd_given_at, Some(("t.fio".into(), 2)));
+        let j = job(
+            "zonemode=zbd\nzonesize=256M\nzonecapacity=200M\nmax_open_zones=32\njob_max_open_zones=4\n\
+             ignore_zone_limits=1\nzone_reset_threshold=0.7\nzone_reset_frequency=0.125\nread_beyond_wp=1\n\
+             size=8z\noffset=524z\nio_size=16z\noffset_increment=2z\nzoneskip=1z\nioengine=io_uring_cmd\n\
+             write_mode=zone_append\nrecover_zbd_write_error=1",
+        );
+        assert_eq!(j.zone_size, 256 << 20);
+        assert_eq!(
+            j.zbd,
+            ZbdOptions {
+                zone_capacity: 200 << 20,
+                max_open_zones: 32,
+                job_max_open_zones: 4,
+                ignore_zone_limits: true,
+                zone_reset_threshold: 0.7,
+                zone_reset_frequency: 0.125,
+                read_beyond_wp: true,
+                zone_append: true,
+            }
+        );
+        assert_eq!(
+            j.in_zones,
+            InZones { size: Some(8), io_size: Some(16), offset: Some(524), offset_increment: Some(2), zone_skip: Some(1) }
+        );
+        assert_eq!((j.size, j.offset, j.io_size, j.zone_skip), (None, SizeSpec::Bytes(0), None, 0));
+        // A later value in bytes replaces one in zones, and 0z is 0.
+        let j = job("zonemode=zbd\nsize=8z\nsize=1g\noffset=0z");
+        assert_eq!((j.size, j.in_zones), (Some(SizeSpec::Bytes(1 << 30)), InZones::default()));
+        // With strided zones fio counts zones of zonesize (zbd_recalc_options_with_zone_granularity).
+        let j = job("zonemode=strided\nzonesize=1m\nzoneskip=2z\nsize=4z\noffset=1z");
+        assert_eq!(j.strided_zones(), Some(StridedZones { size: 1 << 20, range: 1 << 20, skip: 2 << 20 }));
+        assert_eq!((j.size, j.offset, j.in_zones), (Some(SizeSpec::Bytes(4 << 20)), SizeSpec::Bytes(1 << 20), InZones::default()));
+        // The zbd options do nothing without zonemode=zbd, as in fio, and a warning says so.
+        let file = parse("max_open_zones=8\nread_beyond_wp=1");
+        assert!(file.warnings[0].message.contains("max_open_zones, read_beyond_wp only apply with zonemode=zbd"), "{:?}", file.warnings);
+    }
+
+    #[test]
+    fn bad_zbd_options_are_clear_errors() {
+        let cases = [
+            ("zonemode=zbd\nmax_open_zones=4097", "t.fio:3: option 'max_open_zones': invalid value '4097': expected an integer from 0 to 4096"),
+            ("zonemode=zbd\njob_max_open_zones=-1", "option 'job_max_open_zones': invalid value '-1'"),
+            ("zonemode=zbd\nzone_reset_threshold=1.5", "option 'zone_reset_threshold': invalid value '1.5': expected a number from 0 to 1"),
+            ("zonemode=zbd\nzone_reset_frequency=often", "option 'zone_reset_frequency': invalid value 'often'"),
+            ("zonemode=zbd\nread_beyond_wp=2", "option 'read_beyond_wp': invalid value '2': expected 0 or 1"),
+            ("zonemode=zbd\nignore_zone_limits=yes", "option 'ignore_zone_limits': invalid value 'yes'"),
+            ("zonemode=zbd\nzonecapacity=big", "option 'zonecapacity': invalid value 'big'"),
+            ("zonemode=zbd\nsize=8zz", "option 'size': invalid value '8zz': expected a number of zones such as 8z"),
+            ("zonemode=zbd\noffset=z", "option 'offset': invalid value 'z': expected a number of zones such as 8z"),
+            ("zonemode=zbd\nio_size=-1z", "option 'io_size': invalid value '-1z'"),
+            ("zonemode=zbd\nzoneskip=99999999999z", "option 'zoneskip': invalid value '99999999999z'"),
+            ("size=2z", "job 'j': a size in zones (z suffix) needs zonemode=zbd, or zonemode=strided with a zonesize"),
+            ("zonemode=zbd\ncreate_serialize=0", "zonemode=zbd and create_serialize=0 are not compatible"),
+            ("zonemode=zbd\nexperimental_verify=1", "zonemode=zbd does not support experimental_verify"),
+            ("zonemode=zbd\nrw=randtrim\nbsrange=1m-2m", "bsrange and bssplit are not allowed for trim with zonemode=zbd"),
+            ("zonemode=zbd\nnrfiles=2", "zonemode=zbd with nrfiles=2: only a job on the zoned drive itself is modelled"),
+            ("write_mode=zone_append", "write_mode=zone_append requires zonemode=zbd"),
+            ("zonemode=zbd\nwrite_mode=zeroes", "option 'write_mode' is not supported by flashmux: only writes (write) and Zone Append"),
+            ("zonemode=zbd\nwrite_mode=write/50:zeroes/50", "option 'write_mode' is not supported by flashmux: a mix of write commands"),
+            ("zonemode=zbd\nwrite_mode=append", "option 'write_mode': invalid value 'append': expected write, uncor, zeroes, verify or zone_append"),
+            ("zonemode=zbd\nwrite_zone_remainder=1", "option 'write_zone_remainder' is not supported by flashmux"),
+        ];
+        for (body, want) in cases {
+            let e = err(body);
+            assert!(e.contains(want), "{body}: {e}");
         }
+        // Accepted: write_zone_remainder=0 is fio's default, create_serialize=1 too.
+        job("zonemode=zbd\nwrite_zone_remainder=0\ncreate_serialize=1");
     }
 
     fn placement(body: &str) -> Option<DataPlacement> {

@@ -22,11 +22,11 @@ use std::fmt;
 use crate::units::shown;
 use std::ops::{Index, IndexMut};
 
-pub use gen::{IoUnit, JobGen};
+pub use gen::{IoUnit, JobGen, ZbdDevice, ZoneOp, ZonedDisk};
 pub use job::{
     groups, phases, AbsZone, BsSplit, DataPlacement, FileEngine, FileService, FioJob, PlacementKind, PlidSelect,
     RandomDistribution, RateProcess, RwMode, RwModifier, RwSequencer, SchemeEntry, SizeSpec, StridedZones, ThinktimeBlocksType, Zone, ContinueOnError,
-    ZoneMode,
+    ZoneMode, ZbdOptions, InZones, ZBD_MAX_WRITE_ZONES,
     DP_MAX_SCHEME_ENTRIES, FIO_MAX_DP_IDS,
 };
 pub use parse::{parse_job_file, parse_job_text, read_job_file, JobFile, MAX_JOBS};

@@ -21,9 +21,10 @@
 use rand::{RngCore, SeedableRng};
 
 use super::placement::Placer;
+use super::zbd::{ZbdDevice, ZbdJob};
 use super::{JobGen, Offsets, NONE, READ, WRITE};
 use crate::workload::fio::dist::{self, JobRng, RandomMap, SkewSampler, ZoneTable};
-use crate::workload::fio::job::{FioJob, RandomDistribution, RwModifier, RwSequencer, SizeSpec, ZoneMode};
+use crate::workload::fio::job::{FioJob, RandomDistribution, RwModifier, RwSequencer, SizeSpec, ZoneMode, NEEDS_ZBD};
 use crate::workload::fio::{Dir, FioError};
 
 const SEED_IO: u64 = 1;
@@ -92,7 +93,132 @@ impl JobGen {
     /// must be multiples of `min_align` (the sector size). `seed` is the only source of
     /// randomness; clones get independent streams from it. A job with FDP placement and no
     /// `plids` needs the drive's placement IDs: call [`FioJob::resolve_placement`] first.
+    ///
+    /// A job with `zonemode=zbd` needs a zoned drive: it is refused here (naming where
+    /// `zonemode=zbd` was given); see [`JobGen::new_zoned`].
     pub fn new(
+        job: &FioJob,
+        clone_index: u32,
+        space_offset: u64,
+        space_len: u64,
+        min_align: u64,
+        seed: u64,
+    ) -> Result<JobGen, FioError> {
+        if job.zone_mode == ZoneMode::Zbd {
+            let (file, line) = job.zbd_given_at.clone().unwrap_or_else(|| (job.file.clone(), job.line));
+            return Err(FioError::Unsupported { file, line, option: "zonemode".into(), reason: NEEDS_ZBD.into() });
+        }
+        JobGen::build(job, clone_index, space_offset, space_len, min_align, seed)
+    }
+
+    /// [`JobGen::new`] for a job on a zoned drive, whose host view `dev` the drive's other jobs
+    /// (of the same job file) share: fio's `zbd_init_files`, `zbd_recalc_options_with_zone_granularity`
+    /// and `zbd_setup_files`. A job without `zonemode=zbd` is built as by [`JobGen::new`]. The
+    /// job's space must be whole zones of the drive. Checked, with fio's rules:
+    ///
+    /// - `zonesize`, if given, is the drive's zone size (`parse_zone_info`); sizes given in
+    ///   zones (`size=8z`) are zones of the drive; `zoneskip` is a multiple of it
+    ///   (`zbd_zone_align_file_sizes`).
+    /// - A write is at most a zone (fio fails the job at its first larger one) and the zone
+    ///   capacity holds the least write block; trims are of exactly a zone (`zbd_verify_bs`).
+    /// - A writing job uses direct I/O (`zbd_using_direct_io`: fio writes to a host-managed block
+    ///   device only with `direct=1`), unless its engine is `io_uring_cmd`, which goes through the
+    ///   namespace's character device.
+    /// - `max_open_zones` is at most the drive's limit unless `ignore_zone_limits`, and is the
+    ///   same for every job on the drive; `job_max_open_zones` needs a limit
+    ///   (`zbd_set_max_write_zones`, `zbd_setup_files`); jobs with `zone_reset_threshold` share
+    ///   one write range (`zbd_verify_and_set_vdb`).
+    ///
+    /// The job's region is then aligned to zones as fio's `zbd_zone_align_file_sizes` does it:
+    /// a job that only reads ends at the last zone boundary in its range; any other starts at
+    /// the first zone boundary at or after its offset and ends at the last one, and must hold a
+    /// zone (fio logs the rounding; the volume to do, `size` or `io_size`, is not changed).
+    pub fn new_zoned(
+        job: &FioJob,
+        clone_index: u32,
+        space_offset: u64,
+        space_len: u64,
+        min_align: u64,
+        seed: u64,
+        dev: &ZbdDevice,
+    ) -> Result<JobGen, FioError> {
+        if job.zone_mode != ZoneMode::Zbd {
+            return JobGen::build(job, clone_index, space_offset, space_len, min_align, seed);
+        }
+        check_space(job, clone_index, space_offset, space_len, min_align)?;
+        let disk = dev.disk();
+        let zs = disk.zone_bytes;
+        if space_offset % zs != 0 || space_offset.checked_add(space_len).is_none_or(|end| end > disk.bytes()) {
+            return Err(job.error(format!(
+                "zonemode=zbd: the job's space {space_offset}+{space_len} is not whole zones of the {}-byte drive's {zs}-byte zones",
+                disk.bytes()
+            )));
+        }
+        if job.zone_size != 0 && job.zone_size != zs {
+            return Err(job.error(format!("zonesize {} does not match the drive's zone size {zs}", job.zone_size)));
+        }
+        let j = job.with_zone_counts(zs)?;
+        if j.zone_skip % zs != 0 {
+            return Err(j.error(format!("zoneskip {} is not a multiple of the drive's zone size {zs}", j.zone_skip)));
+        }
+        let (wmin, wmax) = j.block_size_range(Dir::Write);
+        if j.rw.does(Dir::Write) {
+            if wmax > zs {
+                return Err(j.error(format!("write block size {wmax} exceeds the zone size {zs}")));
+            }
+            if disk.capacity_bytes < wmin {
+                return Err(j.error(format!(
+                    "zone capacity {} is smaller than the least write block size {wmin}",
+                    disk.capacity_bytes
+                )));
+            }
+            let engine = j.option("ioengine").unwrap_or("");
+            if !j.direct && engine != "io_uring_cmd" {
+                return Err(j.error("writing to a zoned drive needs direct I/O (direct=1), as fio requires"));
+            }
+        }
+        if j.rw.does(Dir::Trim) && j.bs[Dir::Trim] != zs {
+            return Err(j.error(format!("trim block size {} is not the zone size {zs}", j.bs[Dir::Trim])));
+        }
+        let first = JobGen::build(&j, clone_index, space_offset, space_len, min_align, seed)?;
+        let (start, len) = zone_aligned(&j, first.space_offset + first.region_start, first.region_len, zs)?;
+        let mut gen = if (start, len) == (first.space_offset + first.region_start, first.region_len) {
+            first
+        } else {
+            let mut aligned = j.clone();
+            aligned.offset = SizeSpec::Bytes(start - space_offset);
+            aligned.offset_increment = SizeSpec::Bytes(0);
+            aligned.filesize = None;
+            aligned.size = Some(SizeSpec::Bytes(len));
+            let mut gen = JobGen::build(&aligned, clone_index, space_offset, space_len, min_align, seed)?;
+            // The volume is the job's own, not the aligned region's.
+            (gen.pass_cap, gen.volume, gen.byte_limit, gen.io_size_set) =
+                (first.pass_cap, first.volume, first.byte_limit, first.io_size_set);
+            gen
+        };
+        let mut z = ZbdJob::new(dev.clone());
+        z.min_zone = (start / zs) as u32;
+        z.max_zone = ((start + len) / zs).min(u64::from(disk.zones)) as u32;
+        z.job_max_open_zones = j.zbd.job_max_open_zones;
+        z.min_bs = Dir::ALL.map(|d| j.block_size_range(d).0);
+        z.random = j.rw.is_random();
+        z.writes = j.rw.does(Dir::Write);
+        z.rw_mix = j.rw.is_read_write_mix();
+        z.no_mixed_writes = j.rwmixread == 100;
+        z.read_beyond_wp = j.zbd.read_beyond_wp;
+        z.zrt = j.zbd.zone_reset_threshold;
+        z.zrf = j.zbd.zone_reset_frequency;
+        z.verify = j.option("verify").is_some_and(|v| !matches!(v, "0" | "none"));
+        z.append = j.zbd.zone_append;
+        z.zone_skip = j.zone_skip;
+        // fio notes that job_max_open_zones is only for writing jobs; they run without it.
+        z.setup(j.zbd.max_open_zones, j.zbd.ignore_zone_limits).map_err(|e| j.error(e))?;
+        gen.zbd = Some(Box::new(z));
+        Ok(gen)
+    }
+
+    /// [`JobGen::new`] once the job is known to be runnable here.
+    fn build(
         job: &FioJob,
         clone_index: u32,
         space_offset: u64,
@@ -250,8 +376,31 @@ impl JobGen {
             files: None,
             in_set: false,
             placement: p.placement,
+            zbd: None,
+            zbd_resume: None,
+            zbd_started: false,
         }
     }
+}
+
+/// fio's `zbd_zone_align_file_sizes`: the job's region (device bytes) aligned to zones.
+fn zone_aligned(job: &FioJob, start: u64, len: u64, zone: u64) -> Result<(u64, u64), FioError> {
+    let too_small = || job.error(format!("zonemode=zbd: io_size must be at least one zone ({zone} bytes) past the first zone boundary"));
+    let end = start + len;
+    let new_end = end / zone * zone;
+    let reads_only = job.rw.does(Dir::Read) && !job.rw.does(Dir::Write) && !job.rw.does(Dir::Trim);
+    if reads_only {
+        // fio would read nothing (io_size 0) from a range inside one zone.
+        if new_end <= start {
+            return Err(too_small());
+        }
+        return Ok((start, new_end - start));
+    }
+    let new_start = start.div_ceil(zone) * zone;
+    if new_start >= end || new_end <= new_start {
+        return Err(too_small());
+    }
+    Ok((new_start, new_end - new_start))
 }
 
 /// The instance exists, the space does not wrap and the alignment is not 0.

@@ -21,9 +21,18 @@ pub(super) const EXPECT_PERCENT: &str = "an integer percentage from 0 to 100";
 pub(super) const EXPECT_BOOL: &str = "0 or 1";
 pub(super) const EXPECT_TIME_S: &str = "a time such as 30, 500ms or 2m (a bare number is seconds)";
 pub(super) const EXPECT_TIME_US: &str = "a time such as 100, 5ms or 1s (a bare number is microseconds)";
-/// Why `zonemode=zbd` and its options are refused.
-pub(super) const NEEDS_ZBD: &str =
-    "zonemode=zbd (fio's zoned block device support) is not ported yet; on a zoned drive (preset \"tlc-nvme-zns\", [device.zns]) run the job without it";
+/// Why `zonemode=zbd` is refused on a conventional drive.
+pub(crate) const NEEDS_ZBD: &str =
+    "zonemode=zbd needs a zoned block device (NVMe ZNS); the drive is conventional";
+/// fio's `ZBD_MAX_WRITE_ZONES`: the largest `max_open_zones` and `job_max_open_zones`.
+pub const ZBD_MAX_WRITE_ZONES: u32 = 4096;
+pub(super) const EXPECT_ZONES: &str = "a number of zones such as 8z";
+pub(super) const EXPECT_FRACTION: &str = "a number from 0 to 1, such as 0.5";
+/// The options only `zonemode=zbd` uses.
+const ZBD_ONLY: &[&str] = &[
+    "zonecapacity", "max_open_zones", "job_max_open_zones", "ignore_zone_limits", "zone_reset_threshold",
+    "zone_reset_frequency", "read_beyond_wp",
+];
 pub(super) const EXPECT_RW: &str = "one of read, write, trim, randread, randwrite, randtrim, rw, readwrite, \
                          randrw, trimwrite, randtrimwrite, optionally followed by :<nr>";
 
@@ -74,9 +83,22 @@ impl FioJob {
             "bsrange" => self.set_bsrange(&o)?,
             "bssplit" => self.set_bssplit(&o)?,
             "bs_is_seq_rand" => self.bs_is_seq_rand = o.bool()?,
-            "size" => self.size = Some(o.quantity()?.into()),
-            "offset" => self.offset = o.offset()?,
-            "offset_increment" => self.offset_increment = o.offset()?,
+            // size, io_size, offset, offset_increment and zoneskip also take a number of zones
+            // (fio's FIO_OPT_STR_VAL_ZONE: `8z`), which becomes bytes once the zone size is known.
+            "size" => match o.zones()? {
+                Some(n) => (self.size, self.in_zones.size) = (None, Some(n).filter(|&n| n > 0)),
+                None => (self.size, self.in_zones.size) = (Some(o.quantity()?.into()), None),
+            },
+            "offset" => match o.zones()? {
+                Some(n) => (self.offset, self.in_zones.offset) = (SizeSpec::Bytes(0), Some(n).filter(|&n| n > 0)),
+                None => (self.offset, self.in_zones.offset) = (o.offset()?, None),
+            },
+            "offset_increment" => match o.zones()? {
+                Some(n) => {
+                    (self.offset_increment, self.in_zones.offset_increment) = (SizeSpec::Bytes(0), Some(n).filter(|&n| n > 0))
+                }
+                None => (self.offset_increment, self.in_zones.offset_increment) = (o.offset()?, None),
+            },
             "offset_align" => self.offset_align = Some(o.size()?).filter(|&v| v > 0),
             "filesize" => {
                 let (low, high) = o.range(EXPECT_SIZE, |t| {
@@ -84,7 +106,10 @@ impl FioJob {
                 })?;
                 self.filesize = Some((low, high));
             }
-            "io_size" => self.io_size = Some(o.size()?).filter(|&v| v > 0),
+            "io_size" => match o.zones()? {
+                Some(n) => (self.io_size, self.in_zones.io_size) = (None, Some(n).filter(|&n| n > 0)),
+                None => (self.io_size, self.in_zones.io_size) = (Some(o.size()?).filter(|&v| v > 0), None),
+            },
             "number_ios" => self.number_ios = Some(o.int()?).filter(|&v| v > 0),
             "iodepth" => self.iodepth = o.int_in(1, u32::MAX as u64)? as u32,
             "iodepth_batch" => self.iodepth_batch = o.int_in(0, u32::MAX as u64)? as u32,
@@ -218,27 +243,58 @@ impl FioJob {
                 self.zone_mode = match o.text("none, strided or zbd")? {
                     "none" => ZoneMode::None,
                     "strided" => ZoneMode::Strided,
-                    "zbd" => return Err(o.unsupported(NEEDS_ZBD)),
+                    "zbd" => {
+                        self.zbd_given_at = Some((o.raw.file.to_string(), o.raw.line));
+                        ZoneMode::Zbd
+                    }
                     _ => return Err(o.invalid("none, strided or zbd")),
                 }
             }
             "zonesize" => self.zone_size = o.size()?,
             "zonerange" => self.zone_range = o.size()?,
-            "zoneskip" => {
-                // fio also takes a count of zones (`2z`, `str_zoneskip_cb`), which only
-                // zonemode=zbd turns into bytes; with strided zones fio skips nothing.
-                let text = o.numeric(EXPECT_SIZE)?;
-                if text.trim_end().ends_with(['z', 'Z']) && text.trim_end().len() > 1 {
-                    return Err(o.unsupported(
-                        "a zoneskip in zones (z suffix) is for zonemode=zbd; with zonemode=strided give it in bytes",
-                    ));
-                }
-                self.zone_skip = o.size()?
+            "zoneskip" => match o.zones()? {
+                Some(n) => (self.zone_skip, self.in_zones.zone_skip) = (0, Some(n).filter(|&n| n > 0)),
+                None => (self.zone_skip, self.in_zones.zone_skip) = (o.size()?, None),
+            },
+            // The options of zonemode=zbd (options.c): checked against the drive when the job
+            // meets it (JobGen::new_zoned), as fio's zbd_setup_files does.
+            "zonecapacity" => self.zbd.zone_capacity = o.size()?,
+            "max_open_zones" => self.zbd.max_open_zones = o.int_in(0, u64::from(ZBD_MAX_WRITE_ZONES))? as u32,
+            "job_max_open_zones" => {
+                self.zbd.job_max_open_zones = o.int_in(0, u64::from(ZBD_MAX_WRITE_ZONES))? as u32
             }
-            // Options of fio's zoned block device mode.
-            "zonecapacity" | "max_open_zones" | "job_max_open_zones" | "zone_reset_threshold"
-            | "zone_reset_frequency" | "ignore_zone_limits" | "read_beyond_wp" => {
-                return Err(o.unsupported(NEEDS_ZBD))
+            "ignore_zone_limits" => self.zbd.ignore_zone_limits = o.bool()?,
+            "zone_reset_threshold" => self.zbd.zone_reset_threshold = o.fraction()?,
+            "zone_reset_frequency" => self.zbd.zone_reset_frequency = o.fraction()?,
+            "read_beyond_wp" => self.zbd.read_beyond_wp = o.bool()?,
+            // The io_uring_cmd engine's write command (engines/io_uring.c, str_write_mode_cb).
+            "write_mode" => {
+                const EXPECTED: &str = "write, uncor, zeroes, verify or zone_append";
+                self.zbd.zone_append = match o.text(EXPECTED)? {
+                    "write" => false,
+                    "zone_append" => true,
+                    "uncor" | "zeroes" | "verify" => {
+                        return Err(o.unsupported("only writes (write) and Zone Append (zone_append) are modelled"))
+                    }
+                    t if t.contains('/') => {
+                        return Err(o.unsupported("a mix of write commands is not modelled; give write or zone_append"))
+                    }
+                    _ => return Err(o.invalid(EXPECTED)),
+                }
+            }
+            "write_zone_remainder" => {
+                return match o.bool()? {
+                    false => Ok(Outcome::Noted),
+                    true => Err(o.unsupported(
+                        "writing zone remainders with writes smaller than the block size is not modelled; \
+                         fio's default, finishing such zones, is",
+                    )),
+                }
+            }
+            // It recovers from failed writes, which the model's drive does not fail.
+            "recover_zbd_write_error" => {
+                o.bool()?;
+                return Ok(Outcome::Noted);
             }
             "nrfiles" => self.nrfiles = o.int_in(1, MAX_NRFILES)? as u32,
             "file_service_type" => self.file_service = parse_file_service(&o)?,
@@ -386,20 +442,45 @@ impl FioJob {
     }
 
     /// fio's checks of the zone options (`fixup_options` in init.c): `zonemode=strided` needs
-    /// a `zonesize`, and a `zonesize` needs `zonemode=strided` (fio's `zonemode` defaults to
-    /// `none`, so its older rule making a bare `zonesize` strided no longer applies). With more
-    /// than one file fio turns strided zones off. Random offsets from a skewed distribution are
-    /// refused: fio sizes those to the file, not to the zone, so they would leave the zone.
+    /// a `zonesize`, and a `zonesize` needs a zone mode (fio's `zonemode` defaults to `none`,
+    /// so its older rule making a bare `zonesize` strided no longer applies). With more than
+    /// one file fio turns strided zones off. Random offsets from a skewed distribution are
+    /// refused with strided zones: fio sizes those to the file, not to the zone, so they would
+    /// leave the zone. Sizes given in zones are zones of `zonesize` with strided zones (fio's
+    /// `zbd_recalc_options_with_zone_granularity`); with `zonemode=zbd` the drive's zones, so
+    /// they stay in zones until the job meets the drive; without a zone mode fio leaves them 0,
+    /// which flashmux refuses rather than reading as "the whole file".
     fn check_zones(&mut self, warnings: &mut Vec<Diagnostic>) -> Result<(), FioError> {
+        if self.zone_mode != ZoneMode::Zbd {
+            let given: Vec<&str> = ZBD_ONLY.iter().copied().filter(|&n| self.option(n).is_some()).collect();
+            if !given.is_empty() {
+                warnings.push(Diagnostic {
+                    file: self.file.clone(),
+                    line: self.line,
+                    message: format!("job '{}': {} only apply with zonemode=zbd (ignored)", self.name, given.join(", ")),
+                });
+            }
+            if self.zbd.zone_append {
+                // fio_ioring_cmd_init.
+                return Err(self.error("write_mode=zone_append requires zonemode=zbd"));
+            }
+        }
         match self.zone_mode {
             ZoneMode::None if self.zone_size > 0 => {
                 return Err(self.error("zonesize needs zonemode=strided (fio: zonemode=none and zonesize are not compatible)"))
+            }
+            ZoneMode::None if self.in_zones.any() => {
+                return Err(self.error(
+                    "a size in zones (z suffix) needs zonemode=zbd, or zonemode=strided with a zonesize \
+                     (fio leaves it 0 without zones)",
+                ))
             }
             ZoneMode::None => return Ok(()),
             ZoneMode::Strided if self.zone_size == 0 => {
                 return Err(self.error("zonemode=strided needs a zonesize greater than 0"))
             }
-            ZoneMode::Strided => {}
+            ZoneMode::Strided => self.strided_zone_counts()?,
+            ZoneMode::Zbd => return self.check_zbd(),
         }
         if self.nrfiles > 1 {
             warnings.push(Diagnostic {
@@ -422,6 +503,68 @@ impl FioJob {
             ));
         }
         Ok(())
+    }
+
+    /// Sizes given in zones, with strided zones: zones of `zonesize` bytes
+    /// (`zbd_recalc_options_with_zone_granularity`: "zonemode=strided doesn't get per-file zone
+    /// size").
+    fn strided_zone_counts(&mut self) -> Result<(), FioError> {
+        *self = self.with_zone_counts(self.zone_size)?;
+        Ok(())
+    }
+
+    /// The job with its sizes given in zones in bytes, for zones of `zone` bytes (fio's
+    /// `zbd_recalc_options_with_zone_granularity`).
+    pub(crate) fn with_zone_counts(&self, zone: u64) -> Result<FioJob, FioError> {
+        let mut j = self.clone();
+        let z = std::mem::take(&mut j.in_zones);
+        let bytes = |n: u64, what: &str| {
+            n.checked_mul(zone).ok_or_else(|| self.error(format!("{what} of {n} zones of {zone} bytes overflows")))
+        };
+        if let Some(n) = z.size {
+            j.size = Some(SizeSpec::Bytes(bytes(n, "size")?));
+        }
+        if let Some(n) = z.io_size {
+            j.io_size = Some(bytes(n, "io_size")?);
+        }
+        if let Some(n) = z.offset {
+            j.offset = SizeSpec::Bytes(bytes(n, "offset")?);
+        }
+        if let Some(n) = z.offset_increment {
+            j.offset_increment = SizeSpec::Bytes(bytes(n, "offset_increment")?);
+        }
+        if let Some(n) = z.zone_skip {
+            j.zone_skip = bytes(n, "zoneskip")?;
+        }
+        Ok(j)
+    }
+
+    /// What fio checks of `zonemode=zbd` without the drive (`fixup_options` in init.c; the
+    /// parts of `zbd_verify_bs` and `zbd_setup_files` that need no zone): the rest is checked
+    /// against the drive by [`super::super::JobGen::new_zoned`].
+    fn check_zbd(&self) -> Result<(), FioError> {
+        if self.option("create_serialize").is_some_and(|v| units::parse_bool(v) == Some(false)) {
+            return Err(self.error("zonemode=zbd and create_serialize=0 are not compatible"));
+        }
+        if self.option("experimental_verify").is_some_and(|v| v.is_empty() || units::parse_bool(v) == Some(true)) {
+            return Err(self.error("zonemode=zbd does not support experimental_verify"));
+        }
+        if self.rw.does(Dir::Trim) && (self.bsrange[Dir::Trim].is_some() || !self.bssplit[Dir::Trim].is_empty()) {
+            return Err(self.error("bsrange and bssplit are not allowed for trim with zonemode=zbd"));
+        }
+        if self.nrfiles > 1 {
+            return Err(self.error(format!(
+                "zonemode=zbd with nrfiles={}: only a job on the zoned drive itself is modelled (nrfiles=1)",
+                self.nrfiles
+            )));
+        }
+        Ok(())
+    }
+
+    /// The value of an option given to the job (here or in a `[global]` above), the last one
+    /// given; `""` for an option given without a value.
+    pub(crate) fn option(&self, name: &str) -> Option<&str> {
+        self.all_options().filter(|(n, _)| n == name).last().map(|(_, v)| v.as_str())
     }
 
     /// fio's checks of the data placement options once all are in (`fixup_options`, `dp_init`):
@@ -827,6 +970,23 @@ impl Opt<'_> {
         self.parsed(&expected, |t| {
             units::parse_size(t, self.kb).filter(|v| (min..=max).contains(v))
         })
+    }
+
+    /// A number of zones (`8z`, fio's `FIO_OPT_STR_VAL_ZONE`), if the value ends with `z`: the
+    /// decimal number before it (fio: "unexpected zone value" otherwise).
+    pub(super) fn zones(&self) -> Result<Option<u64>, FioError> {
+        let text = self.numeric(EXPECT_ZONES)?;
+        let Some(n) = text.strip_suffix('z') else { return Ok(None) };
+        match n.parse::<u32>() {
+            Ok(v) if n.bytes().all(|b| b.is_ascii_digit()) => Ok(Some(u64::from(v))),
+            _ => Err(self.invalid(EXPECT_ZONES)),
+        }
+    }
+
+    /// A floating-point number from 0 to 1 (fio's `FIO_OPT_FLOAT_LIST` with `minfp` 0 and
+    /// `maxfp` 1: "value out of range").
+    pub(super) fn fraction(&self) -> Result<f64, FioError> {
+        self.parsed(EXPECT_FRACTION, |t| units::parse_f64(t).filter(|v| (0.0..=1.0).contains(v)))
     }
 
     pub(super) fn percent(&self) -> Result<u32, FioError> {
