@@ -262,6 +262,7 @@ fn tlc_nvme_zns() -> Preset {
                 max_open: Some(14),
                 max_active: Some(14),
                 append_limit_bytes: None,
+                zone_planes: None,
             }),
             geometry,
             ..c

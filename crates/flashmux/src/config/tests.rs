@@ -812,11 +812,19 @@ fn zoned_preset_and_section_resolve() {
     let z = zns_layout(&s);
     assert_eq!((z.zones, z.max_open, z.max_active, z.append_limit_bytes), (100, Some(8), Some(12), Some(256 << 10)));
     assert_eq!(s.device.capacity_bytes(), 100 * (512 << 20), "the namespace is zones x zone size");
+    // Zones over 8 of the 256 planes: a layout unit of 8 MiB; 32 groups of 512 blocks would
+    // hold 8,192 zones of 16 MiB, more open-block tables than the model keeps (2^20 zone-planes).
+    let e = err(&zns("tlc-nvme", "", "[device.zns]\nzone_size = \"16MiB\"\nzone_planes = 8"));
+    assert!(e.contains("device.zns.zones: 8192 zones over 256 planes"), "{e}");
+    let z = zns_layout(&load(&zns("tlc-nvme", "", "[device.zns]\nzone_size = \"16MiB\"\nzone_planes = 8\nzones = 4096")).unwrap());
+    assert_eq!((z.zones, z.capacity_bytes, z.zone_planes), (4096, 16 << 20, Some(8)));
 }
 
 #[test]
 fn zoned_drive_errors_name_the_key() {
-    let cases: [(&str, &str, &str, &[&str]); 12] = [
+    let cases: [(&str, &str, &str, &[&str]); 14] = [
+        ("tlc-nvme", "", "[device.zns]\nzone_size = \"16MiB\"\nzone_planes = 3", &["device.zns.zone_planes: 3", "divisor of the drive's 256 planes"]),
+        ("tlc-nvme", "", "[device.zns]\nzone_size = \"12MiB\"\nzone_planes = 8", &["device.zns.zone_size", "8 planes x 1048576 bytes"]),
         ("tlc-nvme", "", "[device.zns]\nzone_capacity = \"256MiB\"", &["device.zns.zone_size: required", "268435456"]),
         ("tlc-nvme", "", "[device.zns]\nzone_size = \"100MiB\"", &["device.zns.zone_size", "not a multiple of the flash layout unit", "256 planes"]),
         ("tlc-nvme", "", "[device.zns]\nzone_size = \"512MiB\"\nzone_capacity = \"300MiB\"", &["device.zns.zone_capacity", "not a multiple"]),

@@ -120,8 +120,12 @@ pub struct FtlParams {
 pub struct ZonedFtl {
     /// Mapping units of LBA space per zone (the zone size).
     pub zone_units: u64,
-    /// Writable mapping units per zone (the zone capacity): `planes × k` blocks' worth.
+    /// Writable mapping units per zone (the zone capacity): `zone_planes × k` blocks' worth.
     pub capacity_units: u64,
+    /// Planes a zone stripes over, dividing the drive's: zone *z* stripes by flash page over
+    /// plane group `z mod (planes / zone_planes)`, the groups taken in order of static
+    /// striping (channel first), so a group of `channels` planes has one in every channel.
+    pub zone_planes: u32,
 }
 
 impl ZonedFtl {
@@ -340,6 +344,9 @@ pub struct Ftl {
     unit_placement: Vec<u8>,
     /// Zoned: the blocks holding each zone's data (opened for it since its last reset).
     zone_blocks: Vec<Vec<u32>>,
+    /// Zoned, with zones over fewer planes than the drive's: (flash-page stripes per zone,
+    /// planes per zone, plane groups), for [`Ftl::plane_of`].
+    zone_stripe: Option<(u32, u32, u32)>,
     pending_gc: VecDeque<GcJob>,
     /// Reused by `relocate`: (physical unit, logical page, owner) of a victim's valid units.
     gc_scratch: Vec<(u32, u32, u16)>,
@@ -428,14 +435,21 @@ impl Ftl {
     /// A zoned FTL's rules: a placement per zone, whole blocks in every plane per zone, every
     /// zone's blocks at once in the flash, no translation pages.
     fn check_zoned(geo: &Geometry, params: &FtlParams, z: ZonedFtl) -> Result<(), FtlError> {
-        let layout = geo.planes() as u64 * geo.units_per_block() as u64;
         let zones = params.placements.count() as u64;
         let bad = |m: String| Err(FtlError::Zoned(m));
+        if z.zone_planes == 0 || geo.planes() % z.zone_planes != 0 {
+            return bad(format!("zones over {} planes on a drive of {}: expected a divisor", z.zone_planes, geo.planes()));
+        }
+        let layout = z.zone_planes as u64 * geo.units_per_block() as u64;
+        let groups = (geo.planes() / z.zone_planes) as u64;
         if z.zone_units == 0 || z.capacity_units == 0 || z.capacity_units > z.zone_units {
             return bad(format!("zones of {} units with a capacity of {}: expected 1 <= capacity <= size", z.zone_units, z.capacity_units));
         }
         if z.capacity_units % layout != 0 {
-            return bad(format!("a zone's capacity of {} units is not whole blocks in every plane ({layout} units)", z.capacity_units));
+            return bad(format!("a zone's capacity of {} units is not whole blocks in each of its planes ({layout} units)", z.capacity_units));
+        }
+        if z.zone_units % (z.zone_planes as u64 * geo.units_per_page() as u64) != 0 {
+            return bad(format!("a zone of {} units is not whole flash pages in each of its planes", z.zone_units));
         }
         if params.logical_units != zones * z.zone_units {
             return bad(format!("{} logical units for {zones} zones of {} units", params.logical_units, z.zone_units));
@@ -446,7 +460,7 @@ impl Ftl {
         if zones * geo.planes() as u64 > ZonedFtl::MAX_ZONE_PLANES {
             return bad(format!("{zones} zones over {} planes: at most {} zone-planes", geo.planes(), ZonedFtl::MAX_ZONE_PLANES));
         }
-        let per_plane = zones * (z.capacity_units / layout);
+        let per_plane = zones.div_ceil(groups) * (z.capacity_units / layout);
         if per_plane > geo.blocks_per_plane as u64 {
             return bad(format!("{zones} zones need {per_plane} blocks in every plane; the flash has {}", geo.blocks_per_plane));
         }
@@ -501,6 +515,9 @@ impl Ftl {
             gc_moves: vec![0; gc_placements * gc_placements],
             unit_placement: if gc_placements > 1 { vec![0; total_units] } else { Vec::new() },
             zone_blocks: vec![Vec::new(); if params.zoned.is_some() { n } else { 0 }],
+            zone_stripe: params.zoned.filter(|z| z.zone_planes < planes).map(|z| {
+                ((z.zone_units / upp as u64) as u32, z.zone_planes, planes / z.zone_planes)
+            }),
             pending_gc: VecDeque::new(),
             gc_scratch: Vec::new(),
             map_entries: params.map_entries_per_page.unwrap_or(0),
@@ -588,10 +605,17 @@ impl Ftl {
         }
     }
 
-    /// The plane that stores `lpn` (static channel-first striping by flash page).
+    /// The plane that stores `lpn` (static channel-first striping by flash page; on a zoned
+    /// drive whose zones stripe over fewer planes, over its zone's plane group).
     pub fn plane_of(&self, lpn: Lpn) -> PlaneId {
         let stripe = lpn.0 >> self.upp_shift;
-        self.stripe_to_plane[stripe as usize % self.stripe_to_plane.len()]
+        match self.zone_stripe {
+            None => self.stripe_to_plane[stripe as usize % self.stripe_to_plane.len()],
+            Some((zone_stripes, n, groups)) => {
+                let (zone, within) = (stripe / zone_stripes, stripe % zone_stripes);
+                self.stripe_to_plane[((zone % groups) * n + within % n) as usize]
+            }
+        }
     }
     /// The global flash page (block × pages per block + page) of a physical unit.
     pub fn page_of(&self, ppa: Ppa) -> u32 {

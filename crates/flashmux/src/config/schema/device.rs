@@ -68,13 +68,15 @@ pub(super) struct ZnsSection {
     pub(super) max_open: Option<u32>,
     pub(super) max_active: Option<u32>,
     pub(super) zone_append_limit: Option<Size>,
+    /// Planes each zone stripes over (default: every plane).
+    pub(super) zone_planes: Option<u32>,
 }
 
 /// `[device.zns]` over the preset's zoned namespace (if any), on the resolved geometry.
 fn resolve_zns(ctx: &Ctx, d: &DeviceSection, preset: Option<ZnsLayout>, geo: &Geometry) -> Result<Option<ZnsLayout>, ConfigError> {
     let Some(z) = &d.zns else {
         // The preset's zones, as many as its (perhaps changed) flash holds.
-        return Ok(preset.map(|p| ZnsLayout { zones: ZnsLayout::max_zones(geo, p.capacity_bytes).max(1) as u32, ..p }));
+        return Ok(preset.map(|p| ZnsLayout { zones: ZnsLayout::max_zones(p.zone_planes, geo, p.capacity_bytes).max(1) as u32, ..p }));
     };
     let zone_bytes = match (&z.zone_size, preset) {
         (Some(s), _) => s.bytes,
@@ -82,7 +84,7 @@ fn resolve_zns(ctx: &Ctx, d: &DeviceSection, preset: Option<ZnsLayout>, geo: &Ge
         (None, None) => {
             return Err(ctx.err(format!(
                 "device.zns.zone_size: required (bytes of LBA space per zone, a multiple of a block in every plane: {} bytes on this flash)",
-                ZnsLayout::layout_unit(geo)
+                ZnsLayout::layout_unit(z.zone_planes.or(preset.and_then(|p| p.zone_planes)), geo)
             )))
         }
     };
@@ -92,11 +94,13 @@ fn resolve_zns(ctx: &Ctx, d: &DeviceSection, preset: Option<ZnsLayout>, geo: &Ge
         (None, None, Some(p)) => p.capacity_bytes,
         (None, None, None) => unreachable!("zone_size is required without a zoned preset"),
     };
-    let layout = ZnsLayout::layout_unit(geo);
+    let zone_planes = z.zone_planes.or(preset.and_then(|p| p.zone_planes));
+    let planes_ok = zone_planes.is_none_or(|n| n > 0 && geo.planes() % n == 0);
+    let layout = ZnsLayout::layout_unit(zone_planes, geo);
     let zones = match z.zones {
         Some(n) => n,
-        None if capacity_bytes >= layout && capacity_bytes % layout == 0 => {
-            ZnsLayout::max_zones(geo, capacity_bytes).min(u32::MAX as u64) as u32
+        None if planes_ok && capacity_bytes >= layout && capacity_bytes % layout == 0 => {
+            ZnsLayout::max_zones(zone_planes, geo, capacity_bytes).min(u32::MAX as u64) as u32
         }
         // Not whole layout units: validation says what is wrong with the capacity.
         None => 1,
@@ -108,6 +112,7 @@ fn resolve_zns(ctx: &Ctx, d: &DeviceSection, preset: Option<ZnsLayout>, geo: &Ge
         max_open: z.max_open.or(preset.and_then(|p| p.max_open)),
         max_active: z.max_active.or(preset.and_then(|p| p.max_active)),
         append_limit_bytes: z.zone_append_limit.as_ref().map(|s| s.bytes).or(preset.and_then(|p| p.append_limit_bytes)),
+        zone_planes,
     }))
 }
 

@@ -115,6 +115,11 @@ pub struct ZnsLayout {
     /// Most bytes one Zone Append writes (ZASL); `None` for no limit but the zone's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub append_limit_bytes: Option<u64>,
+    /// Planes each zone stripes over (dividing the drive's); `None`: every plane. Zone *z*
+    /// uses plane group `z mod (planes / zone_planes)`, groups taken in the drive's
+    /// channel-first striping order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone_planes: Option<u32>,
 }
 
 /// The zoned namespace's logical block: 512 bytes, the device's sector.
@@ -136,23 +141,38 @@ impl ZnsLayout {
         }
     }
 
-    /// The flash layout unit: a block in every plane. A zone's size and capacity are whole
-    /// layout units, so a full zone is `capacity / layout` blocks in every plane.
-    pub fn layout_unit(g: &Geometry) -> u64 {
-        g.planes() as u64 * g.pages_per_block as u64 * g.page_bytes as u64
+    /// Planes a zone stripes over on `g`.
+    pub fn planes(zone_planes: Option<u32>, g: &Geometry) -> u32 {
+        zone_planes.unwrap_or(g.planes())
     }
 
-    /// Most zones of `capacity_bytes` the flash of `g` holds at once.
-    pub fn max_zones(g: &Geometry, capacity_bytes: u64) -> u64 {
-        g.blocks_per_plane as u64 / (capacity_bytes / Self::layout_unit(g)).max(1)
+    /// The flash layout unit: a block in each of a zone's planes. A zone's size and capacity
+    /// are whole layout units, so a full zone is `capacity / layout` blocks in each.
+    pub fn layout_unit(zone_planes: Option<u32>, g: &Geometry) -> u64 {
+        Self::planes(zone_planes, g) as u64 * g.pages_per_block as u64 * g.page_bytes as u64
+    }
+
+    /// Most zones of `capacity_bytes` the flash of `g` holds at once: as many per plane group
+    /// as its blocks hold, in every group.
+    pub fn max_zones(zone_planes: Option<u32>, g: &Geometry, capacity_bytes: u64) -> u64 {
+        let groups = (g.planes() / Self::planes(zone_planes, g).max(1)) as u64;
+        groups * (g.blocks_per_plane as u64 / (capacity_bytes / Self::layout_unit(zone_planes, g)).max(1))
     }
 
     /// The rules of a zoned drive on `g`; errors name `device.zns.<key>`.
     pub fn validate(&self, g: &Geometry) -> Result<(), String> {
-        let layout = Self::layout_unit(g);
+        if let Some(n) = self.zone_planes {
+            if n == 0 || n > g.planes() || g.planes() % n != 0 {
+                return Err(format!(
+                    "device.zns.zone_planes: {n}: expected a divisor of the drive's {} planes (a zone stripes over that many, zones taking the plane groups in turn)",
+                    g.planes()
+                ));
+            }
+        }
+        let layout = Self::layout_unit(self.zone_planes, g);
         let unit = format!(
-            "the flash layout unit, a block in every plane: {} planes x {} bytes = {layout} bytes",
-            g.planes(),
+            "the flash layout unit, a block in each of a zone's planes: {} planes x {} bytes = {layout} bytes",
+            Self::planes(self.zone_planes, g),
             g.pages_per_block as u64 * g.page_bytes as u64
         );
         if self.zone_bytes == 0 || self.zone_bytes % layout != 0 {
@@ -167,10 +187,10 @@ impl ZnsLayout {
                 self.capacity_bytes, self.zone_bytes
             ));
         }
-        let fit = Self::max_zones(g, self.capacity_bytes);
+        let fit = Self::max_zones(self.zone_planes, g, self.capacity_bytes);
         if self.zones == 0 || self.zones as u64 > fit {
             return Err(format!(
-                "device.zns.zones: {} zones of {} bytes of capacity: the flash holds 1 to {fit} ({} blocks per plane, {} per zone)",
+                "device.zns.zones: {} zones of {} bytes of capacity: the flash holds 1 to {fit} ({} blocks per plane, {} per zone in each of its planes)",
                 self.zones,
                 self.capacity_bytes,
                 g.blocks_per_plane,
@@ -316,6 +336,7 @@ impl SsdConfig {
             zoned: self.zns.map(|z| crate::ftl::ZonedFtl {
                 zone_units: z.zone_bytes / self.geometry.unit_bytes as u64,
                 capacity_units: z.capacity_bytes / self.geometry.unit_bytes as u64,
+                zone_planes: ZnsLayout::planes(z.zone_planes, &self.geometry),
             }),
         }
     }
