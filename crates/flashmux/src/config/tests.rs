@@ -822,7 +822,8 @@ fn zoned_preset_and_section_resolve() {
 
 #[test]
 fn zoned_drive_errors_name_the_key() {
-    let cases: [(&str, &str, &str, &[&str]); 14] = [
+    let cases: [(&str, &str, &str, &[&str]); 15] = [
+        ("tlc-nvme-zns", "", "[kernel]\nfilesystem = \"ext4\"", &["kernel:", "zoned filesystem"]),
         ("tlc-nvme", "", "[device.zns]\nzone_size = \"16MiB\"\nzone_planes = 3", &["device.zns.zone_planes: 3", "divisor of the drive's 256 planes"]),
         ("tlc-nvme", "", "[device.zns]\nzone_size = \"12MiB\"\nzone_planes = 8", &["device.zns.zone_size", "8 planes x 1048576 bytes"]),
         ("tlc-nvme", "", "[device.zns]\nzone_capacity = \"256MiB\"", &["device.zns.zone_size: required", "268435456"]),
@@ -844,4 +845,10 @@ fn zoned_drive_errors_name_the_key() {
             assert!(e.contains(w), "{preset} / {device} / {extra}: {e}\n  missing: {w}");
         }
     }
+}
+
+#[test]
+fn an_nbd_export_on_a_zoned_drive_is_refused() {
+    let e = err("[device]\npreset = \"tlc-nvme-zns\"\n[[tenant]]\nname = \"nbd0\"\n");
+    assert!(e.contains("tenant 'nbd0': an NBD export (flashmux serve) on a zoned drive"), "{e}");
 }

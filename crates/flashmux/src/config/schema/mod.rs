@@ -197,6 +197,17 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
     let ext4 = kernel.as_ref().is_some_and(|k| k.filesystem == crate::kernel::kernels::Filesystem::Ext4);
     let placement = (device.kind.placement(), per_tenant_placement(&f.device));
     let tenants = resolve_tenants(&ctx, &f.tenants, base, device.capacity_bytes(), ext4, &mut collected, placement)?;
+    if zoned {
+        if kernel.is_some() {
+            return Err(ctx.err("kernel: the guest kernel's page cache and filesystem write a conventional block device; on a zoned drive they would need a zoned filesystem (zonefs, f2fs, btrfs), which is not modelled: remove [kernel], or use a conventional preset"));
+        }
+        if let Some(t) = tenants.iter().find(|t| matches!(t.workload, Workload::Export { .. })) {
+            return Err(ctx.err(format!(
+                "tenant '{}': an NBD export (flashmux serve) on a zoned drive: NBD has no zone commands, so its clients cannot write the zones; use a conventional preset",
+                t.name
+            )));
+        }
+    }
     if kernel.is_none() {
         note_buffered_jobs(&tenants, &mut collected);
     }
