@@ -103,6 +103,15 @@ pub fn tenant_table(r: &RunResults) -> String {
         let value = format!("{}, {} padded pages, {wait:.1} us mean wait for programs", d.flushes, d.ssd.flush_padded_pages);
         lines.insert(pos, ("flushes", value));
     }
+    if let Some(z) = &d.zns {
+        // A zoned drive: its zones at the end, the resets that emptied them, the commands it
+        // failed (by status, in results.json).
+        let pos = lines.iter().position(|(k, _)| *k == "write-buffer hits").map_or(lines.len(), |p| p + 1);
+        let states: Vec<String> = z.states.iter().map(|(s, n)| format!("{n} {}", s.split(':').nth(1).unwrap_or(s).to_lowercase())).collect();
+        let failed: u64 = z.errors.values().sum();
+        let value = format!("{} ({}), {} resets, {failed} failed commands", z.zones, states.join(", "), z.resets);
+        lines.insert(pos, ("zones", value));
+    }
     if let Some(c) = &contrib {
         let e = crate::metrics::mean_abs_error(c).map_or_else(|| "-".into(), |e| format!("{:.1} points", e * 100.0));
         lines.push(("GC judged", format!("mean |judged - true share| {e} (hWA-BC's charges against the ledger)")));
@@ -385,5 +394,28 @@ mod tests {
         assert_eq!(precondition(&p), "workload, fill 100%, steady-state WAF 2.50 (reached, 9 GC runs)");
         p.writers = Some(0);
         assert_eq!(precondition(&p), "workload, fill 100%, no tenant writes: filled only");
+    }
+
+    /// A zoned drive's line: the zones by state at the end, resets, failed commands.
+    #[test]
+    fn a_zoned_drive_reports_its_zones() {
+        let mut r = run();
+        r.device.zns = Some(crate::device::ZnsReport {
+            zones: 64,
+            zone_bytes: 2 << 30,
+            capacity_bytes: 1 << 30,
+            max_open: Some(14),
+            max_active: Some(14),
+            states: [("ZSE:Empty".to_string(), 60), ("ZSF:Full".to_string(), 3), ("ZSIO:Implicitly Opened".to_string(), 1)].into(),
+            peak_open: 2,
+            peak_active: 2,
+            resets: 7,
+            blocks_erased: 28,
+            reset_ns: 1,
+            implicit_closes: 0,
+            errors: [("Zone Invalid Write (BCh)".to_string(), 4), ("Zone Is Full (B9h)".to_string(), 1)].into(),
+        });
+        let text = tenant_table(&r);
+        assert!(text.contains("\nzones:               64 (60 empty, 3 full, 1 implicitly opened), 7 resets, 5 failed commands\n"), "{text}");
     }
 }
