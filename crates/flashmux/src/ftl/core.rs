@@ -344,6 +344,8 @@ pub struct Ftl {
     unit_placement: Vec<u8>,
     /// Zoned: the blocks holding each zone's data (opened for it since its last reset).
     zone_blocks: Vec<Vec<u32>>,
+    /// When kept ([`Ftl::log_moves`]): every unit GC moved, (old, new), in the order moved.
+    move_log: Option<Vec<(Ppa, Ppa)>>,
     /// Zoned, with zones over fewer planes than the drive's: (flash-page stripes per zone,
     /// planes per zone, plane groups), for [`Ftl::plane_of`].
     zone_stripe: Option<(u32, u32, u32)>,
@@ -515,6 +517,7 @@ impl Ftl {
             gc_moves: vec![0; gc_placements * gc_placements],
             unit_placement: if gc_placements > 1 { vec![0; total_units] } else { Vec::new() },
             zone_blocks: vec![Vec::new(); if params.zoned.is_some() { n } else { 0 }],
+            move_log: None,
             zone_stripe: params.zoned.filter(|z| z.zone_planes < planes).map(|z| {
                 ((z.zone_units / upp as u64) as u32, z.zone_planes, planes / z.zone_planes)
             }),
@@ -574,6 +577,17 @@ impl Ftl {
             return 0;
         }
         self.gc_moves[cause.index() * self.params.placements.count() + moved.index()]
+    }
+    /// Keeps a log of GC's moves from now on (for a host FTL, whose GC is I/O it issues):
+    /// [`Ftl::take_moves`] drains it.
+    pub fn log_moves(&mut self) {
+        self.move_log.get_or_insert_with(Vec::new);
+    }
+    /// The first `n` moves logged, (old unit, new unit) in the order GC made them, into `out`.
+    pub fn take_moves(&mut self, n: usize, out: &mut Vec<(Ppa, Ppa)>) {
+        if let Some(log) = &mut self.move_log {
+            out.extend(log.drain(..n.min(log.len())));
+        }
     }
     /// Blocks holding zone `zone`'s data (0 on a conventional drive).
     pub fn zone_block_count(&self, zone: Placement) -> usize {

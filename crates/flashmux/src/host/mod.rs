@@ -4,6 +4,7 @@
 pub mod block;
 pub mod elevator;
 pub mod sched;
+pub mod zoned_ftl;
 
 pub use block::{BlockLayer, BlockReq};
 pub use elevator::{MergeConfig, MergeStats};

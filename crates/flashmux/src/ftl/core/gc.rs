@@ -104,6 +104,9 @@ impl Ftl {
         let mut program_pages = 0u32;
         for &(old, lpn, owner) in &valid {
             let new = self.alloc(plane, stream);
+            if let Some(log) = &mut self.move_log {
+                log.push((Ppa(old), new));
+            }
             // A GC page is programmed when its last unit is filled; a partly filled page waits
             // for the next run.
             program_pages += ((new.0 + 1) & (upp - 1) == 0) as u32;
