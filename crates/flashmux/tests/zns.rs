@@ -102,3 +102,28 @@ fn fio_s_zbd_examples_run_on_a_zoned_drive_without_a_failed_command() {
         assert!(z.peak_open <= z.zones);
     }
 }
+
+/// A host FTL on the zoned drive (`[host.zoned_ftl]`): 4 KiB random writes, trims and reads on
+/// the conventional space it exports. Its GC is host I/O — reads of the victim zone, writes to
+/// the GC zone, a Zone Reset — and the drive refuses none of it: every write lands at a write
+/// pointer. The write amplification is the host's; the drive's stays 1.
+#[test]
+fn a_host_ftl_runs_random_writes_on_zones_with_gc_as_host_io() {
+    let scenario = "seed = 1\n[device]\npreset = \"tlc-nvme-zns\"\n\
+        [device.geometry]\nchannels = 2\nchips_per_channel = 2\ndies_per_chip = 2\nplanes_per_die = 2\npages_per_block = 64\nblocks_per_plane = 64\n\
+        [device.zns]\nzone_size = \"16MiB\"\n[host.zoned_ftl]\nspare_zones = 6\n[stop]\ntime = \"6s\"\n\
+        [[tenant]]\nname = \"rand\"\nfio = \"\"\"\n[r]\nrw=randrw\nrwmixread=20\nbs=4k\ndirect=1\niodepth=16\ntime_based\nruntime=6s\n\"\"\"\n\
+        [[tenant]]\nname = \"trim\"\nfio = \"\"\"\n[t]\nrw=randtrim\nbs=64k\ndirect=1\niodepth=1\nrate_iops=50\ntime_based\nruntime=6s\n\"\"\"\n";
+    let r = run_checked(scenario, 20_000);
+    let z = r.device.zns.as_ref().unwrap();
+    let h = z.host_ftl.as_ref().unwrap();
+    assert!(z.errors.is_empty(), "{:?}", z.errors);
+    assert!(r.jobs.iter().all(|j| j.errors == 0));
+    assert_eq!(h.logical_bytes, (64 - 6) * (16 << 20), "the zones beyond the spare ones");
+    assert!(h.gc_runs > 10 && h.gc_units_moved > 0, "{h:?}");
+    assert_eq!(z.resets, h.gc_runs - u64::from(h.gc_runs > z.resets), "a reset per GC job (the last may be under way)");
+    let waf = (h.host_units + h.gc_units_moved) as f64 / h.host_units as f64;
+    assert!(h.waf == Some(waf) && waf > 1.0, "{h:?}");
+    assert_eq!((r.device.waf, r.device.ftl.gc_runs), (Some(1.0), 0), "the drive copies nothing");
+    assert!(r.jobs[0].io.read.ios > 0 && r.jobs[1].io.trim.ios > 0);
+}

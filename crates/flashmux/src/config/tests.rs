@@ -822,7 +822,9 @@ fn zoned_preset_and_section_resolve() {
 
 #[test]
 fn zoned_drive_errors_name_the_key() {
-    let cases: [(&str, &str, &str, &[&str]); 15] = [
+    let cases: [(&str, &str, &str, &[&str]); 17] = [
+        ("tlc-nvme", "", "[host.zoned_ftl]", &["host.zoned_ftl", "use a zoned drive"]),
+        ("tlc-nvme-zns", "", "[host.zoned_ftl]\nspare_zones = 3", &["host.zoned_ftl", "3 spare zones of 64", "at least gc_threshold_zones + 3 = 5"]),
         ("tlc-nvme-zns", "", "[kernel]\nfilesystem = \"ext4\"", &["kernel:", "zoned filesystem"]),
         ("tlc-nvme", "", "[device.zns]\nzone_size = \"16MiB\"\nzone_planes = 3", &["device.zns.zone_planes: 3", "divisor of the drive's 256 planes"]),
         ("tlc-nvme", "", "[device.zns]\nzone_size = \"12MiB\"\nzone_planes = 8", &["device.zns.zone_size", "8 planes x 1048576 bytes"]),
@@ -851,4 +853,17 @@ fn zoned_drive_errors_name_the_key() {
 fn an_nbd_export_on_a_zoned_drive_is_refused() {
     let e = err("[device]\npreset = \"tlc-nvme-zns\"\n[[tenant]]\nname = \"nbd0\"\n");
     assert!(e.contains("tenant 'nbd0': an NBD export (flashmux serve) on a zoned drive"), "{e}");
+}
+
+/// A host FTL on the zoned drive: the tenants' space is what it exports, its spare zones 7% of
+/// the zones by default (at least the GC threshold + 3); refused elsewhere (above).
+#[test]
+fn a_host_ftl_exports_its_logical_space() {
+    let s = load(&zns("tlc-nvme-zns", "", "[host.zoned_ftl]")).unwrap();
+    let p = s.host.zoned_ftl.unwrap();
+    assert_eq!((p.spare_zones, p.gc_threshold_zones), (5, 2));
+    assert_eq!(s.tenants[0].region, (0, 59 << 30), "59 zones of 1 GiB capacity");
+    // Behind a host FTL the drive takes a kernel (and NBD exports): the host FTL never breaks
+    // the zones' rules.
+    assert!(load(&zns("tlc-nvme-zns", "", "[host.zoned_ftl]\n[kernel]\nfilesystem = \"ext4\"")).is_ok());
 }

@@ -33,6 +33,17 @@ pub struct HostConfig {
     /// submitting and completing threads, which contend for hardware threads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<crate::virt::CpuConfig>,
+    /// A host FTL on a zoned drive (`[host.zoned_ftl]`, `host/zoned_ftl.rs`): the tenants see
+    /// a conventional block space, written log-structured into the zones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zoned_ftl: Option<ZonedFtlParams>,
+}
+
+/// `[host.zoned_ftl]`: the host FTL's spare zones and GC threshold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ZonedFtlParams {
+    pub spare_zones: u32,
+    pub gc_threshold_zones: u32,
 }
 
 impl HostConfig {

@@ -44,6 +44,25 @@
 use crate::flash::Geometry;
 use crate::ftl::{Ftl, FtlParams, Loc, VictimPolicy};
 use crate::units::{Lpn, Placement, PlaneId, Ppa};
+use serde::Serialize;
+
+/// What the host FTL did, in `results.json` (`flashmux.device.zns.host_ftl`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HostFtlReport {
+    /// The conventional space it exports.
+    pub logical_bytes: u64,
+    pub spare_zones: u32,
+    /// Units the tenants wrote, and units GC moved (read from a victim, written to a GC zone).
+    pub host_units: u64,
+    pub gc_units_moved: u64,
+    /// GC jobs, each ending with a Zone Reset of its victim.
+    pub gc_runs: u64,
+    /// (host + GC units) / host units: the host FTL's write amplification; the drive adds none.
+    pub waf: Option<f64>,
+    /// Writes that waited for a zone reset, and device commands issued.
+    pub writes_waited: u64,
+    pub device_commands: u64,
+}
 
 /// The host FTL's shape: the drive's zones and its own spare space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +77,26 @@ pub struct HostZonedConfig {
     pub spare_zones: u32,
     /// Free zones at which GC starts.
     pub gc_threshold_zones: u32,
+}
+
+impl HostZonedConfig {
+    /// The host FTL of `params` on the zoned drive `zns` with mapping unit `unit_bytes`.
+    pub fn of(zns: &crate::device::ZnsLayout, unit_bytes: u64, params: crate::host::ZonedFtlParams) -> HostZonedConfig {
+        HostZonedConfig {
+            zones: zns.zones,
+            zone_bytes: zns.zone_bytes,
+            capacity_bytes: zns.capacity_bytes,
+            unit_bytes,
+            spare_zones: params.spare_zones,
+            gc_threshold_zones: params.gc_threshold_zones,
+        }
+    }
+
+    /// The default spare zones: 7% of the zones (a datacenter drive's over-provisioning), at
+    /// least `gc_threshold_zones + 3`.
+    pub fn default_spare(zones: u32, gc_threshold_zones: u32) -> u32 {
+        (zones as u64 * 7).div_ceil(100).max(gc_threshold_zones as u64 + 3) as u32
+    }
 }
 
 /// One GC job's device I/O: read the moved units from the victim, write them into the GC zone
@@ -138,11 +177,12 @@ impl HostZonedFtl {
         zone * self.cfg.zone_bytes + unit * self.cfg.unit_bytes
     }
 
-    /// Appends unit `ppa` to `runs`, extending the last run when it is the next unit.
+    /// Appends unit `ppa` to `runs`, extending the last run when it is the next unit of the
+    /// same zone (a command never crosses a zone: a write there is a Zone Boundary Error).
     fn push_run(&self, runs: &mut Vec<(u64, u64)>, ppa: Ppa) {
-        let (at, u) = (self.byte_of(ppa), self.cfg.unit_bytes);
+        let (at, u, z) = (self.byte_of(ppa), self.cfg.unit_bytes, self.cfg.zone_bytes);
         match runs.last_mut() {
-            Some((start, len)) if *start + *len == at => *len += u,
+            Some((start, len)) if *start + *len == at && *start / z == at / z => *len += u,
             _ => runs.push((at, u)),
         }
     }
@@ -234,10 +274,10 @@ mod tests {
 
     const UNIT: u64 = 4096;
 
-    fn cfg(zones: u32, units: u64) -> HostZonedConfig {
+    fn cfg(zones: u32, units: u64, size: u64) -> HostZonedConfig {
         HostZonedConfig {
             zones,
-            zone_bytes: 2 * units * UNIT,
+            zone_bytes: size * units * UNIT,
             capacity_bytes: units * UNIT,
             unit_bytes: UNIT,
             spare_zones: 5,
@@ -330,8 +370,10 @@ mod tests {
         fn matches_the_reference_map_on_a_zoned_drive(
             ops in prop::collection::vec((0u8..10, 0u64..40, 1u64..6, 0u16..3), 1..300),
             units in prop_oneof![Just(4u64), Just(8), Just(16)],
+            size in 1u64..3,
         ) {
-            let c = cfg(12, units);
+            // Zones whose capacity is their size (1) or half of it (2).
+            let c = cfg(12, units, size);
             let mut h = HostZonedFtl::new(c).unwrap();
             let mut d = Drive::new(&c);
             let logical = h.logical_bytes() / UNIT;

@@ -15,6 +15,7 @@
 mod aging;
 mod filebench;
 pub mod external;
+mod host_ftl;
 mod job;
 mod overlap;
 mod results;
@@ -160,6 +161,9 @@ pub struct Simulator {
     block: BlockLayer,
     /// Scratch: the requests merged into a completed command.
     merged: Vec<ReqId>,
+    /// The host FTL on a zoned drive (`[host.zoned_ftl]`): the block layer's commands become
+    /// its device commands.
+    hftl: Option<host_ftl::HostFtlStage>,
     /// Reused by `send_runs` for where a request's pieces are.
     runs_scratch: Vec<(u64, u64)>,
     /// Pieces of split requests in flight (`send_runs`).
@@ -197,7 +201,19 @@ impl Simulator {
     pub fn new_polling(scenario: Scenario, stop: &dyn Fn() -> bool) -> Result<Simulator, SimError> {
         scenario.validate().map_err(SimError::Config)?;
         let device = build_device(&scenario)?;
-        let work = Workloads::build(&scenario, device.sector_bytes(), device.zoned_disk())?;
+        let hftl = match (scenario.host.zoned_ftl, &scenario.device.kind) {
+            (Some(p), crate::device::DeviceKind::Ssd(c)) => {
+                let z = c.zns.ok_or_else(|| SimError::Config("host.zoned_ftl: needs a zoned drive".into()))?;
+                let cfg = crate::host::zoned_ftl::HostZonedConfig::of(&z, c.geometry.unit_bytes as u64, p);
+                let ftl = crate::host::zoned_ftl::HostZonedFtl::new(cfg).map_err(SimError::Config)?;
+                Some(host_ftl::HostFtlStage::new(ftl, p.spare_zones))
+            }
+            (Some(_), _) => return Err(SimError::Config("host.zoned_ftl: needs a zoned drive".into())),
+            (None, _) => None,
+        };
+        // Behind a host FTL the tenants see a conventional space: fio's zoned mode is not theirs.
+        let zoned = if hftl.is_some() { None } else { device.zoned_disk() };
+        let work = Workloads::build(&scenario, device.sector_bytes(), zoned)?;
         let mut sim = Simulator {
             now: SimTime::ZERO,
             events: EventQueue::new(),
@@ -220,6 +236,7 @@ impl Simulator {
                 device.is_open_channel(),
             ),
             merged: Vec::new(),
+            hftl,
             runs_scratch: Vec::new(),
             pieces_live: 0,
             dispatches: None,
@@ -949,7 +966,10 @@ impl Simulator {
             self.send(cmd);
         }
         self.block.observe(self.now, ftl_view(&self.device, &self.scenario));
-        while let Some(cmd) = self.block.next_request(self.now, |q| self.device.queue_has_room(q)) {
+        loop {
+            let (device, hftl) = (&self.device, &self.hftl);
+            let room = |q| device.queue_has_room(q) && hftl.as_ref().is_none_or(|h| h.has_room());
+            let Some(cmd) = self.block.next_request(self.now, room) else { break };
             self.send(cmd);
         }
         if let Some(t) = self.block.arm_wakeup(self.now) {
@@ -963,7 +983,15 @@ impl Simulator {
         if let Some(s) = &mut self.dispatches {
             s.dispatched(self.now, cmd.tenant, cmd.op, cmd.offset, cmd.len);
         }
-        self.device.submit(self.now, cmd, &mut self.out);
+        match &mut self.hftl {
+            Some(h) => {
+                let mut done = Vec::new();
+                h.submit(cmd, &mut done);
+                self.out.completed.extend(done);
+                h.pump(self.now, &mut self.device, &mut self.out);
+            }
+            None => self.device.submit(self.now, cmd, &mut self.out),
+        }
         self.drain_outbox();
     }
 
@@ -974,7 +1002,21 @@ impl Simulator {
         if self.out.completed.is_empty() {
             return;
         }
-        let done = std::mem::take(&mut self.out.completed);
+        let mut done = std::mem::take(&mut self.out.completed);
+        if let Some(h) = &mut self.hftl {
+            // The host FTL's commands: their requests complete when the last one has.
+            let failed: Vec<(ReqId, crate::device::zns::ZnsStatus)> = self.out.failed.drain(..).collect();
+            let status = |r: ReqId| failed.iter().find(|f| f.0 == r).map(|f| f.1);
+            let mut parents = Vec::new();
+            for &r in done.iter().filter(|r| r.0 & host_ftl::CHILD != 0) {
+                h.complete(r, status(r), &mut parents);
+            }
+            done.retain(|r| r.0 & host_ftl::CHILD == 0);
+            done.extend(parents);
+            h.take_failed(&mut self.out.failed);
+            self.out.failed.extend(failed.iter().filter(|f| f.0 .0 & host_ftl::CHILD == 0));
+            h.pump(self.now, &mut self.device, &mut self.out);
+        }
         for (r, status) in self.out.failed.drain(..) {
             self.reqs[r.index()].failed = Some(status);
         }
@@ -1121,11 +1163,17 @@ impl Simulator {
         let live = self.reqs.len() - self.free_reqs.len();
         let kernel_live = self.kernel_issued - self.kernel_completed;
         assert_eq!(live as u64, self.issued - self.completed + kernel_live + self.pieces_live, "requests not conserved");
-        assert_eq!(
-            self.device.in_flight(),
-            self.block.inflight() as u64,
-            "device and host disagree on requests in flight"
-        );
+        match &self.hftl {
+            Some(h) => {
+                assert!(self.device.in_flight() <= h.in_flight() as u64, "the drive has commands the host FTL did not send");
+                h.check_invariants();
+            }
+            None => assert_eq!(
+                self.device.in_flight(),
+                self.block.inflight() as u64,
+                "device and host disagree on requests in flight"
+            ),
+        }
         // With nothing left to happen but the timeline's ticks (and the time limit), every
         // request must have completed and every job ended (an export's job waits for its
         // clients; the request limit stops jobs where they are): otherwise something waits for

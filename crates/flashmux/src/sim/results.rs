@@ -157,7 +157,11 @@ impl Simulator {
     }
 
     fn device_result(&self, now: SimTime) -> DeviceResult {
-        self.device.report(now, &self.scenario.device.preset, &self.precondition)
+        let mut d = self.device.report(now, &self.scenario.device.preset, &self.precondition);
+        if let (Some(z), Some(h)) = (&mut d.zns, &self.hftl) {
+            z.host_ftl = Some(h.report());
+        }
+        d
     }
 
     /// Every tenant's device-side counters now, for the timeline.

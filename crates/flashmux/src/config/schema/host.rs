@@ -22,6 +22,14 @@ pub(super) struct HostSection {
     pub(super) mcfq: Option<McfqSection>,
     pub(super) fair: Option<FairSection>,
     pub(super) hwabc: Option<HwabcSection>,
+    pub(super) zoned_ftl: Option<ZonedFtlSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ZonedFtlSection {
+    pub(super) spare_zones: Option<u32>,
+    pub(super) gc_threshold_zones: Option<u32>,
 }
 
 #[derive(Deserialize, Default)]
@@ -120,6 +128,11 @@ pub(super) fn resolve_host(ctx: &Ctx, h: &HostSection, device_preset: &str) -> R
         submit_overhead: or(&h.submit_overhead, DEFAULT_SUBMIT_OVERHEAD),
         completion_overhead: or(&h.completion_overhead, DEFAULT_COMPLETION_OVERHEAD),
         cpu: h.cpu.as_ref().map(resolve_cpu),
+        // The spare zones' default needs the drive's zone count: `resolve_zoned_ftl`.
+        zoned_ftl: h.zoned_ftl.as_ref().map(|z| crate::host::ZonedFtlParams {
+            spare_zones: z.spare_zones.unwrap_or(0),
+            gc_threshold_zones: z.gc_threshold_zones.unwrap_or(2),
+        }),
     };
     host.validate().map_err(|e| ctx.err(e))?;
     Ok(host)

@@ -148,6 +148,23 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
     let device = resolve_device(&ctx, &f.device)?;
     let precondition = resolve_precondition(&ctx, &f.precondition)?;
     let mut host = resolve_host(&ctx, &f.host, &device.preset)?;
+    // A host FTL on the zoned drive: the tenants' space is the one it exports.
+    let exported = match (&mut host.zoned_ftl, &device.kind) {
+        (None, _) => device.capacity_bytes(),
+        (Some(p), DeviceKind::Ssd(c)) if c.zns.is_some() => {
+            let z = c.zns.expect("checked");
+            let given = f.host.zoned_ftl.as_ref().and_then(|s| s.spare_zones).is_some();
+            if !given {
+                p.spare_zones = crate::host::zoned_ftl::HostZonedConfig::default_spare(z.zones, p.gc_threshold_zones);
+            }
+            let cfg = crate::host::zoned_ftl::HostZonedConfig::of(&z, c.geometry.unit_bytes as u64, *p);
+            let ftl = crate::host::zoned_ftl::HostZonedFtl::new(cfg).map_err(|e| ctx.err(format!("host.zoned_ftl: {e}")))?;
+            ftl.logical_bytes()
+        }
+        (Some(_), _) => {
+            return Err(ctx.err("host.zoned_ftl: a host FTL writes a zoned drive's zones: use a zoned drive ([device.zns], or preset \"tlc-nvme-zns\")"))
+        }
+    };
     super::check_host_ftl(&host, &device).map_err(|e| ctx.err(e))?;
     let virt = resolve_virt(&ctx, &f.virt)?;
     // The kernel's block device's tags: the VM's virtio disk's, else the host's — none under pblk,
@@ -196,8 +213,8 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
     }
     let ext4 = kernel.as_ref().is_some_and(|k| k.filesystem == crate::kernel::kernels::Filesystem::Ext4);
     let placement = (device.kind.placement(), per_tenant_placement(&f.device));
-    let tenants = resolve_tenants(&ctx, &f.tenants, base, device.capacity_bytes(), ext4, &mut collected, placement)?;
-    if zoned {
+    let tenants = resolve_tenants(&ctx, &f.tenants, base, exported, ext4, &mut collected, placement)?;
+    if zoned && host.zoned_ftl.is_none() {
         if kernel.is_some() {
             return Err(ctx.err("kernel: the guest kernel's page cache and filesystem write a conventional block device; on a zoned drive they would need a zoned filesystem (zonefs, f2fs, btrfs), which is not modelled: remove [kernel], or use a conventional preset"));
         }

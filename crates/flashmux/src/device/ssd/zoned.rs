@@ -79,7 +79,7 @@ impl TenantZoneStats {
 }
 
 /// The drive-wide zone report in `results.json` (`device.zns`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ZnsReport {
     pub zones: u32,
     pub zone_bytes: u64,
@@ -104,6 +104,9 @@ pub struct ZnsReport {
     /// Commands that failed, by NVMe status.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, u64>,
+    /// The host FTL writing the zones (`[host.zoned_ftl]`), when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_ftl: Option<crate::host::zoned_ftl::HostFtlReport>,
 }
 
 /// The zoned namespace's state beside the flash: zones, who opened them, counters.
@@ -191,6 +194,7 @@ impl ZonedNs {
             reset_ns: self.reset_ns,
             implicit_closes,
             errors,
+            host_ftl: None,
         }
     }
 }
