@@ -64,6 +64,11 @@ pub struct HostFtlReport {
     pub device_commands: u64,
 }
 
+/// The largest device command the host FTL issues: 128 KiB, the chunk GC copies in (as Linux's
+/// dm-kcopyd splits a copy into sub-jobs), so user writes queued behind GC's are not held up by
+/// a whole zone's worth at once.
+pub const MAX_COMMAND_BYTES: u64 = 128 << 10;
+
 /// The host FTL's shape: the drive's zones and its own spare space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HostZonedConfig {
@@ -178,11 +183,12 @@ impl HostZonedFtl {
     }
 
     /// Appends unit `ppa` to `runs`, extending the last run when it is the next unit of the
-    /// same zone (a command never crosses a zone: a write there is a Zone Boundary Error).
+    /// same zone (a command never crosses a zone: a write there is a Zone Boundary Error) and
+    /// the run is below [`MAX_COMMAND_BYTES`].
     fn push_run(&self, runs: &mut Vec<(u64, u64)>, ppa: Ppa) {
         let (at, u, z) = (self.byte_of(ppa), self.cfg.unit_bytes, self.cfg.zone_bytes);
         match runs.last_mut() {
-            Some((start, len)) if *start + *len == at && *start / z == at / z => *len += u,
+            Some((start, len)) if *start + *len == at && *start / z == at / z && *len + u <= MAX_COMMAND_BYTES => *len += u,
             _ => runs.push((at, u)),
         }
     }

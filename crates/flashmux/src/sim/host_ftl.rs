@@ -5,7 +5,9 @@
 //!
 //! Ordering: every write and reset goes to the drive through one submission queue, in the order
 //! the host FTL placed them, so each zone's writes reach it at its write pointer (the drive
-//! fetches a queue in order); reads use their request's queue. Commands wait in a FIFO for queue
+//! fetches a queue in order); reads use their request's queue. A GC job's writes wait for its
+//! reads, and for every earlier job's writes to have gone (the FTL placed the earlier job's
+//! units first in the GC zone). Commands wait in a FIFO for queue
 //! room. A write the free zones cannot take waits (after any earlier waiting write) until a GC
 //! reset frees a zone. A child's failure fails its request.
 
@@ -49,6 +51,8 @@ pub(super) struct HostFtlStage {
     /// Writes waiting for a zone: the request's command and the bytes placed so far.
     waiting: VecDeque<(Command, u64)>,
     gc: Vec<Option<GcRun>>,
+    /// GC jobs whose writes have not gone yet, in the order they started.
+    gc_order: VecDeque<u32>,
     runs: Vec<(u64, u64)>,
     report: HostFtlReport,
     /// Requests done with a failed child, and the first failure.
@@ -66,6 +70,7 @@ impl HostFtlStage {
             requests: BTreeMap::new(),
             waiting: VecDeque::new(),
             gc: Vec::new(),
+            gc_order: VecDeque::new(),
             runs: Vec::new(),
             report,
             failed: Vec::new(),
@@ -185,7 +190,21 @@ impl HostFtlStage {
             }
         };
         self.gc[slot] = Some(GcRun { work, phase: Phase::Reads, outstanding: 0 });
+        self.gc_order.push_back(slot as u32);
         self.gc_phase(slot as u32, Phase::Reads);
+    }
+
+    /// Issues the writes of the oldest GC jobs whose reads are done, in the order the jobs
+    /// started, up to the first still reading.
+    fn gc_writes_in_order(&mut self) {
+        while let Some(&g) = self.gc_order.front() {
+            let run = self.gc[g as usize].as_ref().expect("a GC job under way");
+            if run.phase != Phase::Reads || run.outstanding > 0 {
+                return;
+            }
+            self.gc_order.pop_front();
+            self.gc_phase(g, Phase::Writes);
+        }
     }
 
     /// Issues GC job `g`'s commands from `phase` on (skipping phases with nothing to do).
@@ -208,7 +227,8 @@ impl HostFtlStage {
                 return;
             }
             phase = match phase {
-                Phase::Reads => Phase::Writes,
+                // No reads: the writes wait their turn (`gc_writes_in_order`).
+                Phase::Reads => return self.gc_writes_in_order(),
                 Phase::Writes | Phase::Reset => Phase::Reset,
             };
         }
@@ -245,7 +265,7 @@ impl HostFtlStage {
                     return;
                 }
                 match run.phase {
-                    Phase::Reads => self.gc_phase(g, Phase::Writes),
+                    Phase::Reads => self.gc_writes_in_order(),
                     Phase::Writes => self.gc_phase(g, Phase::Reset),
                     Phase::Reset => {
                         let victim = run.work.victim;

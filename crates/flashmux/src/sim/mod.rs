@@ -1016,6 +1016,10 @@ impl Simulator {
             h.take_failed(&mut self.out.failed);
             self.out.failed.extend(failed.iter().filter(|f| f.0 .0 & host_ftl::CHILD == 0));
             h.pump(self.now, &mut self.device, &mut self.out);
+            // What the commands just sent scheduled (their fetches) is due from now.
+            for (t, e) in self.out.events.drain(..) {
+                self.events.push(t, Event::Device(e));
+            }
         }
         for (r, status) in self.out.failed.drain(..) {
             self.reqs[r.index()].failed = Some(status);
