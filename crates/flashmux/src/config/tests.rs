@@ -867,3 +867,19 @@ fn a_host_ftl_exports_its_logical_space() {
     // the zones' rules.
     assert!(load(&zns("tlc-nvme-zns", "", "[host.zoned_ftl]\n[kernel]\nfilesystem = \"ext4\"")).is_ok());
 }
+
+/// A log per tenant writes a host and a GC zone per tenant at once: 8 tenants need 16 open
+/// zones, above `tlc-nvme-zns`'s 14; 7 fit, with the spare zones for their open zones.
+#[test]
+fn host_ftl_logs_per_tenant_fit_the_drives_open_zones() {
+    let tenants = |n: usize| -> String {
+        (0..n).map(|i| format!("[[tenant]]\nname = \"t{i}\"\nfio = \"[a]\\nrw=randwrite\\nbs=4k\\n\"\n")).collect()
+    };
+    let text = |n| format!("[device]\npreset = \"tlc-nvme-zns\"\n[host.zoned_ftl]\nper_tenant = true\n{}", tenants(n));
+    let e = err(&text(8));
+    assert!(e.contains("host.zoned_ftl: host zoned FTL: 8 log(s) write 16 zones at once"), "{e}");
+    assert!(e.contains("limit of 14 open zones"), "{e}");
+    let s = load(&text(7)).unwrap();
+    let p = s.host.zoned_ftl.unwrap();
+    assert_eq!((p.tenant_logs, p.spare_zones), (7, 2 + 3 + 13));
+}

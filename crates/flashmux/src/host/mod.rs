@@ -44,6 +44,8 @@ pub struct HostConfig {
 pub struct ZonedFtlParams {
     pub spare_zones: u32,
     pub gc_threshold_zones: u32,
+    /// A log per tenant (`per_tenant = true`: the tenants' count), else 0: one shared log.
+    pub tenant_logs: u32,
 }
 
 impl HostConfig {

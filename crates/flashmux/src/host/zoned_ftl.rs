@@ -82,6 +82,12 @@ pub struct HostZonedConfig {
     pub spare_zones: u32,
     /// Free zones at which GC starts.
     pub gc_threshold_zones: u32,
+    /// A log per tenant (`per_tenant`): tenant *t* writes its own open zone and GC moves its
+    /// data into a GC zone of its own, so no zone holds two tenants' data; `0`: one shared log.
+    pub tenant_logs: u32,
+    /// The drive's open zone limit (the lesser of its open and active limits): the host FTL
+    /// writes a host and a GC zone per log at once.
+    pub max_open: Option<u32>,
 }
 
 impl HostZonedConfig {
@@ -94,13 +100,25 @@ impl HostZonedConfig {
             unit_bytes,
             spare_zones: params.spare_zones,
             gc_threshold_zones: params.gc_threshold_zones,
+            tenant_logs: params.tenant_logs,
+            max_open: match (zns.max_open, zns.max_active) {
+                (Some(o), Some(a)) => Some(o.min(a)),
+                (o, a) => o.or(a),
+            },
         }
     }
 
+    /// Open zones beyond the logical data, GC's threshold and reserve: a host and a GC zone
+    /// per log (`Ftl::check_params`'s count for persistent placements).
+    pub fn open_zones(tenant_logs: u32) -> u32 {
+        2 * tenant_logs.saturating_sub(1) + u32::from(tenant_logs > 0)
+    }
+
     /// The default spare zones: 7% of the zones (a datacenter drive's over-provisioning), at
-    /// least `gc_threshold_zones + 3`.
-    pub fn default_spare(zones: u32, gc_threshold_zones: u32) -> u32 {
-        (zones as u64 * 7).div_ceil(100).max(gc_threshold_zones as u64 + 3) as u32
+    /// least `gc_threshold_zones + 3` and each further log's open zones.
+    pub fn default_spare(zones: u32, gc_threshold_zones: u32, tenant_logs: u32) -> u32 {
+        let least = gc_threshold_zones as u64 + 3 + Self::open_zones(tenant_logs) as u64;
+        (zones as u64 * 7).div_ceil(100).max(least) as u32
     }
 }
 
@@ -134,12 +152,24 @@ impl HostZonedFtl {
         if cfg.gc_threshold_zones < 2 {
             return Err(format!("host zoned FTL: gc_threshold_zones = {}: at least 2", cfg.gc_threshold_zones));
         }
-        let need = cfg.gc_threshold_zones + 3;
+        let need = cfg.gc_threshold_zones + 3 + HostZonedConfig::open_zones(cfg.tenant_logs);
         if cfg.spare_zones < need || cfg.zones <= cfg.spare_zones {
             return Err(format!(
-                "host zoned FTL: {} spare zones of {}: expected at least gc_threshold_zones + 3 = {need}, and fewer than the zones",
-                cfg.spare_zones, cfg.zones
+                "host zoned FTL: {} spare zones of {}: expected at least gc_threshold_zones + 3{} = {need}, and fewer than the zones",
+                cfg.spare_zones,
+                cfg.zones,
+                if cfg.tenant_logs > 1 { " + a host and a GC zone per further tenant log" } else { "" }
             ));
+        }
+        let writing = 2 * cfg.tenant_logs.max(1);
+        if let Some(limit) = cfg.max_open.filter(|&l| writing > l) {
+            return Err(format!(
+                "host zoned FTL: {} log(s) write {writing} zones at once (a host and a GC zone each), above the drive's limit of {limit} open zones",
+                cfg.tenant_logs.max(1)
+            ));
+        }
+        if cfg.tenant_logs as usize > crate::ftl::Placements::MAX {
+            return Err(format!("host zoned FTL: {} tenant logs: at most {}", cfg.tenant_logs, crate::ftl::Placements::MAX));
         }
         let units_per_zone = cfg.capacity_bytes / u;
         let units = u32::try_from(units_per_zone).map_err(|_| "host zoned FTL: a zone of 2^32 units or more".to_string())?;
@@ -159,7 +189,11 @@ impl HostZonedFtl {
             victim_policy: VictimPolicy::Greedy,
             gc_threshold_blocks: cfg.gc_threshold_zones,
             map_entries_per_page: None,
-            placements: Default::default(),
+            // A log per tenant: persistent placements, so GC keeps each tenant's data apart too.
+            placements: match cfg.tenant_logs {
+                0 | 1 => Default::default(),
+                n => crate::ftl::Placements { persistent: vec![true; n as usize] },
+            },
             zoned: None,
         };
         let mut ftl = Ftl::new(&geo, params).map_err(|e| format!("host zoned FTL: {e}"))?;
@@ -198,9 +232,17 @@ impl HostZonedFtl {
         offset / u..(offset + len).div_ceil(u)
     }
 
-    /// Whether a unit can be written now; if not, writes wait for a zone reset.
-    pub fn can_write(&self) -> bool {
-        self.ftl.can_program_host(PlaneId(0), Placement(0), 1)
+    /// The log tenant `owner` writes.
+    fn log_of(&self, owner: u16) -> Placement {
+        match self.cfg.tenant_logs {
+            0 | 1 => Placement(0),
+            n => Placement(owner % n as u16),
+        }
+    }
+
+    /// Whether a unit of `owner` can be written now; if not, its writes wait for a zone reset.
+    pub fn can_write(&self, owner: u16) -> bool {
+        self.ftl.can_program_host(PlaneId(0), self.log_of(owner), 1)
     }
 
     /// Places as much of a write of `[offset, offset + len)` by `owner` as the free zones take
@@ -211,11 +253,12 @@ impl HostZonedFtl {
     pub fn write(&mut self, offset: u64, len: u64, owner: u16, out: &mut Vec<(u64, u64)>) -> u64 {
         let units = self.units(offset, len);
         let first = units.start;
+        let log = self.log_of(owner);
         for l in units {
-            if !self.can_write() {
+            if !self.can_write(owner) {
                 return (l - first) * self.cfg.unit_bytes - (offset - first * self.cfg.unit_bytes);
             }
-            let ppa = self.ftl.program_host(PlaneId(0), Lpn(l as u32), owner, Placement(0));
+            let ppa = self.ftl.program_host(PlaneId(0), Lpn(l as u32), owner, log);
             self.push_run(out, ppa);
         }
         len
@@ -280,14 +323,16 @@ mod tests {
 
     const UNIT: u64 = 4096;
 
-    fn cfg(zones: u32, units: u64, size: u64) -> HostZonedConfig {
+    fn cfg(zones: u32, units: u64, size: u64, tenant_logs: u32) -> HostZonedConfig {
         HostZonedConfig {
             zones,
             zone_bytes: size * units * UNIT,
             capacity_bytes: units * UNIT,
             unit_bytes: UNIT,
-            spare_zones: 5,
+            spare_zones: 5 + HostZonedConfig::open_zones(tenant_logs),
             gc_threshold_zones: 2,
+            tenant_logs,
+            max_open: Some(2 * tenant_logs.max(2)),
         }
     }
 
@@ -300,8 +345,8 @@ mod tests {
             Drive(
                 Zones::new(ZnsConfig {
                     geometry: ZoneGeometry { zones: c.zones, zone_size: c.zone_bytes / lba, zone_capacity: c.capacity_bytes / lba },
-                    max_open: Some(4),
-                    max_active: Some(4),
+                    max_open: c.max_open,
+                    max_active: c.max_open,
                     zone_append_limit: None,
                 })
                 .unwrap(),
@@ -335,7 +380,7 @@ mod tests {
     /// The header's worked example.
     #[test]
     fn gc_reads_the_victims_valid_units_writes_them_to_the_gc_zone_and_resets_it() {
-        let c = HostZonedConfig { zones: 8, zone_bytes: 4 * UNIT, capacity_bytes: 4 * UNIT, unit_bytes: UNIT, spare_zones: 5, gc_threshold_zones: 2 };
+        let c = HostZonedConfig { zones: 8, zone_bytes: 4 * UNIT, capacity_bytes: 4 * UNIT, unit_bytes: UNIT, spare_zones: 5, gc_threshold_zones: 2, tenant_logs: 0, max_open: Some(4) };
         let mut h = HostZonedFtl::new(c).unwrap();
         assert_eq!(h.logical_bytes(), 12 * UNIT);
         let mut out = Vec::new();
@@ -354,7 +399,7 @@ mod tests {
         for round in 0..20u64 {
             out.clear();
             let l = (round * 3) % 12;
-            assert!(h.can_write());
+            assert!(h.can_write(0));
             assert_eq!(h.write(l * UNIT, UNIT, 0, &mut out), UNIT);
             d.write(&out);
             gcs += d.gc(&mut h);
@@ -377,9 +422,11 @@ mod tests {
             ops in prop::collection::vec((0u8..10, 0u64..40, 1u64..6, 0u16..3), 1..300),
             units in prop_oneof![Just(4u64), Just(8), Just(16)],
             size in 1u64..3,
+            tenant_logs in prop_oneof![Just(0u32), Just(3)],
         ) {
-            // Zones whose capacity is their size (1) or half of it (2).
-            let c = cfg(12, units, size);
+            // Zones whose capacity is their size (1) or half of it (2); one log, or one per
+            // tenant (3), when no zone may hold two tenants' data.
+            let c = cfg(12 + 2 * HostZonedConfig::open_zones(tenant_logs), units, size, tenant_logs);
             let mut h = HostZonedFtl::new(c).unwrap();
             let mut d = Drive::new(&c);
             let logical = h.logical_bytes() / UNIT;
@@ -421,6 +468,16 @@ mod tests {
                     (Loc::Flash(ppa), Some(&o)) => prop_assert_eq!(h.ftl().owner_of(ppa), o),
                     (Loc::Unmapped, None) => {}
                     (loc, want) => prop_assert!(false, "unit {}: {:?}, reference {:?}", l, loc, want),
+                }
+            }
+            if tenant_logs > 1 {
+                // Each zone holds one tenant's data (the FTL checks its placements' isolation;
+                // here, through the owners).
+                let mut zone_owner: HashMap<u64, u16> = HashMap::new();
+                for (&l, &o) in &reference {
+                    let Loc::Flash(ppa) = h.ftl().lookup(Lpn(l as u32)) else { continue };
+                    let z = ppa.0 as u64 / units;
+                    prop_assert_eq!(*zone_owner.entry(z).or_insert(o), o, "zone {} holds two tenants' data", z);
                 }
             }
         }

@@ -30,6 +30,8 @@ pub(super) struct HostSection {
 pub(super) struct ZonedFtlSection {
     pub(super) spare_zones: Option<u32>,
     pub(super) gc_threshold_zones: Option<u32>,
+    /// A log per tenant (default: one shared).
+    pub(super) per_tenant: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -132,6 +134,8 @@ pub(super) fn resolve_host(ctx: &Ctx, h: &HostSection, device_preset: &str) -> R
         zoned_ftl: h.zoned_ftl.as_ref().map(|z| crate::host::ZonedFtlParams {
             spare_zones: z.spare_zones.unwrap_or(0),
             gc_threshold_zones: z.gc_threshold_zones.unwrap_or(2),
+            // The tenants' count, once they are known (`resolve`).
+            tenant_logs: u32::from(z.per_tenant == Some(true)),
         }),
     };
     host.validate().map_err(|e| ctx.err(e))?;

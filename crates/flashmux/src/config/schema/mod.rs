@@ -153,9 +153,12 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
         (None, _) => device.capacity_bytes(),
         (Some(p), DeviceKind::Ssd(c)) if c.zns.is_some() => {
             let z = c.zns.expect("checked");
+            if p.tenant_logs > 0 {
+                p.tenant_logs = f.tenants.len().max(1) as u32;
+            }
             let given = f.host.zoned_ftl.as_ref().and_then(|s| s.spare_zones).is_some();
             if !given {
-                p.spare_zones = crate::host::zoned_ftl::HostZonedConfig::default_spare(z.zones, p.gc_threshold_zones);
+                p.spare_zones = crate::host::zoned_ftl::HostZonedConfig::default_spare(z.zones, p.gc_threshold_zones, p.tenant_logs);
             }
             let cfg = crate::host::zoned_ftl::HostZonedConfig::of(&z, c.geometry.unit_bytes as u64, *p);
             let ftl = crate::host::zoned_ftl::HostZonedFtl::new(cfg).map_err(|e| ctx.err(format!("host.zoned_ftl: {e}")))?;
