@@ -311,17 +311,10 @@ impl Device {
         }
     }
 
-    /// What a host learns of a zoned drive at start (Identify, Report Zones: every zone empty);
-    /// `None` for a conventional one.
-    pub fn zoned_disk(&self) -> Option<crate::workload::fio::ZonedDisk> {
+    /// The zoned namespace's layout, on a zoned drive.
+    pub fn zns(&self) -> Option<ZnsLayout> {
         match &self.backend {
-            Backend::Ssd(s) => s.config().zns.map(|z| crate::workload::fio::ZonedDisk {
-                zone_bytes: z.zone_bytes,
-                capacity_bytes: z.capacity_bytes,
-                zones: z.zones,
-                max_open: z.max_open,
-                max_active: z.max_active,
-            }),
+            Backend::Ssd(s) => s.config().zns,
             Backend::Null(_) => None,
         }
     }

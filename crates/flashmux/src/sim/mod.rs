@@ -212,7 +212,15 @@ impl Simulator {
             (None, _) => None,
         };
         // Behind a host FTL the tenants see a conventional space: fio's zoned mode is not theirs.
-        let zoned = if hftl.is_some() { None } else { device.zoned_disk() };
+        // What the host learns of a zoned drive at start (Identify, Report Zones: every zone
+        // empty).
+        let zoned = device.zns().filter(|_| hftl.is_none()).map(|z| crate::workload::fio::ZonedDisk {
+            zone_bytes: z.zone_bytes,
+            capacity_bytes: z.capacity_bytes,
+            zones: z.zones,
+            max_open: z.max_open,
+            max_active: z.max_active,
+        });
         let work = Workloads::build(&scenario, device.sector_bytes(), zoned)?;
         let mut sim = Simulator {
             now: SimTime::ZERO,
