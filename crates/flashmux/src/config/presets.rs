@@ -263,6 +263,8 @@ fn tlc_nvme_zns() -> Preset {
                 max_active: Some(14),
                 append_limit_bytes: None,
                 zone_planes: None,
+                // The WD ZN540's reset of an empty zone: 1.61 ms (docs/MODEL.md §5).
+                reset_overhead: Nanos(1_600_000),
             }),
             geometry,
             ..c

@@ -801,6 +801,15 @@ fn zns_layout(s: &Scenario) -> crate::device::ZnsLayout {
 fn zoned_preset_and_section_resolve() {
     let z = zns_layout(&load(&zns("tlc-nvme-zns", "", "")).unwrap());
     assert_eq!((z.zones, z.zone_bytes, z.capacity_bytes, z.max_open, z.max_active), (64, 2 << 30, 1 << 30, Some(14), Some(14)));
+    // The ZN540's 1.6 ms per reset, unless the section says otherwise; none on a drive
+    // without a zoned preset.
+    assert_eq!(z.reset_overhead, Nanos::from_us(1600));
+    let z = zns_layout(&load(&zns("tlc-nvme-zns", "", "[device.zns]\nreset_overhead = \"250us\"")).unwrap());
+    assert_eq!(z.reset_overhead, Nanos::from_us(250));
+    let z = zns_layout(&load(&zns("tlc-nvme", "", "[device.zns]\nzone_size = \"256MiB\"")).unwrap());
+    assert_eq!(z.reset_overhead, Nanos(0));
+    let e = err(&zns("tlc-nvme-zns", "", "[device.zns]\nreset_overhead = 3"));
+    assert!(e.contains("reset_overhead"), "{e}");
     // The preset's zones follow its flash.
     let z = zns_layout(&load(&zns("tlc-nvme-zns", "", "[device.geometry]\nblocks_per_plane = 128")).unwrap());
     assert_eq!(z.zones, 32);

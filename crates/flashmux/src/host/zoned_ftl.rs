@@ -46,7 +46,7 @@ use crate::ftl::{Ftl, FtlParams, Loc, VictimPolicy};
 use crate::units::{Lpn, Placement, PlaneId, Ppa};
 use serde::Serialize;
 
-/// What the host FTL did, in `results.json` (`flashmux.device.zns.host_ftl`).
+/// What the host FTL did, in `results.json` (`host_ftl`, beside `device`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct HostFtlReport {
     /// The conventional space it exports.
@@ -140,17 +140,36 @@ pub struct HostZonedFtl {
     moves: Vec<(Ppa, Ppa)>,
 }
 
-impl HostZonedFtl {
-    pub fn new(cfg: HostZonedConfig) -> Result<HostZonedFtl, String> {
+impl HostZonedConfig {
+    /// Checks the shape (whole units, GC's spare zones, the drive's open zone limit, the
+    /// translation's own rules through `Ftl::check_params`) without building the map tables,
+    /// and returns the bytes of the conventional space it exports: what the loader needs.
+    pub fn validate(&self) -> Result<u64, String> {
+        let (geo, params) = self.translation()?;
+        Ok(params.logical_units * geo.unit_bytes as u64)
+    }
+
+    /// The translation FTL's geometry and parameters: a zone is a block of one-unit pages on a
+    /// one-plane "drive". Checked.
+    fn translation(&self) -> Result<(Geometry, FtlParams), String> {
+        let cfg = self;
         let u = cfg.unit_bytes;
-        if u == 0 || cfg.capacity_bytes % u != 0 || cfg.zone_bytes % u != 0 || cfg.capacity_bytes > cfg.zone_bytes {
+        if u == 0
+            || u > u32::MAX as u64
+            || cfg.capacity_bytes % u != 0
+            || cfg.zone_bytes % u != 0
+            || cfg.capacity_bytes > cfg.zone_bytes
+        {
             return Err(format!(
                 "host zoned FTL: zones of {} bytes with {} writable are not whole {u}-byte units",
                 cfg.zone_bytes, cfg.capacity_bytes
             ));
         }
         if cfg.gc_threshold_zones < 2 {
-            return Err(format!("host zoned FTL: gc_threshold_zones = {}: at least 2", cfg.gc_threshold_zones));
+            return Err(format!(
+                "host zoned FTL: gc_threshold_zones = {}: at least 2",
+                cfg.gc_threshold_zones
+            ));
         }
         let need = cfg.gc_threshold_zones + 3 + HostZonedConfig::open_zones(cfg.tenant_logs);
         if cfg.spare_zones < need || cfg.zones <= cfg.spare_zones {
@@ -169,11 +188,15 @@ impl HostZonedFtl {
             ));
         }
         if cfg.tenant_logs as usize > crate::ftl::Placements::MAX {
-            return Err(format!("host zoned FTL: {} tenant logs: at most {}", cfg.tenant_logs, crate::ftl::Placements::MAX));
+            return Err(format!(
+                "host zoned FTL: {} tenant logs: at most {}",
+                cfg.tenant_logs,
+                crate::ftl::Placements::MAX
+            ));
         }
         let units_per_zone = cfg.capacity_bytes / u;
-        let units = u32::try_from(units_per_zone).map_err(|_| "host zoned FTL: a zone of 2^32 units or more".to_string())?;
-        // A zone is a block of `units` one-unit pages on a one-plane "drive".
+        let units = u32::try_from(units_per_zone)
+            .map_err(|_| "host zoned FTL: a zone of 2^32 units or more".to_string())?;
         let geo = Geometry {
             channels: 1,
             chips_per_channel: 1,
@@ -192,13 +215,29 @@ impl HostZonedFtl {
             // A log per tenant: persistent placements, so GC keeps each tenant's data apart too.
             placements: match cfg.tenant_logs {
                 0 | 1 => Default::default(),
-                n => crate::ftl::Placements { persistent: vec![true; n as usize] },
+                n => crate::ftl::Placements {
+                    persistent: vec![true; n as usize],
+                },
             },
             zoned: None,
         };
+        Ftl::check_params(&geo, &params).map_err(|e| format!("host zoned FTL: {e}"))?;
+        Ok((geo, params))
+    }
+}
+
+impl HostZonedFtl {
+    pub fn new(cfg: HostZonedConfig) -> Result<HostZonedFtl, String> {
+        let (geo, params) = cfg.translation()?;
+        let units_per_zone = cfg.capacity_bytes / cfg.unit_bytes;
         let mut ftl = Ftl::new(&geo, params).map_err(|e| format!("host zoned FTL: {e}"))?;
         ftl.log_moves();
-        Ok(HostZonedFtl { cfg, ftl, units_per_zone, moves: Vec::new() })
+        Ok(HostZonedFtl {
+            cfg,
+            ftl,
+            units_per_zone,
+            moves: Vec::new(),
+        })
     }
 
     /// Bytes of the conventional space it exports.

@@ -51,6 +51,8 @@ pub struct RunResults {
     pub virt: Option<crate::virt::VirtResult>,
     /// The kernels above the block layer (`[kernel]`): their page caches and device requests.
     pub kernel: Option<Vec<crate::kernel::kernels::KernelResult>>,
+    /// The host FTL on a zoned drive (`[host.zoned_ftl]`): its write amplification and GC.
+    pub host_ftl: Option<crate::host::zoned_ftl::HostFtlReport>,
     /// The Filebench tenants' own figures, per flowop and fileset.
     pub filebench: Vec<crate::sim::FilebenchResult>,
     pub timeline_interval_ns: u64,

@@ -204,6 +204,9 @@ fn run_json(r: &RunResults) -> Value {
     if let Some(k) = &r.kernel {
         v["kernel"] = json!(k);
     }
+    if let Some(h) = &r.host_ftl {
+        v["host_ftl"] = json!(h);
+    }
     if let Some(serve) = &r.serve {
         v["serve"] = json!(serve);
     }

@@ -172,6 +172,7 @@ pub(crate) mod test_fixture {
         RunResults {
             virt: None,
             kernel: None,
+            host_ftl: None,
             filebench: Vec::new(),
             version: "0.1.0".into(),
             seed: 42,

@@ -112,6 +112,19 @@ pub fn tenant_table(r: &RunResults) -> String {
         let value = format!("{} ({}), {} resets, {failed} failed commands", z.zones, states.join(", "), z.resets);
         lines.insert(pos, ("zones", value));
     }
+    if let Some(h) = &r.host_ftl {
+        // The host FTL on the zones: its write amplification (the drive adds none) and GC.
+        let pos = lines
+            .iter()
+            .position(|(k, _)| *k == "zones")
+            .map_or(lines.len(), |p| p + 1);
+        let waf = h.waf.map_or_else(|| "-".into(), |w| format!("{w:.3}"));
+        let value = format!(
+            "WAF {waf}, {} GC runs moved {} units, {} spare zones, {} writes waited for a reset",
+            h.gc_runs, h.gc_units_moved, h.spare_zones, h.writes_waited
+        );
+        lines.insert(pos, ("host FTL", value));
+    }
     if let Some(c) = &contrib {
         let e = crate::metrics::mean_abs_error(c).map_or_else(|| "-".into(), |e| format!("{:.1} points", e * 100.0));
         lines.push(("GC judged", format!("mean |judged - true share| {e} (hWA-BC's charges against the ledger)")));
@@ -413,10 +426,26 @@ mod tests {
             blocks_erased: 28,
             reset_ns: 1,
             implicit_closes: 0,
-            host_ftl: None,
             errors: [("Zone Invalid Write (BCh)".to_string(), 4), ("Zone Is Full (B9h)".to_string(), 1)].into(),
         });
         let text = tenant_table(&r);
         assert!(text.contains("\nzones:               64 (60 empty, 3 full, 1 implicitly opened), 7 resets, 5 failed commands\n"), "{text}");
+        assert!(!text.contains("host FTL"), "{text}");
+        // With a host FTL on the zones, its line follows the drive's.
+        r.host_ftl = Some(crate::host::zoned_ftl::HostFtlReport {
+            logical_bytes: 57 << 26,
+            spare_zones: 7,
+            host_units: 1000,
+            gc_units_moved: 895,
+            gc_runs: 6,
+            waf: Some(1.895),
+            writes_waited: 3,
+            device_commands: 40,
+        });
+        let text = tenant_table(&r);
+        assert!(
+            text.contains("5 failed commands\nhost FTL:            WAF 1.895, 6 GC runs moved 895 units, 7 spare zones, 3 writes waited for a reset\n"),
+            "{text}"
+        );
     }
 }

@@ -57,10 +57,12 @@ pub(super) struct HostFtlStage {
     report: HostFtlReport,
     /// Requests done with a failed child, and the first failure.
     failed: Vec<(ReqId, ZnsStatus)>,
+    /// The tenant id GC's commands carry: the host's own, past the tenants'.
+    gc_tenant: TenantId,
 }
 
 impl HostFtlStage {
-    pub(super) fn new(ftl: HostZonedFtl, spare_zones: u32) -> HostFtlStage {
+    pub(super) fn new(ftl: HostZonedFtl, spare_zones: u32, gc_tenant: TenantId) -> HostFtlStage {
         let report = HostFtlReport { logical_bytes: ftl.logical_bytes(), spare_zones, ..HostFtlReport::default() };
         HostFtlStage {
             ftl,
@@ -74,6 +76,7 @@ impl HostFtlStage {
             runs: Vec::new(),
             report,
             failed: Vec::new(),
+            gc_tenant,
         }
     }
 
@@ -218,7 +221,7 @@ impl HostFtlStage {
             };
             let queue = WRITE_QUEUE;
             for &(op, r) in &cmds {
-                self.child(Owner::Gc(g), op, r, TenantId(u16::MAX), queue);
+                self.child(Owner::Gc(g), op, r, self.gc_tenant, queue);
             }
             let run = self.gc[g as usize].as_mut().expect("a GC job under way");
             run.phase = phase;

@@ -206,7 +206,13 @@ impl Simulator {
                 let z = c.zns.ok_or_else(|| SimError::Config("host.zoned_ftl: needs a zoned drive".into()))?;
                 let cfg = crate::host::zoned_ftl::HostZonedConfig::of(&z, c.geometry.unit_bytes as u64, p);
                 let ftl = crate::host::zoned_ftl::HostZonedFtl::new(cfg).map_err(SimError::Config)?;
-                Some(host_ftl::HostFtlStage::new(ftl, p.spare_zones))
+                // GC's commands are the host's own: the id just past the tenants', so the
+                // drive's per-tenant tables grow by one entry for them.
+                let gc_tenant = TenantId(
+                    u16::try_from(scenario.tenants.len())
+                        .map_err(|_| SimError::Config("too many tenants for a host FTL".into()))?,
+                );
+                Some(host_ftl::HostFtlStage::new(ftl, p.spare_zones, gc_tenant))
             }
             (Some(_), _) => return Err(SimError::Config("host.zoned_ftl: needs a zoned drive".into())),
             (None, _) => None,

@@ -65,6 +65,7 @@ impl Simulator {
             timeline_interval_ns: interval.0,
             virt: self.machine.as_ref().map(|m| m.result(now)),
             kernel: self.kernels.as_ref().map(|k| k.results()),
+            host_ftl: self.hftl.as_ref().map(|h| h.report()),
             filebench,
             timeline,
             fairness,
@@ -157,11 +158,7 @@ impl Simulator {
     }
 
     fn device_result(&self, now: SimTime) -> DeviceResult {
-        let mut d = self.device.report(now, &self.scenario.device.preset, &self.precondition);
-        if let (Some(z), Some(h)) = (&mut d.zns, &self.hftl) {
-            z.host_ftl = Some(h.report());
-        }
-        d
+        self.device.report(now, &self.scenario.device.preset, &self.precondition)
     }
 
     /// Every tenant's device-side counters now, for the timeline.

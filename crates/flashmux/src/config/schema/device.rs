@@ -70,6 +70,8 @@ pub(super) struct ZnsSection {
     pub(super) zone_append_limit: Option<Size>,
     /// Planes each zone stripes over (default: every plane).
     pub(super) zone_planes: Option<u32>,
+    /// The controller's time per Zone Reset before its erases.
+    pub(super) reset_overhead: Option<Duration>,
 }
 
 /// `[device.zns]` over the preset's zoned namespace (if any), on the resolved geometry.
@@ -113,6 +115,10 @@ fn resolve_zns(ctx: &Ctx, d: &DeviceSection, preset: Option<ZnsLayout>, geo: &Ge
         max_active: z.max_active.or(preset.and_then(|p| p.max_active)),
         append_limit_bytes: z.zone_append_limit.as_ref().map(|s| s.bytes).or(preset.and_then(|p| p.append_limit_bytes)),
         zone_planes,
+        reset_overhead: z
+            .reset_overhead
+            .as_ref()
+            .map_or(preset.map_or(Nanos(0), |p| p.reset_overhead), |d| d.0),
     }))
 }
 

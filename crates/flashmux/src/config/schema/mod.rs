@@ -161,8 +161,7 @@ pub(super) fn resolve(text: &str, file: &str, base: &Path, located: bool) -> Res
                 p.spare_zones = crate::host::zoned_ftl::HostZonedConfig::default_spare(z.zones, p.gc_threshold_zones, p.tenant_logs);
             }
             let cfg = crate::host::zoned_ftl::HostZonedConfig::of(&z, c.geometry.unit_bytes as u64, *p);
-            let ftl = crate::host::zoned_ftl::HostZonedFtl::new(cfg).map_err(|e| ctx.err(format!("host.zoned_ftl: {e}")))?;
-            ftl.logical_bytes()
+            cfg.validate().map_err(|e| ctx.err(format!("host.zoned_ftl: {e}")))?
         }
         (Some(_), _) => {
             return Err(ctx.err("host.zoned_ftl: a host FTL writes a zoned drive's zones: use a zoned drive ([device.zns], or preset \"tlc-nvme-zns\")"))

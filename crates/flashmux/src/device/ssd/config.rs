@@ -120,6 +120,10 @@ pub struct ZnsLayout {
     /// channel-first striping order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zone_planes: Option<u32>,
+    /// The controller's time per Zone Reset before its erases start (its zone's mapping and
+    /// state made persistent): a reset of an empty zone takes this, a written zone's this and
+    /// its erases.
+    pub reset_overhead: Nanos,
 }
 
 /// The zoned namespace's logical block: 512 bytes, the device's sector.

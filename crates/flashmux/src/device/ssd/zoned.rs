@@ -97,16 +97,13 @@ pub struct ZnsReport {
     /// Resets that emptied a zone, and the blocks they erased.
     pub resets: u64,
     pub blocks_erased: u64,
-    /// Time Zone Resets took, from fetch to completion, summed.
+    /// Time the resets that emptied a zone took, from fetch to completion, summed.
     pub reset_ns: u64,
     /// Implicitly opened zones the controller closed to open another (all zones).
     pub implicit_closes: u64,
     /// Commands that failed, by NVMe status.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, u64>,
-    /// The host FTL writing the zones (`[host.zoned_ftl]`), when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub host_ftl: Option<crate::host::zoned_ftl::HostFtlReport>,
 }
 
 /// The zoned namespace's state beside the flash: zones, who opened them, counters.
@@ -158,12 +155,11 @@ impl ZonedNs {
         self.peak_active = self.peak_active.max(self.zones.active_zones());
     }
 
-    /// `tenant`'s zone statistics (zones open now counted from the zones' states).
+    /// `tenant`'s zone statistics (zones open now counted from the open zones' openers: at
+    /// most the open zones are visited, not the namespace).
     pub(super) fn tenant_stats(&self, tenant: TenantId) -> TenantZoneStats {
         let mut s = self.tenants.get(tenant.index()).cloned().unwrap_or_default();
-        s.open_zones = (0..self.layout.zones)
-            .filter(|&z| self.opener[z as usize] == tenant.0 && self.zones.state(z).is_some_and(ZoneState::is_open))
-            .count() as u64;
+        s.open_zones = self.zones.open_zone_ids().filter(|&z| self.opener[z as usize] == tenant.0).count() as u64;
         s
     }
 
@@ -194,7 +190,6 @@ impl ZonedNs {
             reset_ns: self.reset_ns,
             implicit_closes,
             errors,
-            host_ftl: None,
         }
     }
 }
@@ -217,6 +212,8 @@ impl Ssd {
         let (slba, nlb) = (cmd.offset / ZNS_LBA_BYTES, cmd.len.div_ceil(ZNS_LBA_BYTES));
         let zone_lbas = ns.layout.zone_bytes / ZNS_LBA_BYTES;
         let zone = (slba / zone_lbas) as u16;
+        // A reset of a zone not empty is one that empties it (counted, and timed in the report).
+        let emptying = cmd.op == IoOp::ZoneReset && ns.zones.state(zone as u32).is_some_and(|s| s != ZoneState::Empty);
         let result = match cmd.op {
             IoOp::Write => ns.zones.write(slba, nlb).map(|()| Some(Placement(zone))),
             IoOp::ZoneAppend => ns.zones.append(slba, nlb).map(|alba| {
@@ -267,20 +264,22 @@ impl Ssd {
                     ns.opener[zone as usize] = cmd.tenant.0;
                 }
                 ns.note_peaks();
-                let done = if cmd.op == IoOp::ZoneReset { self.reset_zone(now, zone as u32, cmds, out) } else { now };
+                let done = if cmd.op == IoOp::ZoneReset { self.reset_zone(now, zone as u32, emptying, cmds, out) } else { now };
                 out.events.push((done, DeviceEvent::Complete(slot)));
                 ZoneOutcome::Done
             }
         }
     }
 
-    /// A reset zone's flash work: its LBAs unmapped (buffered data dropped), its blocks erased
-    /// on their dies. Returns when the last erase ends (`now` if the zone held nothing).
+    /// A reset zone's flash work: after the controller's `reset_overhead`, its LBAs unmapped
+    /// (buffered data dropped) and its blocks erased on their dies. Returns when the last erase
+    /// ends (the overhead's end if the zone held nothing). `emptying`: the zone was not empty
+    /// (the reset is counted and its time reported).
     ///
     /// A write to the zone still waiting for buffer space when the reset comes is done: what
     /// it had in the buffer is dropped with the rest, the remainder never enters it, and it
     /// completes now — as if written and then reset, which is what the host asked, in order.
-    fn reset_zone(&mut self, now: SimTime, zone: u32, cmds: &[CmdState], out: &mut Outbox) -> SimTime {
+    fn reset_zone(&mut self, now: SimTime, zone: u32, emptying: bool, cmds: &[CmdState], out: &mut Outbox) -> SimTime {
         let unit = self.geo.unit_bytes as u64;
         let ns = self.zoned.as_mut().expect("a zoned drive");
         let (start, cap_end) = (zone as u64 * ns.layout.zone_bytes, zone as u64 * ns.layout.zone_bytes + ns.layout.capacity_bytes);
@@ -307,16 +306,20 @@ impl Ssd {
         for &b in &erased {
             per_plane[(b / self.geo.blocks_per_plane) as usize] += 1;
         }
-        let mut done = now;
+        // The erases start once the controller has done its part.
+        let erase_from = now + self.zoned.as_ref().expect("a zoned drive").layout.reset_overhead;
+        let mut done = erase_from;
         for die in (0..self.geo.dies()).map(crate::units::DieId) {
             let rounds = self.geo.planes_of_die(die).map(|p| per_plane[p.index()]).max().unwrap_or(0);
             if rounds > 0 {
-                done = done.max(self.array.reserve_erase(now, die, rounds));
+                done = done.max(self.array.reserve_erase(erase_from, die, rounds));
             }
         }
         let ns = self.zoned.as_mut().expect("a zoned drive");
         ns.blocks_erased += erased.len() as u64;
-        ns.reset_ns += done.since(now).0;
+        if emptying {
+            ns.reset_ns += done.since(now).0;
+        }
         ns.erased = erased;
         done
     }

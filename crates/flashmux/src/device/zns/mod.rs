@@ -125,7 +125,7 @@
 //! (`null_check_zone_resources`, `null_close_imp_open_zone`, `__null_close_zone`); status
 //! values as Linux's `include/linux/nvme.h` (`NVME_SC_ZONE_*`, status code type 1).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// A zone's state (ZNS §2.1.1.3); [`ZoneState::code`] is its value in a zone descriptor.
@@ -552,8 +552,8 @@ pub struct Zones {
     /// `zones × zone_size`.
     lbas: u64,
     zone: Vec<Zone>,
-    /// Zones in ZSIO or ZSEO.
-    open: u32,
+    /// Zones in ZSIO or ZSEO, in zone order.
+    open: BTreeSet<u32>,
     /// Zones in ZSIO, ZSEO or ZSC.
     active: u32,
     /// The zones in ZSIO, by when they entered it (a sequence number): the first is the one
@@ -576,7 +576,7 @@ impl Zones {
                 counters: ZoneCounters::default(),
             })
             .collect();
-        Ok(Zones { cfg, lbas, zone, open: 0, active: 0, implicit: BTreeMap::new(), next_seq: 0 })
+        Ok(Zones { cfg, lbas, zone, open: BTreeSet::new(), active: 0, implicit: BTreeMap::new(), next_seq: 0 })
     }
 
     /// The configuration.
@@ -623,7 +623,12 @@ impl Zones {
 
     /// Zones open now (ZSIO and ZSEO).
     pub fn open_zones(&self) -> u32 {
-        self.open
+        self.open.len() as u32
+    }
+
+    /// The zones open now (ZSIO and ZSEO), in zone order.
+    pub fn open_zone_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.open.iter().copied()
     }
 
     /// Zones active now (ZSIO, ZSEO and ZSC).
@@ -660,7 +665,7 @@ impl Zones {
             return;
         }
         if from.is_open() {
-            self.open -= 1;
+            self.open.remove(&(z as u32));
         }
         if from.is_active() {
             self.active -= 1;
@@ -669,7 +674,7 @@ impl Zones {
             self.implicit.remove(&self.zone[z].opened_seq);
         }
         if to.is_open() {
-            self.open += 1;
+            self.open.insert(z as u32);
         }
         if to.is_active() {
             self.active += 1;
@@ -693,7 +698,7 @@ impl Zones {
             }
         }
         if let Some(max) = self.cfg.max_open {
-            if self.open >= max {
+            if self.open.len() as u32 >= max {
                 let Some((_, &victim)) = self.implicit.iter().next() else {
                     return Err(ZnsStatus::TooManyOpenZones);
                 };
@@ -852,7 +857,7 @@ impl Zones {
             // All or nothing: one open resource per closed zone, making room as a single Open
             // would (the zones closed for it are not among those it opens).
             if let Some(max) = self.cfg.max_open {
-                let need = u64::from(self.open) + chosen.len() as u64;
+                let need = self.open.len() as u64 + chosen.len() as u64;
                 let excess = need.saturating_sub(u64::from(max));
                 if excess > self.implicit.len() as u64 {
                     return Err(ZnsStatus::TooManyOpenZones);
@@ -913,11 +918,11 @@ impl Zones {
 
     /// Checks the incremental counts against the zones themselves; panics on a mismatch.
     pub fn check_invariants(&self) {
-        let open = self.zone.iter().filter(|z| z.state.is_open()).count() as u32;
+        let open: BTreeSet<u32> = (0..self.zone_count()).filter(|&z| self.zone[z as usize].state.is_open()).collect();
         let active = self.zone.iter().filter(|z| z.state.is_active()).count() as u32;
-        assert_eq!(open, self.open, "open zone count out of step");
+        assert_eq!(open, self.open, "open zones out of step");
         assert_eq!(active, self.active, "active zone count out of step");
-        assert!(self.cfg.max_open.is_none_or(|m| self.open <= m), "more zones open than max_open");
+        assert!(self.cfg.max_open.is_none_or(|m| self.open_zones() <= m), "more zones open than max_open");
         assert!(self.cfg.max_active.is_none_or(|m| self.active <= m), "more zones active than max_active");
         let implicit = self.zone.iter().filter(|z| z.state == ZoneState::ImplicitlyOpened).count();
         assert_eq!(implicit, self.implicit.len(), "implicitly opened zones out of step");
