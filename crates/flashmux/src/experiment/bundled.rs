@@ -41,6 +41,7 @@ pub const BUNDLED: &[Bundled] = &[
     super::fdp::MULTI_TENANT,
     super::fdp::NOISY_HANDLE,
     super::placement_budgets::BUNDLED,
+    super::zns::BUNDLED,
 ];
 
 pub fn bundled(name: &str) -> Option<&'static Bundled> {

@@ -55,6 +55,7 @@ mod placement_budgets;
 mod path;
 mod results;
 pub mod validate;
+mod zns;
 
 pub use path::{parse_path, set_path, Step};
 pub use results::{format_table, run_points, tenant_metrics, write_csv, METRIC_COLUMNS};
