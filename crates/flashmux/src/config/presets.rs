@@ -265,6 +265,8 @@ fn tlc_nvme_zns() -> Preset {
                 zone_planes: None,
                 // The WD ZN540's reset of an empty zone: 1.61 ms (docs/MODEL.md §5).
                 reset_overhead: Nanos(1_600_000),
+                // The ZN540 writes the rest of a partly written zone on Finish (docs/MODEL.md §5).
+                finish_pads: true,
             }),
             geometry,
             ..c

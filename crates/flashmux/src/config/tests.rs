@@ -810,6 +810,14 @@ fn zoned_preset_and_section_resolve() {
     assert_eq!(z.reset_overhead, Nanos(0));
     let e = err(&zns("tlc-nvme-zns", "", "[device.zns]\nreset_overhead = 3"));
     assert!(e.contains("reset_overhead"), "{e}");
+    // Finish pads the zone on the preset (as the ZN540), not on a drive of one's own unless
+    // asked.
+    assert!(zns_layout(&load(&zns("tlc-nvme-zns", "", "")).unwrap()).finish_pads);
+    assert!(!zns_layout(&load(&zns("tlc-nvme-zns", "", "[device.zns]\nfinish_pads = false")).unwrap()).finish_pads);
+    assert!(!zns_layout(&load(&zns("tlc-nvme", "", "[device.zns]\nzone_size = \"256MiB\"")).unwrap()).finish_pads);
+    assert!(zns_layout(&load(&zns("tlc-nvme", "", "[device.zns]\nzone_size = \"256MiB\"\nfinish_pads = true")).unwrap()).finish_pads);
+    let e = err(&zns("tlc-nvme-zns", "", "[device.zns]\nfinish_pads = \"yes\""));
+    assert!(e.contains("finish_pads"), "{e}");
     // The preset's zones follow its flash.
     let z = zns_layout(&load(&zns("tlc-nvme-zns", "", "[device.geometry]\nblocks_per_plane = 128")).unwrap());
     assert_eq!(z.zones, 32);

@@ -146,7 +146,6 @@ impl WriteBuffer {
     }
 
     /// Dirty units of `plane` and `placement`.
-    #[cfg(test)]
     pub fn dirty_in(&self, plane: PlaneId, placement: Placement) -> u32 {
         self.dirty_per_fifo[self.fifo_index(plane, placement)]
     }

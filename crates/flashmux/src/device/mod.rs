@@ -120,12 +120,15 @@ pub struct CmdState {
     pub status: Option<zns::ZnsStatus>,
     /// A Zone Append's ALBA, in bytes: where the drive wrote its data.
     pub alba: Option<u64>,
+    /// A zoned drive's Finish writing the rest of its zone as padding: the drive's own data,
+    /// no tenant's, not from the host.
+    pub padding: bool,
 }
 
 impl CmdState {
     /// A command as it arrives, at `now`.
     pub fn new(cmd: Command, now: SimTime) -> CmdState {
-        CmdState { cmd, progress: 0, placement: Placement(0), done_at: now, status: None, alba: None }
+        CmdState { cmd, progress: 0, placement: Placement(0), done_at: now, status: None, alba: None, padding: false }
     }
 }
 

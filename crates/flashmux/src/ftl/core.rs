@@ -344,6 +344,8 @@ pub struct Ftl {
     unit_placement: Vec<u8>,
     /// Zoned: the blocks holding each zone's data (opened for it since its last reset).
     zone_blocks: Vec<Vec<u32>>,
+    /// Zoned: units allocated to each zone in each plane since its reset, zone-major.
+    zone_plane_units: Vec<u32>,
     /// When kept ([`Ftl::log_moves`]): every unit GC moved, (old, new), in the order moved.
     move_log: Option<Vec<(Ppa, Ppa)>>,
     /// Zoned, with zones over fewer planes than the drive's: (flash-page stripes per zone,
@@ -517,6 +519,7 @@ impl Ftl {
             gc_moves: vec![0; gc_placements * gc_placements],
             unit_placement: if gc_placements > 1 { vec![0; total_units] } else { Vec::new() },
             zone_blocks: vec![Vec::new(); if params.zoned.is_some() { n } else { 0 }],
+            zone_plane_units: vec![0; if params.zoned.is_some() { n * planes as usize } else { 0 }],
             move_log: None,
             zone_stripe: params.zoned.filter(|z| z.zone_planes < planes).map(|z| {
                 ((z.zone_units / upp as u64) as u32, z.zone_planes, planes / z.zone_planes)
@@ -592,6 +595,16 @@ impl Ftl {
     /// Blocks holding zone `zone`'s data (0 on a conventional drive).
     pub fn zone_block_count(&self, zone: Placement) -> usize {
         self.zone_blocks.get(zone.index()).map_or(0, Vec::len)
+    }
+    /// Units zone `zone` can still program in `plane`, one of its group's, within its
+    /// capacity's blocks there (`capacity / zone planes` units per plane; 0 on a conventional
+    /// drive). A page padded before it was full (a flush) takes room the zone's later data
+    /// would have had.
+    pub fn zone_room(&self, zone: Placement, plane: PlaneId) -> u32 {
+        let Some(z) = self.params.zoned else { return 0 };
+        let per_plane = (z.capacity_units / z.zone_planes as u64) as u32;
+        let used = self.zone_plane_units[zone.index() * self.planes.len() + plane.index()];
+        per_plane.saturating_sub(used)
     }
     /// The zoned FTL's layout, on a zoned drive.
     pub fn zoned(&self) -> Option<ZonedFtl> {

@@ -426,6 +426,7 @@ mod tests {
             blocks_erased: 28,
             reset_ns: 1,
             implicit_closes: 0,
+            padded_bytes: 0,
             errors: [("Zone Invalid Write (BCh)".to_string(), 4), ("Zone Is Full (B9h)".to_string(), 1)].into(),
         });
         let text = tenant_table(&r);

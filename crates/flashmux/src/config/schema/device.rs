@@ -72,6 +72,8 @@ pub(super) struct ZnsSection {
     pub(super) zone_planes: Option<u32>,
     /// The controller's time per Zone Reset before its erases.
     pub(super) reset_overhead: Option<Duration>,
+    /// Finish pads the rest of a partly written zone.
+    pub(super) finish_pads: Option<bool>,
 }
 
 /// `[device.zns]` over the preset's zoned namespace (if any), on the resolved geometry.
@@ -119,6 +121,7 @@ fn resolve_zns(ctx: &Ctx, d: &DeviceSection, preset: Option<ZnsLayout>, geo: &Ge
             .reset_overhead
             .as_ref()
             .map_or(preset.map_or(Nanos(0), |p| p.reset_overhead), |d| d.0),
+        finish_pads: z.finish_pads.unwrap_or(preset.is_some_and(|p| p.finish_pads)),
     }))
 }
 

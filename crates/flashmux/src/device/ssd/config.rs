@@ -124,6 +124,9 @@ pub struct ZnsLayout {
     /// state made persistent): a reset of an empty zone takes this, a written zone's this and
     /// its erases.
     pub reset_overhead: Nanos,
+    /// A Finish of a partly written zone writes the rest of its capacity with padding, as the
+    /// ZN540 does (its time grows with what is left); `false`: Finish changes the state only.
+    pub finish_pads: bool,
 }
 
 /// The zoned namespace's logical block: 512 bytes, the device's sector.

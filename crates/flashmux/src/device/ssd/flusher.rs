@@ -252,7 +252,10 @@ impl Ssd {
         let (first, last) = self.unit_range(&cmd);
         let unit = self.geo.unit_bytes as u64;
         let t = cmd.tenant.index();
-        let owner = cmd.tenant.0;
+        // A Finish's padding is the drive's own: no owner, not the tenant's writes, and it
+        // does not cross the host link.
+        let padding = st.padding;
+        let owner = if padding { crate::ftl::NO_OWNER } else { cmd.tenant.0 };
         let placement = st.placement;
         let mut lpn = first + st.progress;
         let mut admitted_bytes = 0u64;
@@ -272,12 +275,15 @@ impl Ssd {
             }
             match loc {
                 Loc::Buffer(_) => {}
+                // Padding only where the zone's blocks have room: a page padded earlier (a
+                // flush) took some, and the rest of the zone's LBAs then read as unwritten.
+                _ if padding && self.ftl.zone_room(placement, self.ftl.plane_of(l)) <= self.flusher.buf.dirty_in(self.ftl.plane_of(l), placement) => {}
                 loc => {
                     let plane = self.ftl.plane_of(l);
                     let Some(s) = self.flusher.buf.insert(l, owner, plane, placement) else { break };
                     let unit_start = lpn as u64 * unit;
                     let partial = cmd.offset > unit_start || cmd.offset + cmd.len < unit_start + unit;
-                    if let (true, Loc::Flash(ppa)) = (partial, loc) {
+                    if let (true, false, Loc::Flash(ppa)) = (partial, padding, loc) {
                         // Read-modify-write: the rest of the unit comes from flash.
                         let page = self.ftl.page_of(ppa);
                         let end = self.array.reserve_read(now, now, page, unit);
@@ -288,7 +294,7 @@ impl Ssd {
                     self.flusher.mark_die(self.geo.die_of_plane(plane));
                 }
             }
-            self.tenant(t).write_units += 1;
+            self.tenant(t).write_units += u64::from(!padding);
             let unit_end = (lpn as u64 + 1) * unit;
             admitted_bytes += unit_end.min(cmd.offset + cmd.len) - (lpn as u64 * unit).max(cmd.offset);
             lpn += 1;
@@ -296,8 +302,9 @@ impl Ssd {
         let st = &mut cmds[slot as usize];
         st.progress = lpn - first;
         if admitted_bytes > 0 {
-            // The data crosses the link, then is written to the buffer's DRAM.
-            let end = self.array.link_in(now, admitted_bytes);
+            // The data crosses the link, then is written to the buffer's DRAM (padding is
+            // made in the controller).
+            let end = if padding { now } else { self.array.link_in(now, admitted_bytes) };
             let end = self.flusher.dram.pass(now, end, admitted_bytes);
             st.done_at = st.done_at.max(end);
         }

@@ -308,6 +308,13 @@ impl Ssd {
         if self.zoned.is_some() {
             match self.zone_command(now, slot, cmds, out) {
                 zoned::ZoneOutcome::Proceed(p) => zone = Some(p),
+                zoned::ZoneOutcome::Pad(p) => {
+                    cmds[slot as usize].placement = p;
+                    if self.flusher.has_waiting() || !self.admit(now, slot, cmds, out) {
+                        self.flusher.stall(slot);
+                    }
+                    return self.flush(now, out);
+                }
                 zoned::ZoneOutcome::Done => return self.flush(now, out),
             }
         }

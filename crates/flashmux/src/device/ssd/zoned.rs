@@ -18,12 +18,16 @@
 //!   returns (ALBA), which the completion carries. Reads of a zone below or beyond its write
 //!   pointer are allowed (unwritten LBAs read as zeros); Read Across Zone Boundaries is
 //!   supported, as the host's requests do not split at zone boundaries.
-//! - **Zone Management Send.** Open, Close and Finish change state only: Finish leaves the
-//!   rest of the zone's blocks unwritten (they are erased with the zone). **Reset** of a zone
-//!   that holds anything unmaps its LBAs (dropping what is still in the write buffer) and
-//!   erases every block it wrote, all at once on each die (a multi-plane erase of one block
-//!   per plane at a time): the command completes when the last die's erases end. The blocks are
-//!   free at once; a program on them waits for its die, which the erase occupies.
+//! - **Zone Management Send.** Open and Close change state only. **Finish** of a partly
+//!   written zone, on a drive that pads (`finish_pads`, as the ZN540), writes the rest of the
+//!   zone's capacity with padding through the write buffer — programmed, never mapped, owned
+//!   by no tenant — as far as the zone's blocks in each plane hold it, and completes when the
+//!   padding is in the buffer; without padding it leaves the rest of the zone's blocks
+//!   unwritten (erased with the zone). **Reset**, after the controller's `reset_overhead`, of
+//!   a zone that holds anything unmaps its LBAs (dropping what is still in the write buffer)
+//!   and erases every block it wrote, all at once on each die (a multi-plane erase of one
+//!   block per plane at a time): the command completes when the last die's erases end. The
+//!   blocks are free at once; a program on them waits for its die, which the erase occupies.
 //! - **No garbage collection**: a zone's data never moves; the host frees space by resetting
 //!   zones.
 //!
@@ -31,13 +35,18 @@
 //! 4 dies of 2 planes, 64-page blocks of 16 KiB (1 MiB), tBERS 3.5 ms: the layout unit is
 //! 8 MiB. A zone of 16 MiB capacity is 2 blocks in every plane. Written full and reset at t,
 //! each die erases 2 blocks per plane, one round of a multi-plane erase after another:
-//! the reset completes at t + 2 × 3.5 ms = t + 7 ms (once the die is free of earlier work).
-//! An empty zone's reset erases nothing and completes at once.
+//! the reset completes at t + 2 × 3.5 ms = t + 7 ms (once the die is free of earlier work),
+//! plus the controller's `reset_overhead` before the erases start (1.6 ms on `tlc-nvme-zns`:
+//! t + 8.6 ms). An empty zone's reset erases nothing and completes after the overhead alone.
+//! Finished with 4 MiB written and padding, the zone's other 12 MiB are padded at the drive's
+//! write rate: at 3.5 GB/s, less the write buffer still filling at completion.
 //!
 //! # Parameters
 //! `[device.zns]`: `zone_size`, `zone_capacity` (bytes, multiples of the layout unit),
 //! `zones` (default: as many as the flash holds), `max_open`, `max_active` (zones),
-//! `zone_append_limit` (bytes). LBAs are 512 bytes.
+//! `zone_append_limit` (bytes), `reset_overhead` (time, default 0), `finish_pads` (default
+//! false; `tlc-nvme-zns`: 1.6 ms and true, the WD ZN540's, from Doekemeijer et al., IEEE
+//! CLUSTER '23, raw data). LBAs are 512 bytes.
 //!
 //! Source: NVM Express Zoned Namespace Command Set 1.1 (§2.1.1 zone states and writes, §3.4
 //! Zone Append and Zone Management); the mapping of a zone to whole erase blocks striped over
@@ -101,6 +110,8 @@ pub struct ZnsReport {
     pub reset_ns: u64,
     /// Implicitly opened zones the controller closed to open another (all zones).
     pub implicit_closes: u64,
+    /// Bytes the drive wrote as padding to finish partly written zones (`finish_pads`).
+    pub padded_bytes: u64,
     /// Commands that failed, by NVMe status.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, u64>,
@@ -118,6 +129,7 @@ pub(super) struct ZonedNs {
     resets: u64,
     blocks_erased: u64,
     reset_ns: u64,
+    padded_bytes: u64,
     /// Reused by resets: the blocks a reset erased.
     erased: Vec<u32>,
 }
@@ -135,6 +147,7 @@ impl ZonedNs {
             resets: 0,
             blocks_erased: 0,
             reset_ns: 0,
+            padded_bytes: 0,
             erased: Vec::new(),
         })
     }
@@ -189,6 +202,7 @@ impl ZonedNs {
             blocks_erased: self.blocks_erased,
             reset_ns: self.reset_ns,
             implicit_closes,
+            padded_bytes: self.padded_bytes,
             errors,
         }
     }
@@ -199,6 +213,10 @@ pub(super) enum ZoneOutcome {
     /// The command goes on as a read or write (a Zone Append now at its ALBA), its data
     /// placed in the zone's blocks.
     Proceed(Placement),
+    /// A Finish on a drive that pads: the command now writes the rest of the zone's capacity
+    /// (its offset and length set to it) with padding through the write buffer, and completes
+    /// when the padding is in.
+    Pad(Placement),
     /// Done here: failed, or a zone management command whose completion is scheduled.
     Done,
 }
@@ -214,6 +232,10 @@ impl Ssd {
         let zone = (slba / zone_lbas) as u16;
         // A reset of a zone not empty is one that empties it (counted, and timed in the report).
         let emptying = cmd.op == IoOp::ZoneReset && ns.zones.state(zone as u32).is_some_and(|s| s != ZoneState::Empty);
+        // Where writing stopped, for a Finish that pads the rest of an active zone (a Finish of
+        // a full zone changes nothing; of an empty one, writes nothing).
+        let active = ns.zones.state(zone as u32).is_some_and(ZoneState::is_active);
+        let stopped = ns.zones.write_pointer(zone as u32).unwrap_or(0) * ZNS_LBA_BYTES;
         let result = match cmd.op {
             IoOp::Write => ns.zones.write(slba, nlb).map(|()| Some(Placement(zone))),
             IoOp::ZoneAppend => ns.zones.append(slba, nlb).map(|alba| {
@@ -264,6 +286,19 @@ impl Ssd {
                     ns.opener[zone as usize] = cmd.tenant.0;
                 }
                 ns.note_peaks();
+                if cmd.op == IoOp::ZoneFinish && ns.layout.finish_pads {
+                    // The rest of the capacity from the first whole unit after the write
+                    // pointer (a unit the host began is already the host's, in the buffer).
+                    let unit = self.geo.unit_bytes as u64;
+                    let zslba = zone as u64 * ns.layout.zone_bytes;
+                    let (from, end) = (stopped.next_multiple_of(unit), zslba + ns.layout.capacity_bytes);
+                    if active && stopped > zslba && from < end {
+                        ns.padded_bytes += end - from;
+                        let st = &mut cmds[slot as usize];
+                        (st.cmd.offset, st.cmd.len, st.padding) = (from, end - from, true);
+                        return ZoneOutcome::Pad(Placement(zone));
+                    }
+                }
                 let done = if cmd.op == IoOp::ZoneReset { self.reset_zone(now, zone as u32, emptying, cmds, out) } else { now };
                 out.events.push((done, DeviceEvent::Complete(slot)));
                 ZoneOutcome::Done

@@ -107,6 +107,8 @@ impl Ftl {
         for p in &mut self.planes {
             p.host_open[zone.index()] = None;
         }
+        let planes = self.planes.len();
+        self.zone_plane_units[zone.index() * planes..(zone.index() + 1) * planes].fill(0);
         let mut blocks = std::mem::take(&mut self.zone_blocks[zone.index()]);
         for &b in &blocks {
             let blk = &mut self.blocks[b as usize];
@@ -128,8 +130,22 @@ impl Ftl {
     /// Programs host data for `lpn` (written by `owner`) into `plane`'s open block of
     /// `placement` and maps it. May start garbage collection, whose jobs the caller collects
     /// with [`Ftl::take_gc_job`]; that GC is charged as caused by `owner` and `placement`.
+    ///
+    /// `owner` [`NO_OWNER`] on a zoned drive is a Finish's padding at `lpn`'s place in the
+    /// zone: programmed there, counted as padding, never mapped (the zone reads as unwritten
+    /// past where the host stopped).
     pub fn program_host(&mut self, plane: PlaneId, lpn: Lpn, owner: u16, placement: Placement) -> Ppa {
         debug_assert_eq!(self.plane_of(lpn), plane);
+        if owner == NO_OWNER && self.params.zoned.is_some() {
+            debug_assert!(!matches!(self.lookup(lpn), Loc::Flash(_)), "padding over data at {lpn:?}");
+            self.l2p[lpn.index()] = UNMAPPED;
+            let stream = Stream::Host(placement);
+            let ppa = self.alloc(plane, stream);
+            self.owner[ppa.index()] = NO_OWNER;
+            self.close_if_full(plane, stream, ppa);
+            self.stats.padding_units_programmed += 1;
+            return ppa;
+        }
         // Invalidate first, so that GC started by this allocation does not copy the stale data.
         self.invalidate_flash_copy(lpn);
         self.l2p[lpn.index()] = UNMAPPED;
@@ -245,6 +261,9 @@ impl Ftl {
         debug_assert!(upb - blk.written >= n, "{n} units do not fit in block {block}");
         let ppa = Ppa(block * upb + blk.written);
         blk.written += n;
+        if let (Stream::Host(zone), false) = (stream, self.zone_plane_units.is_empty()) {
+            self.zone_plane_units[zone.index() * self.planes.len() + plane.index()] += n;
+        }
         self.write_seq += n as u64;
         blk.last_write_seq = self.write_seq;
         ppa
