@@ -79,7 +79,7 @@ fn zone_errors_are_counted_per_tenant() {
 /// keep within the limits, so the drive fails nothing; zones are reset as fio resets them,
 /// each reset counted for the tenant and by the drive, and the drive never collects garbage.
 /// (`zbd-rand-write-*-gc.fio` and `zbd-seq-read.fio` address zones 524 and on, past this
-/// drive; they run against the host's view of a larger drive in `tests/fio_zones.rs`.)
+/// drive: the next test runs them on one that reaches that far.)
 #[test]
 fn fio_s_zbd_examples_run_on_a_zoned_drive_without_a_failed_command() {
     let dev = "seed = 1\n[device]\npreset = \"tlc-nvme-zns\"\n\
@@ -134,4 +134,46 @@ fn a_host_ftl_runs_random_writes_on_zones_with_gc_as_host_io() {
     assert!(h.waf == Some(waf) && waf > 1.0, "{h:?}");
     assert_eq!((r.device.waf, r.device.ftl.gc_runs), (Some(1.0), 0), "the drive copies nothing");
     assert!(r.jobs[0].io.read.ios > 0 && r.jobs[1].io.trim.ios > 0);
+}
+
+/// fio's examples that address zones 524 and on (`zbd-rand-write-trim-gc.fio`,
+/// `zbd-rand-write-zone-reset-gc.fio`, `zbd-seq-read.fio`), end to end on a drive of 660
+/// zones of 256 MiB: each zone's capacity is 32 MiB (2 blocks in each of 16 planes, as a
+/// ZN540's zone has less capacity than size), so the flash is 20.6 GiB. fio's port keeps
+/// within the capacity and the open limits; the drive fails nothing. The trim job's trims and
+/// the reset threshold's resets are the drive's resets; the sequential reader reads only what
+/// a writer beside it has written (`read_beyond_wp=0`).
+#[test]
+fn fio_s_zbd_examples_past_zone_524_run_on_a_drive_that_reaches_them() {
+    let dev = "seed = 1\n[device]\npreset = \"tlc-nvme-zns\"\n\
+               [device.geometry]\nchannels = 2\nchips_per_channel = 2\ndies_per_chip = 2\nplanes_per_die = 2\npages_per_block = 64\nblocks_per_plane = 1320\n\
+               [device.zns]\nzone_size = \"256MiB\"\nzone_capacity = \"32MiB\"\nmax_open = 32\nmax_active = 32\n[stop]\ntime = \"6s\"\n";
+    let writer = "[w]\nzonemode=zbd\nzonesize=256M\ndirect=1\nrw=write\nbs=1m\noffset=524z\nsize=3z\n";
+    for (name, text) in [
+        ("zbd-rand-write-trim-gc.fio", include_str!("data/fio/zbd-rand-write-trim-gc.fio").to_string()),
+        ("zbd-rand-write-zone-reset-gc.fio", include_str!("data/fio/zbd-rand-write-zone-reset-gc.fio").to_string()),
+        ("zbd-seq-read.fio", format!("{writer}{}", include_str!("data/fio/zbd-seq-read.fio"))),
+    ] {
+        let scenario = format!("{dev}[[tenant]]\nname = \"t\"\nfio = '''\n{text}\n'''\n");
+        let r = run_checked(&scenario, 50_000);
+        let z = r.device.zns.as_ref().unwrap();
+        assert_eq!(z.zones, 660, "{name}");
+        assert!(z.errors.is_empty(), "{name}: {:?}", z.errors);
+        assert!(r.jobs.iter().all(|j| j.errors == 0 && j.error == 0), "{name}");
+        let written: u64 = r.jobs.iter().map(|j| j.io.write.bytes).sum();
+        assert!(written > 0, "{name}: wrote nothing");
+        assert_eq!(r.tenants[0].zones.as_ref().unwrap().resets, z.resets, "{name}");
+        match name {
+            "zbd-rand-write-trim-gc.fio" => {
+                let trims: u64 = r.jobs.iter().map(|j| j.io.trim.ios).sum();
+                assert!(trims > 0 && z.resets > 0, "{name}: {trims} trims, {} resets", z.resets);
+            }
+            "zbd-rand-write-zone-reset-gc.fio" => assert!(z.resets > 0, "{name}: no reset"),
+            _ => {
+                let read: u64 = r.jobs.iter().map(|j| j.io.read.bytes).sum();
+                assert!(read > 0 && read <= written, "{name}: read {read} of {written} written");
+            }
+        }
+        assert_eq!((r.device.ftl.gc_runs, r.device.ftl.gc_units_programmed), (0, 0), "{name}");
+    }
 }
