@@ -1,7 +1,8 @@
 //! The swarm test's short variant (`flashmux swarm` runs the long one, docs/TESTING.md): a few
 //! hundred whole configurations drawn from seeds, each loaded from its scenario file and run
 //! with its invariants checked every few events; and the generator itself: deterministic, and
-//! drawing every scheduler, mapping, cache policy, drive state, VM mode and workload kind.
+//! drawing every scheduler, mapping, cache policy, drive state, VM mode and workload kind, and
+//! zoned drives under fio's zoned mode and under the host FTL.
 
 use flashmux::swarm::{generate, run_case, Limits, Outcome};
 use std::collections::BTreeSet;
@@ -103,5 +104,11 @@ fn the_generator_draws_every_mechanism() {
     want("stop", &["time", "requests", "both", "neither"]);
     want("mistakes", &["true"]);
     want("alone_baseline", &["true"]);
+    want("zoned", &["true"]);
+    want("zoned_mode", &["zbd", "host-ftl"]);
+    want("zone_planes", &["all", "group"]);
+    want("zone_limits", &["true"]);
+    want("finish_pads", &["true", "false"]);
+    want("zbd_rw", &["write", "randwrite", "read", "randread"]);
     assert!(missing.is_empty(), "400 seeds never drew: {}", missing.join(", "));
 }

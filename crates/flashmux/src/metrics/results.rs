@@ -117,6 +117,9 @@ pub struct JobResult {
     /// first: the errno Linux returns for its NVMe status.
     pub errors: u64,
     pub error: i32,
+    /// Zone Management commands the job issued and the drive completed (fio's zone resets
+    /// and finishes on a zoned drive): requests, but not I/O fio reports.
+    pub zone_commands: u64,
     /// Clone number within `numjobs` (0-based); the first member's for a merged group.
     pub clone: u32,
     /// Job clones reported in this entry: 1, or more under fio's `group_reporting`.
@@ -162,6 +165,7 @@ impl JobResult {
         self.members += o.members;
         // fio's group keeps the first member's error (`sum_thread_stats`: `if (!dst->error)`).
         self.errors += o.errors;
+        self.zone_commands += o.zone_commands;
         if self.error == 0 {
             self.error = o.error;
         }

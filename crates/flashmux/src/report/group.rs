@@ -76,6 +76,7 @@ mod tests {
         }
         JobResult {
             errors: 0,
+            zone_commands: 0,
             error: 0,
             name: name.into(),
             clone: 0,

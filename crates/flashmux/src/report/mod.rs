@@ -79,6 +79,7 @@ pub(crate) mod test_fixture {
     pub(crate) fn job(name: &str, clone: u32, groupid: u32) -> JobResult {
         JobResult {
             errors: 0,
+            zone_commands: 0,
             error: 0,
             name: name.into(),
             clone,

@@ -138,6 +138,8 @@ pub struct JobRt {
     exhausted: bool,
     /// I/Os that failed, and the first of them.
     errors: u64,
+    /// Zone Management commands completed (not I/O fio reports).
+    zone_commands: u64,
     first_error: Option<(IoOp, u64, crate::device::zns::ZnsStatus)>,
     ramp_ended: bool,
     next_allowed: [SimTime; 3],
@@ -264,6 +266,7 @@ impl JobRt {
             reaping: false,
             exhausted: false,
             errors: 0,
+            zone_commands: 0,
             first_error: None,
             ramp_ended: false,
             next_allowed: [SimTime::ZERO; 3],
@@ -682,6 +685,7 @@ impl JobRt {
         }
         let zone_cmd = std::mem::replace(&mut self.zone_cmd, ZoneCmdState::None);
         if op.is_zone_management() && zone_cmd != ZoneCmdState::Trim {
+            self.zone_commands += 1;
             return false; // fio's zone resets and finishes are not I/O it reports
         }
         if self.spec.thinktime > 0 && self.spec.thinktime_blocks_type == ThinktimeBlocksType::Complete {
@@ -794,6 +798,7 @@ impl JobRt {
             .collect();
         JobResult {
             errors: self.errors,
+            zone_commands: self.zone_commands,
             error: self.first_error.map_or(0, |(_, _, s)| s.linux_errno()),
             name: self.spec.name.clone(),
             clone: self.clone,

@@ -19,6 +19,7 @@ mod fio;
 mod host;
 mod tenant;
 mod virt;
+mod zoned;
 
 use super::toml::{self as t, Doc};
 use super::Case;
@@ -118,8 +119,11 @@ struct Plan {
     ext4: bool,
 }
 
-/// Draws the case for `seed`.
+/// Draws the case for `seed`: one seed in ten a zoned drive's (`gen/zoned.rs`).
 pub fn generate(seed: u64) -> Case {
+    if zoned::is_zoned(seed) {
+        return zoned::zoned_case(seed);
+    }
     let mut g = G { rng: rng_for(seed, "swarm"), tags: Vec::new(), files: Vec::new(), mistakes: false };
     g.mistakes = g.chance(0.12);
     if g.mistakes {

@@ -339,8 +339,11 @@ fn check_accounting(s: &Scenario, r: &RunResults) -> Result<(), String> {
     // A Filebench thread's creates, opens, closes, stats and deletes are requests of its job
     // that move no data: counted apart.
     // So are a fio job's deletes of its files at its end (unlink).
+    // On a zoned drive, failed I/Os are requests outside the statistics, and so are fio's zone
+    // resets and finishes.
     let metadata: u64 = r.filebench.iter().map(|f| f.metadata_calls).sum::<u64>()
-        + r.kernel.iter().flatten().map(|k| k.unlinks).sum::<u64>();
+        + r.kernel.iter().flatten().map(|k| k.unlinks).sum::<u64>()
+        + r.jobs.iter().map(|j| j.errors + j.zone_commands).sum::<u64>();
     let measured: u64 = r.tenants.iter().map(|t| t.io.ios() + t.io.sync.count()).sum::<u64>() + metadata;
     let jobs = || s.tenants.iter().flat_map(|t| t.jobs().iter());
     let unmeasured = jobs().any(|j| j.ramp_time > 0 || j.end_fsync || j.fsync_on_close);
