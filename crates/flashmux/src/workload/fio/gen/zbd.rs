@@ -664,7 +664,8 @@ impl ZbdJob {
             Dir::Write => {
                 let zone_end = (io.offset + io.len).min(zi.capacity_end(z));
                 if self.accounting_vdb() && zi.wp(z) <= zone_end {
-                    zi.wp_valid_data_bytes += zone_end - zi.wp(z);
+                    // Unsigned, as fio's: a reset may have taken it below zero (`note_reset`).
+                    zi.wp_valid_data_bytes = zi.wp_valid_data_bytes.wrapping_add(zone_end - zi.wp(z));
                 }
                 zi.wp[z as usize] = zone_end;
                 if io.offset + io.len >= zi.capacity_end(z) {
