@@ -230,12 +230,17 @@ impl Ssd {
         let (slba, nlb) = (cmd.offset / ZNS_LBA_BYTES, cmd.len.div_ceil(ZNS_LBA_BYTES));
         let zone_lbas = ns.layout.zone_bytes / ZNS_LBA_BYTES;
         let zone = (slba / zone_lbas) as u16;
-        // A reset of a zone not empty is one that empties it (counted, and timed in the report).
-        let emptying = cmd.op == IoOp::ZoneReset && ns.zones.state(zone as u32).is_some_and(|s| s != ZoneState::Empty);
-        // Where writing stopped, for a Finish that pads the rest of an active zone (a Finish of
-        // a full zone changes nothing; of an empty one, writes nothing).
-        let active = ns.zones.state(zone as u32).is_some_and(ZoneState::is_active);
-        let stopped = ns.zones.write_pointer(zone as u32).unwrap_or(0) * ZNS_LBA_BYTES;
+        // A management command's zone as it was: a Reset of a zone not empty is one that empties
+        // it (counted, and timed in the report); a Finish pads the rest of an active zone from
+        // where writing stopped (a Finish of a full zone changes nothing; of an empty one,
+        // writes nothing). Not looked up for reads and writes.
+        let (before, stopped) = if cmd.op.is_zone_management() {
+            (ns.zones.state(zone as u32), ns.zones.write_pointer(zone as u32).unwrap_or(0) * ZNS_LBA_BYTES)
+        } else {
+            (None, 0)
+        };
+        let emptying = cmd.op == IoOp::ZoneReset && before.is_some_and(|s| s != ZoneState::Empty);
+        let active = before.is_some_and(ZoneState::is_active);
         let result = match cmd.op {
             IoOp::Write => ns.zones.write(slba, nlb).map(|()| Some(Placement(zone))),
             IoOp::ZoneAppend => ns.zones.append(slba, nlb).map(|alba| {
@@ -248,7 +253,6 @@ impl Ssd {
             IoOp::Trim | IoOp::Flush => Ok(Some(Placement(0))),
             IoOp::ZoneReset | IoOp::ZoneFinish | IoOp::ZoneOpen | IoOp::ZoneClose => {
                 let action = cmd.op.zone_action().expect("a zone management command");
-                let before = ns.zones.state(zone as u32);
                 ns.zones.manage(slba, action, false).map(|changed| {
                     let t = ns.tenant(cmd.tenant);
                     match (action, changed > 0) {
@@ -258,9 +262,7 @@ impl Ssd {
                         (ZoneAction::Close, _) => t.closes += 1,
                         _ => {}
                     }
-                    if action == ZoneAction::Reset && before != Some(ZoneState::Empty) {
-                        ns.resets += 1;
-                    }
+                    ns.resets += u64::from(emptying);
                     None
                 })
             }

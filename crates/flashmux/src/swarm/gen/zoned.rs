@@ -63,7 +63,7 @@ pub(super) fn zoned_case(seed: u64) -> Case {
         doc.set("device.zns", "zones", zones.to_string());
     }
     let host_ftl = zones >= 12 && g.chance(0.4);
-    let tenants = g.int(1, 4.min(if host_ftl { 4 } else { zones }));
+    let tenants = g.int(1, zones.min(4));
     // Open and active limits: none, or enough for what the tenants write at once.
     let limits = match g.weighted(&[(0u8, 3), (1, 4), (2, 3)]) {
         0 => None,
